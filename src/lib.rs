@@ -1,0 +1,25 @@
+//! # quakecap
+//!
+//! Offline analyzer of Quake 3 (protocol 68 and ioquake3's 71) and QuakeWorld (protocol 28)
+//! network captures.
+//!
+//! The pipeline, one pass, one direction of flow:
+//!
+//! ```text
+//! capture (pcap / pcapng records)
+//!   -> net (link, IPv4 defragmentation, IPv6, UDP)          Datagram
+//!   -> pipeline router (per game: q3 / qw, connection by qport)
+//!   -> game netchan (sequencing, fragments, descrambling)
+//!   -> game decoders (connectionless, server ops, client ops, deltas)
+//!   -> sinks (flow table, JSON, text, shownet, demo writers)
+//! ```
+//!
+//! `q3` and `qw` never import each other; sinks only see decoded events.
+#![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod flow;
+pub mod net;
+pub mod pos;
+pub mod q3;
+pub mod qw;

@@ -1,0 +1,2 @@
+//! QuakeWorld (protocol 28 with FTE/MVD extensions). Sans-IO: no files, no printing.
+//! Reference: shared/specs/qw-protocol.md.
