@@ -44,3 +44,83 @@ impl PerDir {
         self.c2s + self.s2c
     }
 }
+
+/// One problem found in a flow: where (frame, direction) and what. Kept per flow so a report
+/// can say which flow, frame and message a problem came from; the run always goes on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowError {
+    pub frame: u64,
+    pub dir: Option<Dir>,
+    pub message: String,
+}
+
+/// At most this many errors are kept per flow (all are counted).
+pub const MAX_KEPT_ERRORS: usize = 100;
+
+/// One row of `quakecap flows` (and one object of its `--json` array). Every game fills it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FlowSummary {
+    /// 1.. in order of the flow's first packet.
+    pub id: u32,
+    /// "q3", "qw" or "udp" (UDP traffic of no known game).
+    pub game: &'static str,
+    /// "connection", "query" or "other".
+    pub kind: &'static str,
+    pub protocol: Option<u32>,
+    /// "ip:port" (IPv6 as "[ip]:port").
+    pub server: String,
+    pub client_ip: String,
+    /// Every client UDP port seen, in order of first use (NAT rebinding adds ports).
+    pub client_ports: Vec<u16>,
+    pub qport: Option<u16>,
+    pub challenge: Option<i64>,
+    pub name: Option<String>,
+    pub packets: PerDir,
+    pub bytes: PerDir,
+    /// Messages that arrived in fragments (counted once per reassembled message).
+    pub fragments: PerDir,
+    /// Sequence gaps (messages the receiver never got).
+    pub dropped: PerDir,
+    pub duplicates: PerDir,
+    pub out_of_order: PerDir,
+    /// Number of errors in this flow (malformed packets, failed messages).
+    pub errors: u64,
+    /// The first [`MAX_KEPT_ERRORS`] errors.
+    pub error_details: Vec<FlowError>,
+    /// Seconds since the Unix epoch of the first and last packet.
+    pub first_time: f64,
+    pub last_time: f64,
+}
+
+impl FlowSummary {
+    /// Record an error: always counted, kept while fewer than [`MAX_KEPT_ERRORS`].
+    pub fn push_error(&mut self, e: FlowError) {
+        self.errors += 1;
+        if self.error_details.len() < MAX_KEPT_ERRORS {
+            self.error_details.push(e);
+        }
+    }
+
+    /// Count one packet of `len` bytes at time `ts_ns`.
+    pub fn count_packet(&mut self, dir: Dir, len: usize, ts_ns: i64) {
+        let t = ts_ns as f64 / 1e9;
+        if self.packets.total() == 0 {
+            self.first_time = t;
+        }
+        self.last_time = t;
+        *self.packets.get_mut(dir) += 1;
+        *self.bytes.get_mut(dir) += len as u64;
+    }
+
+    /// Note a client port, keeping first-use order.
+    pub fn add_client_port(&mut self, port: u16) {
+        if !self.client_ports.contains(&port) {
+            self.client_ports.push(port);
+        }
+    }
+}
+
+/// Format a socket address the way flows print it.
+pub fn addr_string(a: &std::net::SocketAddr) -> String {
+    a.to_string()
+}
