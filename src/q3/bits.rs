@@ -157,6 +157,11 @@ impl<'a> BitReader<'a> {
                 return Err(BitError::PastEnd { bit: start });
             }
             let (sym, len) = huffman::decode_window(self.window(pos));
+            // A code running past the end is PastEnd even if the zero fill makes it look like
+            // NYT (the engine stops walking the tree at the end of the buffer).
+            if pos + len as usize > limit {
+                return Err(BitError::PastEnd { bit: start });
+            }
             if sym == NYT {
                 return Err(BitError::Nyt { bit: pos });
             }
