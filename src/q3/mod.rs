@@ -1,8 +1,11 @@
 //! Quake 3 (protocol 68, ioquake3 protocol 71). Sans-IO: no files, no printing.
 //! Reference: shared/specs/q3-protocol.md.
 
+pub mod bits;
 pub mod clc;
 pub mod conn;
+pub mod demo;
+pub mod huffman;
 pub mod message;
 pub mod netchan;
 pub mod oob;
@@ -10,4 +13,3 @@ pub mod scramble;
 pub mod state;
 pub mod svc;
 pub mod tracker;
-pub mod demo;
