@@ -19,6 +19,8 @@
 
 pub mod capture;
 pub mod flow;
+pub mod pipeline;
+pub mod sink;
 pub mod net;
 pub mod pos;
 pub mod q3;

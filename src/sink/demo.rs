@@ -1,0 +1,1 @@
+//! Demo writers (filled in with the demo command).
