@@ -37,7 +37,11 @@ pub(crate) fn parse_global_header(h: &[u8], big_endian: bool, nanos: bool) -> Op
     // The link-layer field keeps the LINKTYPE in its low 16 bits; the high bits carry FCS
     // length flags that do not change the link type.
     let network = u32_at(h, 20, big_endian)?;
-    Some(PcapHeader { big_endian, nanos, link: LinkType(network & 0xffff) })
+    Some(PcapHeader {
+        big_endian,
+        nanos,
+        link: LinkType(network & 0xffff),
+    })
 }
 
 /// A record header, decoded.
@@ -53,7 +57,11 @@ pub(crate) fn parse_record_header(h: &[u8], hdr: &PcapHeader) -> Option<RecordHe
     let be = hdr.big_endian;
     let sec = i64::from(u32_at(h, 0, be)?);
     let frac = i64::from(u32_at(h, 4, be)?);
-    let frac_ns = if hdr.nanos { frac } else { frac.saturating_mul(1000) };
+    let frac_ns = if hdr.nanos {
+        frac
+    } else {
+        frac.saturating_mul(1000)
+    };
     Some(RecordHeader {
         ts_ns: sec.saturating_mul(1_000_000_000).saturating_add(frac_ns),
         caplen: u32_at(h, 8, be)?,
@@ -97,7 +105,11 @@ mod tests {
 
     #[test]
     fn record_header_us_and_ns() {
-        let us = PcapHeader { big_endian: false, nanos: false, link: LinkType::ETHERNET };
+        let us = PcapHeader {
+            big_endian: false,
+            nanos: false,
+            link: LinkType::ETHERNET,
+        };
         let mut h = Vec::new();
         for v in [1_700_000_000u32, 123_456, 60, 60] {
             h.extend_from_slice(&v.to_le_bytes());
@@ -105,7 +117,10 @@ mod tests {
         let r = parse_record_header(&h, &us).unwrap();
         assert_eq!(r.ts_ns, 1_700_000_000_123_456_000);
         let ns = PcapHeader { nanos: true, ..us };
-        assert_eq!(parse_record_header(&h, &ns).unwrap().ts_ns, 1_700_000_000_000_123_456);
+        assert_eq!(
+            parse_record_header(&h, &ns).unwrap().ts_ns,
+            1_700_000_000_000_123_456
+        );
         assert!(parse_record_header(&h[..15], &us).is_none());
     }
 

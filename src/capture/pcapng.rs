@@ -98,12 +98,19 @@ pub(crate) fn check_shb(body: &[u8], big_endian: bool, offset: u64) -> Result<()
 
 /// Parse an Interface Description Block body. Malformed options are ignored (the
 /// defaults stay): they cannot move packet data, only its interpretation.
-pub(crate) fn parse_idb(body: &[u8], big_endian: bool, offset: u64) -> Result<Interface, CaptureError> {
+pub(crate) fn parse_idb(
+    body: &[u8],
+    big_endian: bool,
+    offset: u64,
+) -> Result<Interface, CaptureError> {
     let (Some(link), Some(snaplen)) = (u16_at(body, 0, big_endian), u32_at(body, 4, big_endian))
     else {
         return Err(CaptureError::BadRecord {
             offset,
-            message: format!("interface description block body of {} bytes is too short", body.len()),
+            message: format!(
+                "interface description block body of {} bytes is too short",
+                body.len()
+            ),
         });
     };
     let mut iface = Interface {
@@ -113,9 +120,14 @@ pub(crate) fn parse_idb(body: &[u8], big_endian: bool, offset: u64) -> Result<In
         offset_s: 0,
     };
     let mut pos = 8;
-    while let (Some(code), Some(len)) = (u16_at(body, pos, big_endian), u16_at(body, pos + 2, big_endian)) {
+    while let (Some(code), Some(len)) = (
+        u16_at(body, pos, big_endian),
+        u16_at(body, pos + 2, big_endian),
+    ) {
         let start = pos + 4;
-        let Some(value) = body.get(start..start + usize::from(len)) else { break };
+        let Some(value) = body.get(start..start + usize::from(len)) else {
+            break;
+        };
         match (code, value) {
             (OPT_END, _) => break,
             (OPT_IF_TSRESOL, [b, ..]) => iface.unit = TsUnit::from_tsresol(*b),
@@ -147,7 +159,12 @@ fn interface(section: &Section, id: u32, offset: u64) -> Result<&Interface, Capt
     usize::try_from(id)
         .ok()
         .and_then(|i| section.interfaces.get(i))
-        .ok_or_else(|| bad(offset, format!("packet names interface {id}, which is not described")))
+        .ok_or_else(|| {
+            bad(
+                offset,
+                format!("packet names interface {id}, which is not described"),
+            )
+        })
 }
 
 /// Check that `caplen` bytes starting at `start` fit in the body and in [`MAX_CAPLEN`].
@@ -161,7 +178,10 @@ fn check_data(body: &[u8], start: usize, caplen: u32, offset: u64) -> Result<usi
     }
     let n = caplen as usize;
     if start.saturating_add(n) > body.len() {
-        return Err(bad(offset, format!("captured length {caplen} runs past the end of its block")));
+        return Err(bad(
+            offset,
+            format!("captured length {caplen} runs past the end of its block"),
+        ));
     }
     Ok(n)
 }
@@ -176,7 +196,12 @@ pub(crate) fn parse_packet(
     offset: u64,
 ) -> Result<Packet, CaptureError> {
     let be = section.big_endian;
-    let short = || bad(offset, format!("packet block body of {} bytes is too short", body.len()));
+    let short = || {
+        bad(
+            offset,
+            format!("packet block body of {} bytes is too short", body.len()),
+        )
+    };
     match btype {
         EPB | PB => {
             let (id, start) = if btype == EPB {
@@ -190,18 +215,31 @@ pub(crate) fn parse_packet(
             let orig_len = u32_at(body, 16, be).ok_or_else(short)?;
             let iface = interface(section, id, offset)?;
             let caplen = check_data(body, start, caplen, offset)?;
-            Ok(Packet { data_start: start, caplen, orig_len, ts_ns: iface.ts_ns(hi, lo), link: iface.link })
+            Ok(Packet {
+                data_start: start,
+                caplen,
+                orig_len,
+                ts_ns: iface.ts_ns(hi, lo),
+                link: iface.link,
+            })
         }
         _ => {
             // SPB: interface 0, captured length = min(original, snaplen, what the block holds).
             let orig_len = u32_at(body, 0, be).ok_or_else(short)?;
             let iface = interface(section, 0, offset)?;
-            let mut caplen = orig_len.min(u32::try_from(body.len().saturating_sub(4)).unwrap_or(u32::MAX));
+            let mut caplen =
+                orig_len.min(u32::try_from(body.len().saturating_sub(4)).unwrap_or(u32::MAX));
             if iface.snaplen != 0 {
                 caplen = caplen.min(iface.snaplen);
             }
             let caplen = check_data(body, 4, caplen, offset)?;
-            Ok(Packet { data_start: 4, caplen, orig_len, ts_ns: last_ts_ns, link: iface.link })
+            Ok(Packet {
+                data_start: 4,
+                caplen,
+                orig_len,
+                ts_ns: last_ts_ns,
+                link: iface.link,
+            })
         }
     }
 }
@@ -211,21 +249,32 @@ mod tests {
     use super::*;
 
     fn iface(unit: TsUnit, offset_s: i64) -> Interface {
-        Interface { link: LinkType::ETHERNET, snaplen: 0, unit, offset_s }
+        Interface {
+            link: LinkType::ETHERNET,
+            snaplen: 0,
+            unit,
+            offset_s,
+        }
     }
 
     #[test]
     fn tsresol_power_of_ten() {
         let t = 1_700_000_000_123_456u64; // µs
         let i = iface(TsUnit::from_tsresol(6), 0);
-        assert_eq!(i.ts_ns((t >> 32) as u32, t as u32), 1_700_000_000_123_456_000);
+        assert_eq!(
+            i.ts_ns((t >> 32) as u32, t as u32),
+            1_700_000_000_123_456_000
+        );
         let i = iface(TsUnit::from_tsresol(9), 0);
         assert_eq!(i.ts_ns(0, 5), 5);
         // 10^-12 s (ps) units: divided down
         let i = iface(TsUnit::from_tsresol(12), 0);
         assert_eq!(i.ts_ns(0, 5_000), 5);
         // absurd resolutions do not panic
-        assert_eq!(iface(TsUnit::from_tsresol(127), 0).ts_ns(u32::MAX, u32::MAX), 0);
+        assert_eq!(
+            iface(TsUnit::from_tsresol(127), 0).ts_ns(u32::MAX, u32::MAX),
+            0
+        );
     }
 
     #[test]
@@ -272,7 +321,10 @@ mod tests {
 
     #[test]
     fn epb_bounds() {
-        let section = Section { big_endian: false, interfaces: vec![iface(TsUnit::Pow10(9), 0)] };
+        let section = Section {
+            big_endian: false,
+            interfaces: vec![iface(TsUnit::Pow10(9), 0)],
+        };
         let mut b = Vec::new();
         for v in [0u32, 0, 42, 4, 4] {
             b.extend_from_slice(&v.to_le_bytes());
@@ -283,7 +335,9 @@ mod tests {
         assert!(parse_packet(EPB, &b[..22], &section, 0, 0).is_err());
         assert!(parse_packet(EPB, &b[..10], &section, 0, 0).is_err());
         b[0] = 1; // interface 1 does not exist
-        assert!(!parse_packet(EPB, &b, &section, 0, 0).unwrap_err().is_fatal());
+        assert!(!parse_packet(EPB, &b, &section, 0, 0)
+            .unwrap_err()
+            .is_fatal());
         let empty = Section::default();
         assert!(parse_packet(SPB, &[0, 0, 0, 0], &empty, 0, 0).is_err());
     }

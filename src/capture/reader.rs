@@ -33,7 +33,10 @@ impl<R: Read> Source<R> {
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(source) => {
-                    return Err(CaptureError::Io { offset: self.offset + n as u64, source });
+                    return Err(CaptureError::Io {
+                        offset: self.offset + n as u64,
+                        source,
+                    });
                 }
             }
         }
@@ -61,8 +64,13 @@ impl<R: Read> Source<R> {
 
     /// Discard `n` bytes without buffering them (skipped records can be large).
     fn skip(&mut self, n: u64, record: u64) -> Result<(), CaptureError> {
-        let copied = io::copy(&mut (&mut self.inner).take(n), &mut io::sink())
-            .map_err(|source| CaptureError::Io { offset: self.offset, source })?;
+        let copied =
+            io::copy(&mut (&mut self.inner).take(n), &mut io::sink()).map_err(|source| {
+                CaptureError::Io {
+                    offset: self.offset,
+                    source,
+                }
+            })?;
         self.offset += copied;
         if copied < n {
             return Err(CaptureError::Truncated { offset: record });
@@ -137,7 +145,10 @@ impl<R: Read> CaptureReader<R> {
     /// [`CaptureError::NotACapture`] (naming the first bytes) for anything that is neither
     /// pcap (µs or ns, either byte order) nor pcapng.
     pub fn new(r: R) -> Result<Self, CaptureError> {
-        let mut src = Source { inner: BufReader::with_capacity(READ_AHEAD, r), offset: 0 };
+        let mut src = Source {
+            inner: BufReader::with_capacity(READ_AHEAD, r),
+            offset: 0,
+        };
         let mut magic = [0u8; 4];
         let n = src.read_up_to(&mut magic)?;
         let mut reader = CaptureReader {
@@ -152,7 +163,10 @@ impl<R: Read> CaptureReader<R> {
         if n < magic.len() {
             return Err(CaptureError::NotACapture {
                 offset: 0,
-                message: format!("the file is only {n} bytes long: {}", hex(magic.get(..n).unwrap_or(&[]))),
+                message: format!(
+                    "the file is only {n} bytes long: {}",
+                    hex(magic.get(..n).unwrap_or(&[]))
+                ),
             });
         }
         if let Some((big_endian, nanos)) = pcap::sniff(magic) {
@@ -174,7 +188,10 @@ impl<R: Read> CaptureReader<R> {
             first.extend_from_slice(more.get(..k).unwrap_or(&[]));
             return Err(CaptureError::NotACapture {
                 offset: 0,
-                message: format!("first bytes are {}, neither a pcap nor a pcapng magic number", hex(&first)),
+                message: format!(
+                    "first bytes are {}, neither a pcap nor a pcapng magic number",
+                    hex(&first)
+                ),
             });
         }
         Ok(reader)
@@ -241,7 +258,14 @@ impl<R: Read> CaptureReader<R> {
         let len = r.caplen as usize;
         self.src.read_into(&mut self.buf, len, offset)?;
         self.frames += 1;
-        Ok(Some(Record { start: 0, len, ts_ns: r.ts_ns, link: h.link, orig_len: r.orig_len, offset }))
+        Ok(Some(Record {
+            start: 0,
+            len,
+            ts_ns: r.ts_ns,
+            link: h.link,
+            orig_len: r.orig_len,
+            offset,
+        }))
     }
 
     fn section(&self) -> Option<&Section> {
@@ -274,7 +298,8 @@ impl<R: Read> CaptureReader<R> {
                 pcapng::IDB => {
                     self.src.read_into(&mut self.buf, body_len, offset)?;
                     self.check_trailer(len, offset)?;
-                    let iface = pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset)?;
+                    let iface =
+                        pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset)?;
                     if let State::PcapNg(s) = &mut self.state {
                         s.interfaces.push(iface);
                     }
@@ -317,12 +342,19 @@ impl<R: Read> CaptureReader<R> {
             offset,
             message: format!("section header byte-order magic is {}", hex(&bom)),
         })?;
-        let len = if big_endian { u32::from_be_bytes(len_bytes) } else { u32::from_le_bytes(len_bytes) };
+        let len = if big_endian {
+            u32::from_be_bytes(len_bytes)
+        } else {
+            u32::from_le_bytes(len_bytes)
+        };
         // The body after the byte-order magic, without the trailer.
         let rest = block_body_len(len, MIN_SHB_LEN, offset)?.saturating_sub(4);
         self.src.read_into(&mut self.buf, rest, offset)?;
         pcapng::check_shb(self.buf.get(..rest).unwrap_or(&[]), big_endian, offset)?;
-        self.state = State::PcapNg(Section { big_endian, interfaces: Vec::new() });
+        self.state = State::PcapNg(Section {
+            big_endian,
+            interfaces: Vec::new(),
+        });
         self.check_trailer(len, offset)
     }
 
@@ -331,7 +363,11 @@ impl<R: Read> CaptureReader<R> {
         let mut t = [0u8; 4];
         self.src.read_exact(&mut t, offset)?;
         let be = self.section().is_some_and(|s| s.big_endian);
-        let trailer = if be { u32::from_be_bytes(t) } else { u32::from_le_bytes(t) };
+        let trailer = if be {
+            u32::from_be_bytes(t)
+        } else {
+            u32::from_le_bytes(t)
+        };
         if trailer != len {
             return Err(CaptureError::BadFraming {
                 offset,
@@ -357,6 +393,15 @@ fn block_body_len(len: u32, min: u32, offset: u64) -> Result<usize, CaptureError
 /// Hex dump of a few bytes plus their printable form, for error messages.
 fn hex(b: &[u8]) -> String {
     let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-    let text: String = b.iter().map(|&c| if c.is_ascii_graphic() || c == b' ' { c as char } else { '.' }).collect();
+    let text: String = b
+        .iter()
+        .map(|&c| {
+            if c.is_ascii_graphic() || c == b' ' {
+                c as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
     format!("{} (\"{}\")", hex.join(" "), text)
 }

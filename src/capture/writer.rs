@@ -50,7 +50,12 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// As [`PcapWriter::new`], in the given byte order.
-    pub fn with_byte_order(mut w: W, link: LinkType, precision: TsPrecision, order: ByteOrder) -> io::Result<Self> {
+    pub fn with_byte_order(
+        mut w: W,
+        link: LinkType,
+        precision: TsPrecision,
+        order: ByteOrder,
+    ) -> io::Result<Self> {
         let magic = match precision {
             TsPrecision::Micro => 0xa1b2_c3d4,
             TsPrecision::Nano => 0xa1b2_3c4d,
@@ -62,14 +67,19 @@ impl<W: Write> PcapWriter<W> {
         w.write_all(&order.u32(0))?; // sigfigs
         w.write_all(&order.u32(262_144))?; // snaplen
         w.write_all(&order.u32(link.0))?;
-        Ok(PcapWriter { w, order, precision })
+        Ok(PcapWriter {
+            w,
+            order,
+            precision,
+        })
     }
 
     /// Write one record. `ts_ns` must be at or after the epoch and before 2106 (pcap's
     /// 32-bit seconds); out-of-range times are an `InvalidInput` error.
     pub fn write_packet(&mut self, ts_ns: i64, data: &[u8], orig_len: u32) -> io::Result<()> {
         let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
-        let sec = u32::try_from(ts_ns.div_euclid(1_000_000_000)).map_err(|_| invalid("timestamp out of pcap range"))?;
+        let sec = u32::try_from(ts_ns.div_euclid(1_000_000_000))
+            .map_err(|_| invalid("timestamp out of pcap range"))?;
         let ns = ts_ns.rem_euclid(1_000_000_000) as u32;
         let frac = match self.precision {
             TsPrecision::Micro => ns / 1000,
@@ -109,7 +119,12 @@ impl<W: Write> PcapNgWriter<W> {
     /// Any byte order and any `if_tsresol` byte (high bit clear: 10^-n s; set: 2^-n s).
     /// Timestamps given in ns are converted to that unit (truncated).
     pub fn with_options(w: W, order: ByteOrder, tsresol: u8) -> io::Result<Self> {
-        let mut me = PcapNgWriter { w, order, tsresol, links: Vec::new() };
+        let mut me = PcapNgWriter {
+            w,
+            order,
+            tsresol,
+            links: Vec::new(),
+        };
         me.write_shb()?;
         Ok(me)
     }
@@ -148,8 +163,9 @@ impl<W: Write> PcapNgWriter<W> {
             return Ok(i as u32);
         }
         let o = self.order;
-        let link16 = u16::try_from(link.0)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pcapng link types are 16-bit"))?;
+        let link16 = u16::try_from(link.0).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "pcapng link types are 16-bit")
+        })?;
         let mut body = Vec::with_capacity(24);
         body.extend_from_slice(&o.u16(link16));
         body.extend_from_slice(&o.u16(0));
@@ -179,7 +195,13 @@ impl<W: Write> PcapNgWriter<W> {
     }
 
     /// Write one Enhanced Packet Block.
-    pub fn write_packet(&mut self, link: LinkType, ts_ns: i64, data: &[u8], orig_len: u32) -> io::Result<()> {
+    pub fn write_packet(
+        &mut self,
+        link: LinkType,
+        ts_ns: i64,
+        data: &[u8],
+        orig_len: u32,
+    ) -> io::Result<()> {
         let id = self.interface(link)?;
         let caplen = u32::try_from(data.len())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "packet too large"))?;
