@@ -274,3 +274,46 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
 pub fn demo_protocol(path: &Path) -> Option<u32> {
     path.extension()?.to_str()?.strip_prefix("dm_")?.parse().ok()
 }
+
+/// Run several capture files as one stream (flow ids and state continue across files, in the
+/// order given). Files are expected to follow each other in time.
+pub fn run_merged(paths: &[std::path::PathBuf], opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+    let mut trackers = Trackers::new(opts);
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let mut report = Report { file: names.join("+"), ..Default::default() };
+    for path in paths {
+        let file = path.display().to_string();
+        let io_err = |source| InputError::Io { file: file.clone(), source };
+        let mut reader =
+            CaptureReader::open(path).map_err(|source| InputError::Capture { file: file.clone(), source })?;
+        let mut net = NetDecoder::new();
+        loop {
+            let frame = match reader.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    report.warnings.push(format!("{file}: {e}"));
+                    if e.is_fatal() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            report.frames += 1;
+            match net.decode(&frame) {
+                Ok(Some(d)) => {
+                    report.udp_datagrams += 1;
+                    trackers.datagram(&d, sink).map_err(io_err)?;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    report.net_errors += 1;
+                    report.warnings.push(format!("{file}: frame {}: {e}", frame.index));
+                }
+            }
+        }
+    }
+    report.flows = trackers.summaries();
+    sink.finish(&report).map_err(|source| InputError::Io { file: report.file.clone(), source })?;
+    Ok(report)
+}
