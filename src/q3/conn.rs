@@ -85,6 +85,7 @@ impl Connection {
             body,
             error: None,
             raw: None,
+            protocol: self.proto.number(),
             file_offset: None,
         }
     }

@@ -41,6 +41,9 @@ pub struct Message {
     /// The descrambled body as the client's demo would store it (kept only when asked).
     #[serde(skip)]
     pub raw: Option<Vec<u8>>,
+    /// The connection's protocol (68 or 71; demo files: from the extension).
+    #[serde(skip)]
+    pub protocol: u32,
     /// Byte offset of the record in a demo file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,

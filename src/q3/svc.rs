@@ -469,3 +469,49 @@ fn parse_voip(r: &mut BitReader<'_>, bit: usize, opus: bool) -> Result<Voip, Svc
     }
     Ok(Voip { bit, opus, sender, generation, sequence, frames, flags, size })
 }
+
+/// Writers for the server ops a demo writer re-encodes (exact inverses of the readers above).
+pub mod emit {
+    use super::super::bits::BitWriter;
+    use super::super::delta::{write_delta_entity, write_delta_playerstate, EntityState};
+    use super::super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
+    use super::super::state::SnapFrame;
+    use super::*;
+
+    /// `long reliableAcknowledge`, the start of every server message.
+    pub fn ack(w: &mut BitWriter, ack: i32) {
+        w.write_long(ack);
+    }
+
+    /// svc_serverCommand.
+    pub fn server_command(w: &mut BitWriter, seq: i32, text: &str) {
+        w.write_byte(SVC_SERVERCOMMAND);
+        w.write_long(seq);
+        w.write_string(text);
+    }
+
+    /// svc_EOF.
+    pub fn eof(w: &mut BitWriter) {
+        w.write_byte(SVC_EOF);
+    }
+
+    /// svc_snapshot as a full (non-delta) snapshot of `frame`: playerstate from zero, every
+    /// entity from its baseline, as a server with no delta base writes it.
+    pub fn full_snapshot(w: &mut BitWriter, frame: &SnapFrame, baselines: &[EntityState]) {
+        w.write_byte(SVC_SNAPSHOT);
+        w.write_long(frame.server_time);
+        w.write_byte(0);
+        w.write_byte(frame.flags);
+        w.write_byte(frame.areamask.len() as u8);
+        for &b in &frame.areamask {
+            w.write_byte(b);
+        }
+        write_delta_playerstate(w, None, &frame.ps);
+        let zero = EntityState::default();
+        for e in &frame.entities {
+            let base = baselines.get(e.number as usize).unwrap_or(&zero);
+            write_delta_entity(w, base, Some(e), true);
+        }
+        w.write_bits(MAX_GENTITIES - 1, GENTITYNUM_BITS);
+    }
+}
