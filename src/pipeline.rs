@@ -231,7 +231,7 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
             Err(e) => {
                 summary.push_error(FlowError { frame: 0, dir: Some(Dir::S2c), message: e.to_string() });
                 report.warnings.push(e.to_string());
-                break;
+                continue;
             }
         };
         report.frames += 1;

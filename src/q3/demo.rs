@@ -20,9 +20,25 @@ pub struct Record<'a> {
 pub enum DemoError {
     #[error("demo truncated in record {index} at byte {offset} (needs {need} bytes, {have} left)")]
     Truncated { index: u64, offset: u64, need: u64, have: u64 },
-    #[error("record {index} at byte {offset} claims {len} bytes (max {MAX_MSGLEN})")]
-    BadLength { index: u64, offset: u64, len: i32 },
+    #[error("record {index} at byte {offset} claims {len} bytes (max {MAX_MSGLEN}); {}", resync_text(*.resync_at, *.offset))]
+    BadLength { index: u64, offset: u64, len: i32, resync_at: Option<u64> },
+    #[error("demo truncated: ends at byte {offset} after record {index} without the end-of-demo marker")]
+    NoEndMarker { index: u64, offset: u64 },
 }
+
+fn resync_text(at: Option<u64>, from: u64) -> String {
+    match at {
+        Some(a) if a >= from => format!("skipped {} bytes to the next record at byte {a}", a - from),
+        Some(a) => format!("the previous record was {} bytes too long; resumed at byte {a}", from - a),
+        None => "no further record found".into(),
+    }
+}
+
+/// Records that must chain after a candidate header before the reader trusts it.
+const RESYNC_CHAIN: usize = 4;
+/// Largest sequence step a resync accepts between records (a synthetic gamestate may sit a
+/// few thousand sequences before the first real message).
+const MAX_SEQ_JUMP: i32 = 5000;
 
 /// Iterates the records of a demo held in memory.
 #[derive(Debug, Clone)]
@@ -31,18 +47,64 @@ pub struct Reader<'a> {
     pos: usize,
     index: u64,
     done: bool,
+    last_seq: Option<i32>,
+    /// Start of the last good record's body (a resync may find the next record inside it).
+    last_body: usize,
     /// True when the file ended with the `-1` end marker.
     pub saw_end_marker: bool,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        Reader { data, pos: 0, index: 0, done: false, saw_end_marker: false }
+        Reader { data, pos: 0, index: 0, done: false, last_seq: None, last_body: 0, saw_end_marker: false }
     }
 }
 
 fn le_i32(b: &[u8]) -> i32 {
     i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl Reader<'_> {
+    /// The end of a plausible record starting at `at` (sequence after `after`, length in
+    /// range, body inside the file), or None.
+    fn plausible(&self, at: usize, after: Option<i32>) -> Option<(usize, i32)> {
+        let h = self.data.get(at..at + 8)?;
+        let (seq, len) = (le_i32(h), le_i32(&h[4..]));
+        if !(0..=MAX_MSGLEN as i32).contains(&len) {
+            return None;
+        }
+        if let Some(a) = after {
+            if seq <= a || seq.wrapping_sub(a) > MAX_SEQ_JUMP {
+                return None;
+            }
+        }
+        let end = at + 8 + len as usize;
+        (end <= self.data.len()).then_some((end, seq))
+    }
+
+    /// True when `n` records chain from `at`, or the chain reaches the end of the file or
+    /// the end marker first.
+    fn chains(&self, mut at: usize, mut after: Option<i32>, n: usize) -> bool {
+        for _ in 0..n {
+            if at == self.data.len() || self.data.get(at + 4..at + 8) == Some(&[0xff; 4][..]) {
+                return true;
+            }
+            match self.plausible(at, after) {
+                Some((end, seq)) => {
+                    at = end;
+                    after = Some(seq);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// After a broken header, find the next trustworthy record, searching from inside the
+    /// previous record's body (its length may have been the broken part).
+    fn resync(&self, from: usize) -> Option<usize> {
+        (from..self.data.len().saturating_sub(8)).find(|&y| self.chains(y, self.last_seq, RESYNC_CHAIN))
+    }
 }
 
 impl<'a> Iterator for Reader<'a> {
@@ -54,9 +116,13 @@ impl<'a> Iterator for Reader<'a> {
         }
         let rest = &self.data[self.pos..];
         if rest.is_empty() {
-            // A missing end marker is tolerated, as the engine does on a short read.
+            // The engine tolerates a missing end marker, but a file cut at a record boundary
+            // is still a truncated recording: say so.
             self.done = true;
-            return None;
+            if self.index == 0 {
+                return None;
+            }
+            return Some(Err(DemoError::NoEndMarker { index: self.index, offset: self.pos as u64 }));
         }
         self.index += 1;
         let offset = self.pos as u64;
@@ -81,8 +147,13 @@ impl<'a> Iterator for Reader<'a> {
             return None;
         }
         if !(0..=MAX_MSGLEN as i32).contains(&len) {
-            self.done = true;
-            return Some(Err(DemoError::BadLength { index: self.index, offset, len }));
+            let from = if self.index > 1 { self.last_body + 1 } else { self.pos + 1 };
+            let resync_at = self.resync(from.min(self.pos + 1));
+            match resync_at {
+                Some(y) => self.pos = y,
+                None => self.done = true,
+            }
+            return Some(Err(DemoError::BadLength { index: self.index, offset, len, resync_at: resync_at.map(|y| y as u64) }));
         }
         let len = len as usize;
         if rest.len() - 8 < len {
@@ -90,6 +161,8 @@ impl<'a> Iterator for Reader<'a> {
             return trunc(8 + len as u64, rest.len());
         }
         self.pos += 8 + len;
+        self.last_seq = Some(seq);
+        self.last_body = offset as usize + 8;
         Some(Ok(Record { index: self.index, offset, seq, body: &rest[8..8 + len] }))
     }
 }
@@ -143,6 +216,10 @@ mod tests {
         assert_eq!((b.seq, b.body.len(), b.index), (9, 0, 2));
         assert!(r.next().is_none());
         assert!(r.saw_end_marker);
+        // Without the marker the reader reports the truncation after the last record.
+        let cut = &bytes[..bytes.len() - 8];
+        let errs: Vec<_> = Reader::new(cut).filter_map(Result::err).collect();
+        assert_eq!(errs, vec![DemoError::NoEndMarker { index: 2, offset: cut.len() as u64 }]);
     }
 
     #[test]

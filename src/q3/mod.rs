@@ -2,6 +2,10 @@
 //! Reference: shared/specs/q3-protocol.md.
 
 pub mod bits;
+pub mod cfloat;
+pub mod delta;
+pub mod fields;
+pub mod usercmd;
 pub mod clc;
 pub mod conn;
 pub mod demo;
