@@ -2,4 +2,8 @@
 //! Reference: shared/specs/q3-protocol.md.
 
 pub mod bits;
+pub mod cfloat;
+pub mod delta;
+pub mod fields;
 pub mod huffman;
+pub mod usercmd;
