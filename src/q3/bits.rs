@@ -112,6 +112,21 @@ impl<'a> BitReader<'a> {
         w >> (pos & 7)
     }
 
+    /// One raw bit (`MSG_ReadBits(msg, 1)`), the hot path of the delta decoders.
+    #[inline(always)]
+    pub fn read_bit(&mut self) -> Result<bool, BitError> {
+        let pos = self.bit;
+        match self.data.get(pos >> 3) {
+            // Same end rule as read_bits: the bit after this one must still be inside.
+            Some(&b) if pos + 1 < self.data.len() * 8 => {
+                self.bit = pos + 1;
+                self.touched = true;
+                Ok((b >> (pos & 7)) & 1 != 0)
+            }
+            _ => Err(BitError::PastEnd { bit: pos }),
+        }
+    }
+
     /// Raw read of `n` (1..=32) bits at the cursor, no Huffman (for callers that need the
     /// engine's `Huff_getBit` directly). Same end rule as [`read_bits`](Self::read_bits).
     pub fn read_raw_bits(&mut self, n: u32) -> Result<u32, BitError> {
@@ -314,6 +329,17 @@ impl BitWriter {
             huffman::encode_symbol(self, v as u8);
             v >>= 8;
         }
+    }
+
+    /// One raw bit (`MSG_WriteBits(msg, b, 1)`).
+    #[inline]
+    pub fn write_bit(&mut self, b: bool) {
+        self.put_raw(u32::from(b), 1);
+    }
+
+    /// Bits the static code of `byte` occupies (handy for computing positions).
+    pub fn byte_len_bits(byte: u8) -> usize {
+        usize::from(huffman::code_of(byte).1)
     }
 
     /// `MSG_WriteByte`.

@@ -3,12 +3,11 @@
 
 pub mod bits;
 pub mod cfloat;
-pub mod delta;
-pub mod fields;
-pub mod usercmd;
 pub mod clc;
 pub mod conn;
+pub mod delta;
 pub mod demo;
+pub mod fields;
 pub mod huffman;
 pub mod message;
 pub mod netchan;
@@ -17,3 +16,4 @@ pub mod scramble;
 pub mod state;
 pub mod svc;
 pub mod tracker;
+pub mod usercmd;
