@@ -424,8 +424,18 @@ mod tests {
 
     /// A pcapng block by hand, little- or big-endian.
     fn block(btype: u32, body: &[u8], be: bool) -> Vec<u8> {
-        let o = if be { ByteOrder::Big } else { ByteOrder::Little };
-        let u32b = |v: u32| if o == ByteOrder::Big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let o = if be {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        let u32b = |v: u32| {
+            if o == ByteOrder::Big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let padded = body.len().div_ceil(4) * 4;
         let total = (padded + 12) as u32;
         let mut v = u32b(btype).to_vec();
@@ -437,7 +447,12 @@ mod tests {
     }
 
     fn shb(be: bool) -> Vec<u8> {
-        let mut b = if be { 0x1A2B_3C4Du32.to_be_bytes() } else { 0x1A2B_3C4Du32.to_le_bytes() }.to_vec();
+        let mut b = if be {
+            0x1A2B_3C4Du32.to_be_bytes()
+        } else {
+            0x1A2B_3C4Du32.to_le_bytes()
+        }
+        .to_vec();
         b.extend_from_slice(&if be { [0, 1, 0, 0] } else { [1, 0, 0, 0] });
         b.extend_from_slice(&[0xff; 8]);
         block(pcapng::SHB, &b, be)
@@ -461,7 +476,13 @@ mod tests {
 
     fn epb(iface: u32, ts: u64, data: &[u8]) -> Vec<u8> {
         let mut b = Vec::new();
-        for v in [iface, (ts >> 32) as u32, ts as u32, data.len() as u32, data.len() as u32] {
+        for v in [
+            iface,
+            (ts >> 32) as u32,
+            ts as u32,
+            data.len() as u32,
+            data.len() as u32,
+        ] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         b.extend_from_slice(data);
@@ -489,13 +510,22 @@ mod tests {
         f.extend(epb(0, 1_795_361_221_860_853, &frame1()));
         f.extend(epb(1, 512, &frame1()[14..]));
         let got = read_all(&f);
-        assert_eq!(got[0].as_ref().unwrap(), &(1, 1_795_361_221_860_853_000, 81, LinkType::ETHERNET));
-        assert_eq!(got[1].as_ref().unwrap(), &(2, 1_000_500_000_000, 67, LinkType::RAW));
+        assert_eq!(
+            got[0].as_ref().unwrap(),
+            &(1, 1_795_361_221_860_853_000, 81, LinkType::ETHERNET)
+        );
+        assert_eq!(
+            got[1].as_ref().unwrap(),
+            &(2, 1_000_500_000_000, 67, LinkType::RAW)
+        );
         // no if_tsresol: µs by default
         let mut g = shb(false);
         g.extend(idb(1, None, None));
         g.extend(epb(0, 7, &[]));
-        assert_eq!(read_all(&g)[0].as_ref().unwrap(), &(1, 7_000, 0, LinkType::ETHERNET));
+        assert_eq!(
+            read_all(&g)[0].as_ref().unwrap(),
+            &(1, 7_000, 0, LinkType::ETHERNET)
+        );
     }
 
     #[test]
@@ -541,7 +571,10 @@ mod tests {
         let got = read_all(&f);
         assert_eq!(got.len(), 3);
         assert!(matches!(&got[1], Err(CaptureError::BadRecord { .. })));
-        assert_eq!(got[2].as_ref().unwrap(), &(3, 2_000, 4, LinkType::LINUX_SLL));
+        assert_eq!(
+            got[2].as_ref().unwrap(),
+            &(3, 2_000, 4, LinkType::LINUX_SLL)
+        );
     }
 
     #[test]
@@ -593,7 +626,10 @@ mod tests {
         w.write_packet(2, &frame1(), 81).unwrap();
         let p = w.finish().unwrap();
         let got = read_all(&p);
-        assert!(matches!(&got[0], Err(CaptureError::TooLarge { offset: 24, .. })));
+        assert!(matches!(
+            &got[0],
+            Err(CaptureError::TooLarge { offset: 24, .. })
+        ));
         assert_eq!(got[1].as_ref().unwrap(), &(2, 2, 81, LinkType::ETHERNET));
         // pcap: an absurd length cannot be skipped
         let mut p = p[..24].to_vec();
@@ -606,26 +642,45 @@ mod tests {
     #[test]
     fn truncated_header_and_record() {
         let mut w = PcapNgWriter::new(Vec::new()).unwrap();
-        w.write_packet(LinkType::ETHERNET, 5, &frame1(), 81).unwrap();
+        w.write_packet(LinkType::ETHERNET, 5, &frame1(), 81)
+            .unwrap();
         let f = w.finish().unwrap();
         // SHB 28 bytes, IDB 32 bytes, then the EPB at 60
         for cut in [61usize, 70, f.len() - 1] {
             let got = read_all(&f[..cut]);
-            assert!(matches!(got.as_slice(), [Err(CaptureError::Truncated { offset: 60 })]), "{cut}: {got:?}");
+            assert!(
+                matches!(
+                    got.as_slice(),
+                    [Err(CaptureError::Truncated { offset: 60 })]
+                ),
+                "{cut}: {got:?}"
+            );
         }
         assert!(read_all(&f[..60]).is_empty());
-        assert!(matches!(CaptureReader::new(Cursor::new(&f[..3])), Err(CaptureError::NotACapture { .. })));
-        assert!(matches!(CaptureReader::new(Cursor::new(&f[..20])), Err(CaptureError::Truncated { offset: 0 })));
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f[..3])),
+            Err(CaptureError::NotACapture { .. })
+        ));
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f[..20])),
+            Err(CaptureError::Truncated { offset: 0 })
+        ));
     }
 
     #[test]
     fn bad_byte_order_magic_and_version() {
         let mut f = shb(false);
         f[8] = 0; // byte-order magic broken
-        assert!(matches!(CaptureReader::new(Cursor::new(&f)), Err(CaptureError::BadFraming { .. })));
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f)),
+            Err(CaptureError::BadFraming { .. })
+        ));
         let mut f = shb(false);
         f[12] = 2; // version 2.0
-        assert!(matches!(CaptureReader::new(Cursor::new(&f)), Err(CaptureError::BadFraming { .. })));
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f)),
+            Err(CaptureError::BadFraming { .. })
+        ));
     }
 
     #[test]
@@ -635,7 +690,13 @@ mod tests {
         let p = w.finish().unwrap();
         let mut r = CaptureReader::new(Cursor::new(&p)).unwrap();
         assert_eq!(r.bytes_read(), 24);
-        assert_eq!(r.format(), CaptureFormat::Pcap { nanos: false, big_endian: false });
+        assert_eq!(
+            r.format(),
+            CaptureFormat::Pcap {
+                nanos: false,
+                big_endian: false
+            }
+        );
         assert_eq!(r.next_frame().unwrap().unwrap().ts_ns, 1_000);
         assert_eq!(r.bytes_read(), 60);
         assert!(r.next_frame().unwrap().is_none());
