@@ -8,10 +8,13 @@ use std::path::Path;
 use super::bytes::u32_at;
 use super::pcap::{self, PcapHeader};
 use super::pcapng::{self, Section};
-use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_BLOCK_LEN};
+use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_BLOCK_LEN, MAX_CAPLEN};
 
 /// Read-ahead of the underlying reader: large enough that small records cost no syscall.
 const READ_AHEAD: usize = 256 * 1024;
+/// Largest packet block body read into memory: the largest accepted packet plus room for
+/// the block's fixed fields and options.
+const MAX_PACKET_BODY: usize = MAX_CAPLEN as usize + 64 * 1024;
 /// Smallest legal pcapng block: type, length, trailing length.
 const MIN_BLOCK_LEN: u32 = 12;
 /// Smallest legal Section Header Block (with the 64-bit section length).
@@ -304,6 +307,18 @@ impl<R: Read> CaptureReader<R> {
                         s.interfaces.push(iface);
                     }
                 }
+                pcapng::EPB | pcapng::SPB | pcapng::PB if body_len > MAX_PACKET_BODY => {
+                    // Cannot hold an acceptable packet: skip it unbuffered, so the buffer
+                    // stays bounded by MAX_PACKET_BODY whatever the file says.
+                    self.frames += 1;
+                    self.src.skip(body_len as u64, offset)?;
+                    self.check_trailer(len, offset)?;
+                    return Err(CaptureError::TooLarge {
+                        offset,
+                        len: u64::from(len),
+                        limit: MAX_PACKET_BODY as u64,
+                    });
+                }
                 pcapng::EPB | pcapng::SPB | pcapng::PB => {
                     self.src.read_into(&mut self.buf, body_len, offset)?;
                     self.check_trailer(len, offset)?;
@@ -409,7 +424,7 @@ fn hex(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::{ByteOrder, PcapNgWriter, PcapWriter, TsPrecision, MAX_CAPLEN};
+    use crate::capture::{ByteOrder, PcapNgWriter, PcapWriter, TsPrecision};
     use std::io::Cursor;
 
     // captures/q3-basic/capture.pcapng frame 1 (81 bytes: Ethernet, IPv4, UDP
@@ -620,6 +635,16 @@ mod tests {
         let got = read_all(&f);
         assert!(matches!(&got[0], Err(CaptureError::TooLarge { offset, .. }) if *offset > 0));
         assert_eq!(got[1].as_ref().unwrap(), &(2, 2, 81, LinkType::ETHERNET));
+        // a block too big to hold any acceptable packet: skipped unbuffered
+        let huge = vec![0u8; MAX_PACKET_BODY + 8];
+        let mut g = shb(false);
+        g.extend(idb(1, Some(9), None));
+        g.extend(epb(0, 1, &huge));
+        g.extend(epb(0, 2, &frame1()));
+        let mut r = CaptureReader::new(Cursor::new(&g)).unwrap();
+        assert!(matches!(r.next_frame(), Err(CaptureError::TooLarge { .. })));
+        assert_eq!(r.next_frame().unwrap().unwrap().index, 2);
+        assert!(r.buf.len() <= MAX_PACKET_BODY);
         // pcap: same, by skipping the announced length
         let mut w = PcapWriter::new(Vec::new(), LinkType::ETHERNET, TsPrecision::Nano).unwrap();
         w.write_packet(1, &big, big.len() as u32).unwrap();
