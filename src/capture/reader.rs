@@ -302,10 +302,13 @@ impl<R: Read> CaptureReader<R> {
                     self.src.read_into(&mut self.buf, body_len, offset)?;
                     self.check_trailer(len, offset)?;
                     let iface =
-                        pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset)?;
+                        pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset);
+                    // A broken IDB still takes its interface number, so that later
+                    // interfaces keep theirs; its packets are refused.
                     if let State::PcapNg(s) = &mut self.state {
-                        s.interfaces.push(iface);
+                        s.interfaces.push(iface.as_ref().ok().copied());
                     }
+                    iface?;
                 }
                 pcapng::EPB | pcapng::SPB | pcapng::PB if body_len > MAX_PACKET_BODY => {
                     // Cannot hold an acceptable packet: skip it unbuffered, so the buffer
@@ -590,6 +593,23 @@ mod tests {
             got[2].as_ref().unwrap(),
             &(3, 2_000, 4, LinkType::LINUX_SLL)
         );
+    }
+
+    #[test]
+    fn broken_idb_keeps_interface_numbering() {
+        let mut f = shb(false);
+        f.extend(block(pcapng::IDB, &[1, 0, 0, 0], false)); // too short: interface 0 unusable
+        f.extend(idb(101, Some(9), None)); // interface 1
+        f.extend(epb(1, 9, &frame1()[14..]));
+        f.extend(epb(0, 9, &frame1()));
+        let got = read_all(&f);
+        assert!(matches!(
+            &got[0],
+            Err(CaptureError::BadRecord { offset: 28, .. })
+        ));
+        assert_eq!(got[1].as_ref().unwrap(), &(1, 9, 67, LinkType::RAW));
+        assert!(matches!(&got[2], Err(CaptureError::BadRecord { .. })));
+        assert_eq!(got.len(), 3);
     }
 
     #[test]
