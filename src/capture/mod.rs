@@ -7,20 +7,23 @@
 //! # Why a hand-written reader
 //!
 //! The reader is written by hand over [`std::io::Read`] instead of using `pcap-parser` 0.17
-//! or `pcap-file` (3.0.0-rc.3; 2.0 ignores `if_tsresol`). Measured on a 203 MB pcapng made
-//! by concatenating every stored capture 55 times (1,748,212 frames, 550 sections), release
-//! build, page cache warm, best of 3 runs on the shared 2-core AMD EPYC machine, each
-//! reader walking every packet and decoding its timestamp to ns:
+//! or `pcap-file` (3.0.0-rc.3; 2.0 ignores `if_tsresol`). Measured with a throw-away bench
+//! crate (kept out of this repository so that neither crate is a dependency) on a 203 MB
+//! pcapng made by concatenating every stored capture 55 times (1,748,212 frames, 550
+//! sections), release build, page cache warm, each reader walking every packet and
+//! decoding its timestamp to ns; all three return the same frames, bytes and timestamps:
 //!
-//! | reader | best time | throughput |
+//! | reader | wall time, best of 3 | instructions (callgrind, 21.6 MB / 185,980 frames) |
 //! |---|---|---|
-//! | this reader (`CaptureReader::next_frame`) | 0.083 s | 2.45 GB/s, 21.1 M frames/s |
-//! | `pcap-parser` 0.17 `PcapNGReader` (64 KiB buffer, `consume`/`refill`) | 0.104 s | 1.96 GB/s, 16.9 M frames/s |
-//! | `pcap-file` 3.0.0-rc.3 `PcapNgReader` (256 KiB `BufReader`) | 0.105 s | 1.93 GB/s, 16.6 M frames/s |
+//! | this reader (`CaptureReader::next_frame`) | 0.083 s (2.45 GB/s, 21 M frames/s) | 98.5 M (530 / frame) |
+//! | `pcap-parser` 0.17 `PcapNGReader` (64 KiB, `consume`/`refill`) | 0.104 s (1.96 GB/s) | 102.8 M (553 / frame) |
+//! | `pcap-file` 3.0.0-rc.3 `PcapNgReader` (256 KiB `BufReader`) | 0.105 s (1.93 GB/s) | 95.9 M (515 / frame) |
 //!
-//! (A second run under load from other builds: 0.094 s / 0.134 s / 0.116 s, same order.)
-//! All three return the same frames, bytes and timestamps on that file. Speed is not the
-//! deciding factor (all are far beyond what the game decoders need); correctness is:
+//! Wall times are from the shared 2-core machine (under load from other builds a later
+//! run gave 0.170 / 0.234 / 0.318 s: same order); callgrind counts are repeatable. Adding
+//! [`crate::net::NetDecoder`] (Ethernet, IPv4, UDP) to the walk: 0.146 s for the 203 MB.
+//! Speed does not decide (all are far beyond what the game decoders need); correctness
+//! and the API do:
 //!
 //! * `if_tsresol` as a power of 2: `pcap-parser` 0.17's `build_ts_resolution` checks the
 //!   bound before masking the flag bit, so every power-of-2 resolution comes back `None`;

@@ -299,8 +299,7 @@ impl<R: Read> CaptureReader<R> {
             let body_len = block_body_len(len, MIN_BLOCK_LEN, offset)?;
             match btype {
                 pcapng::IDB => {
-                    self.src.read_into(&mut self.buf, body_len, offset)?;
-                    self.check_trailer(len, offset)?;
+                    self.read_block_body(len, body_len, offset)?;
                     let iface =
                         pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset);
                     // A broken IDB still takes its interface number, so that later
@@ -323,8 +322,7 @@ impl<R: Read> CaptureReader<R> {
                     });
                 }
                 pcapng::EPB | pcapng::SPB | pcapng::PB => {
-                    self.src.read_into(&mut self.buf, body_len, offset)?;
-                    self.check_trailer(len, offset)?;
+                    self.read_block_body(len, body_len, offset)?;
                     self.frames += 1;
                     return self.packet(btype, body_len, offset).map(Some);
                 }
@@ -376,24 +374,37 @@ impl<R: Read> CaptureReader<R> {
         self.check_trailer(len, offset)
     }
 
+    /// Read a block body and its trailer into the buffer in one go (one copy, one call),
+    /// then check the trailer.
+    fn read_block_body(
+        &mut self,
+        len: u32,
+        body_len: usize,
+        offset: u64,
+    ) -> Result<(), CaptureError> {
+        self.src.read_into(&mut self.buf, body_len + 4, offset)?;
+        let be = self.section().is_some_and(|s| s.big_endian);
+        let trailer = u32_at(&self.buf, body_len, be).unwrap_or(0);
+        trailer_matches(len, trailer, offset)
+    }
+
     /// The trailing copy of the block length must match: otherwise the framing is lost.
     fn check_trailer(&mut self, len: u32, offset: u64) -> Result<(), CaptureError> {
         let mut t = [0u8; 4];
         self.src.read_exact(&mut t, offset)?;
         let be = self.section().is_some_and(|s| s.big_endian);
-        let trailer = if be {
-            u32::from_be_bytes(t)
-        } else {
-            u32::from_le_bytes(t)
-        };
-        if trailer != len {
-            return Err(CaptureError::BadFraming {
-                offset,
-                message: format!("block length {len} but trailing length {trailer}"),
-            });
-        }
-        Ok(())
+        trailer_matches(len, u32_at(&t, 0, be).unwrap_or(0), offset)
     }
+}
+
+fn trailer_matches(len: u32, trailer: u32, offset: u64) -> Result<(), CaptureError> {
+    if trailer != len {
+        return Err(CaptureError::BadFraming {
+            offset,
+            message: format!("block length {len} but trailing length {trailer}"),
+        });
+    }
+    Ok(())
 }
 
 /// Validate a pcapng block total length; returns the body length (without the 8-byte
