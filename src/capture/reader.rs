@@ -111,6 +111,16 @@ struct Record {
 
 /// Streaming reader of pcap and pcapng files.
 ///
+/// * [`Frame::index`] counts every packet record of the file (EPB, SPB, obsolete PB, pcap
+///   record) from 1 across all sections, including records skipped with a non-fatal
+///   error, so the numbers stay those Wireshark shows for the frames that are returned.
+/// * [`Frame::ts_ns`] applies the interface's `if_tsresol` and `if_tsoffset`. A Simple
+///   Packet Block has no timestamp: it gets the previous packet's (0 before any), which
+///   keeps capture time monotonic for time-based expiry downstream.
+/// * Memory: one read-ahead buffer (256 KiB) and one record buffer that grows to the
+///   largest record read (packet blocks: at most 320 KiB; larger ones are skipped without
+///   buffering; other blocks are bounded by [`super::MAX_BLOCK_LEN`]).
+///
 /// ```no_run
 /// # use quakecap::capture::CaptureReader;
 /// let mut r = CaptureReader::open(std::path::Path::new("capture.pcapng"))?;
