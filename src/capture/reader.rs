@@ -734,6 +734,21 @@ mod tests {
     }
 
     #[test]
+    fn bad_magic_names_the_first_bytes() {
+        let e = CaptureReader::new(Cursor::new(b"GIF89a\x01\x00"))
+            .err()
+            .unwrap();
+        assert!(matches!(e, CaptureError::NotACapture { offset: 0, .. }));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("47 49 46 38 39 61 01 00") && msg.contains("GIF89a"),
+            "{msg}"
+        );
+        let e = CaptureReader::new(Cursor::new(b"")).err().unwrap();
+        assert!(e.to_string().contains("0 bytes"), "{e}");
+    }
+
+    #[test]
     fn bad_byte_order_magic_and_version() {
         let mut f = shb(false);
         f[8] = 0; // byte-order magic broken
