@@ -63,10 +63,12 @@ pub fn run(cli: Cli) -> i32 {
         Ok(code) => code,
         Err(e) => {
             // A closed pipe (`| head`) is not an error.
-            if let Some(io) = e.downcast_ref::<io::Error>() {
-                if io.kind() == io::ErrorKind::BrokenPipe {
-                    return 0;
-                }
+            let broken_pipe = |c: &(dyn std::error::Error + 'static)| {
+                c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+                    || matches!(c.downcast_ref::<InputError>(), Some(InputError::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe)
+            };
+            if e.chain().any(broken_pipe) {
+                return 0;
             }
             if e.downcast_ref::<InputError>().is_some() {
                 eprintln!("quakecap: {e:#}");

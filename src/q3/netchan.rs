@@ -152,7 +152,10 @@ pub enum DropReason {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RxStats {
     pub accepted: u64,
+    /// Distinct fragmented messages seen (whether or not they could be reassembled).
     pub fragmented: u64,
+    /// Fragmented messages reassembled and accepted.
+    pub reassembled: u64,
     pub dropped: u64,
     pub duplicates: u64,
     pub out_of_order: u64,
@@ -208,6 +211,7 @@ impl Receiver {
             if seq != self.frag_seq {
                 self.frag_seq = seq;
                 self.frag_buf.clear();
+                self.stats.fragmented += 1;
             }
             if h.frag_start as usize != self.frag_buf.len() {
                 return Rx::Dropped(DropReason::FragmentGap);
@@ -221,7 +225,7 @@ impl Receiver {
             }
             let body = std::mem::take(&mut self.frag_buf);
             self.accept(seq);
-            self.stats.fragmented += 1;
+            self.stats.reassembled += 1;
             return Rx::Accepted { seq, body, fragmented: true };
         }
         self.accept(seq);
@@ -292,6 +296,7 @@ mod tests {
             rx.process(&Header::parse(&b, Dir::S2c, Protocol::V68).unwrap()),
             Rx::Dropped(DropReason::FragmentGap)
         );
+        assert_eq!((rx.stats.fragmented, rx.stats.reassembled), (1, 0));
     }
 
     #[test]
