@@ -19,9 +19,9 @@
 
 pub mod capture;
 pub mod flow;
-pub mod pipeline;
-pub mod sink;
 pub mod net;
+pub mod pipeline;
 pub mod pos;
 pub mod q3;
 pub mod qw;
+pub mod sink;

@@ -117,7 +117,10 @@ pub struct Trackers {
 
 impl Trackers {
     pub fn new(opts: &Options) -> Self {
-        let q3_opts = q3::conn::Options { emit: opts.emit, keep_raw: opts.keep_raw };
+        let q3_opts = q3::conn::Options {
+            emit: opts.emit,
+            keep_raw: opts.keep_raw,
+        };
         Trackers {
             next_id: 1,
             q3: q3::tracker::Tracker::new(q3_opts),
@@ -157,12 +160,20 @@ pub fn run_capture(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Report, InputError> {
     let file = path.display().to_string();
-    let mut reader =
-        CaptureReader::open(path).map_err(|source| InputError::Capture { file: file.clone(), source })?;
+    let mut reader = CaptureReader::open(path).map_err(|source| InputError::Capture {
+        file: file.clone(),
+        source,
+    })?;
     let mut net = NetDecoder::new();
     let mut trackers = Trackers::new(opts);
-    let mut report = Report { file: file.clone(), ..Default::default() };
-    let io_err = |source| InputError::Io { file: file.clone(), source };
+    let mut report = Report {
+        file: file.clone(),
+        ..Default::default()
+    };
+    let io_err = |source| InputError::Io {
+        file: file.clone(),
+        source,
+    };
     let mut n = 0u64;
     loop {
         let frame = match reader.next_frame() {
@@ -203,7 +214,11 @@ pub fn run_capture(
     if report.frames > 0 && report.udp_datagrams == 0 && report.net_errors == report.frames {
         return Err(InputError::Unusable {
             file,
-            message: report.warnings.first().cloned().unwrap_or_else(|| "no packet could be read".into()),
+            message: report
+                .warnings
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "no packet could be read".into()),
         });
     }
     sink.finish(&report).map_err(io_err)?;
@@ -213,9 +228,18 @@ pub fn run_capture(
 /// Decode a Quake 3 demo file (.dm_66/67/68/71) through the same decoders.
 pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
     let file = path.display().to_string();
-    let data = std::fs::read(path).map_err(|source| InputError::Io { file: file.clone(), source })?;
-    let io_err = |source| InputError::Io { file: file.clone(), source };
-    let mut report = Report { file: file.clone(), ..Default::default() };
+    let data = std::fs::read(path).map_err(|source| InputError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let io_err = |source| InputError::Io {
+        file: file.clone(),
+        source,
+    };
+    let mut report = Report {
+        file: file.clone(),
+        ..Default::default()
+    };
     let mut summary = FlowSummary {
         id: 1,
         game: "q3",
@@ -229,7 +253,11 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {
-                summary.push_error(FlowError { frame: 0, dir: Some(Dir::S2c), message: e.to_string() });
+                summary.push_error(FlowError {
+                    frame: 0,
+                    dir: Some(Dir::S2c),
+                    message: e.to_string(),
+                });
                 report.warnings.push(e.to_string());
                 continue;
             }
@@ -239,10 +267,17 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         let mut r = q3::bits::BitReader::new(rec.body);
         let parsed = q3::svc::parse_server_message(&mut r, None, rec.seq, &mut state);
         let error = parsed.error.as_ref().map(|e| {
-            format!("record {} (seq {}, file offset {}): {e}", rec.index, rec.seq, rec.offset)
+            format!(
+                "record {} (seq {}, file offset {}): {e}",
+                rec.index, rec.seq, rec.offset
+            )
         });
         if let Some(e) = &error {
-            summary.push_error(FlowError { frame: rec.index, dir: Some(Dir::S2c), message: e.clone() });
+            summary.push_error(FlowError {
+                frame: rec.index,
+                dir: Some(Dir::S2c),
+                message: e.clone(),
+            });
         }
         if summary.name.is_none() && state.gamestates > 0 {
             summary.name = state.player_name(state.client_num);
@@ -273,20 +308,36 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
 
 /// The protocol a demo file's extension names (`.dm_68` → 68).
 pub fn demo_protocol(path: &Path) -> Option<u32> {
-    path.extension()?.to_str()?.strip_prefix("dm_")?.parse().ok()
+    path.extension()?
+        .to_str()?
+        .strip_prefix("dm_")?
+        .parse()
+        .ok()
 }
 
 /// Run several capture files as one stream (flow ids and state continue across files, in the
 /// order given). Files are expected to follow each other in time.
-pub fn run_merged(paths: &[std::path::PathBuf], opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+pub fn run_merged(
+    paths: &[std::path::PathBuf],
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<Report, InputError> {
     let mut trackers = Trackers::new(opts);
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    let mut report = Report { file: names.join("+"), ..Default::default() };
+    let mut report = Report {
+        file: names.join("+"),
+        ..Default::default()
+    };
     for path in paths {
         let file = path.display().to_string();
-        let io_err = |source| InputError::Io { file: file.clone(), source };
-        let mut reader =
-            CaptureReader::open(path).map_err(|source| InputError::Capture { file: file.clone(), source })?;
+        let io_err = |source| InputError::Io {
+            file: file.clone(),
+            source,
+        };
+        let mut reader = CaptureReader::open(path).map_err(|source| InputError::Capture {
+            file: file.clone(),
+            source,
+        })?;
         let mut net = NetDecoder::new();
         loop {
             let frame = match reader.next_frame() {
@@ -309,12 +360,17 @@ pub fn run_merged(paths: &[std::path::PathBuf], opts: &Options, sink: &mut dyn S
                 Ok(None) => {}
                 Err(e) => {
                     report.net_errors += 1;
-                    report.warnings.push(format!("{file}: frame {}: {e}", frame.index));
+                    report
+                        .warnings
+                        .push(format!("{file}: frame {}: {e}", frame.index));
                 }
             }
         }
     }
     report.flows = trackers.summaries();
-    sink.finish(&report).map_err(|source| InputError::Io { file: report.file.clone(), source })?;
+    sink.finish(&report).map_err(|source| InputError::Io {
+        file: report.file.clone(),
+        source,
+    })?;
     Ok(report)
 }

@@ -18,7 +18,9 @@ fn mask(line: &str) -> String {
     match line.find(": #") {
         Some(i) => {
             let rest = &line[i + 3..];
-            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
             let after = rest[digits..].trim_start_matches(' ');
             format!("{}: #N {}", &line[..i], after)
         }
@@ -61,7 +63,10 @@ fn zero_failed_messages_in_every_capture() {
             assert!(report.flows.iter().all(|f| f.errors == 0), "{rel}");
             let server = msgs.iter().filter(|m| m.kind == "server").count();
             let client = msgs.iter().filter(|m| m.kind == "client").count();
-            assert!(server > 400 && client > 900, "{rel}: {server} server, {client} client messages");
+            assert!(
+                server > 400 && client > 900,
+                "{rel}: {server} server, {client} client messages"
+            );
         }
     }
 }
@@ -78,8 +83,18 @@ fn snapshots(msgs: &[Message], flow: u32) -> HashMap<i32, SnapState> {
                 if s.valid {
                     let f = &s.frame;
                     let mut ps = f.ps.fields.to_vec();
-                    ps.extend(f.ps.stats.iter().chain(&f.ps.persistant).chain(&f.ps.ammo).chain(&f.ps.powerups));
-                    let ents = f.entities.iter().map(|e| (e.number, e.fields.to_vec())).collect();
+                    ps.extend(
+                        f.ps.stats
+                            .iter()
+                            .chain(&f.ps.persistant)
+                            .chain(&f.ps.ammo)
+                            .chain(&f.ps.powerups),
+                    );
+                    let ents = f
+                        .entities
+                        .iter()
+                        .map(|e| (e.number, e.fields.to_vec()))
+                        .collect();
                     out.insert(m.seq.unwrap(), (s.server_time, ps, ents));
                 }
             }
@@ -92,7 +107,12 @@ fn snapshots(msgs: &[Message], flow: u32) -> HashMap<i32, SnapState> {
 fn capture_and_client_demo_give_the_same_snapshots() {
     for folder in Q3_CAPTURES {
         let (report, msgs) = decode(&cap(&format!("{folder}/capture.pcapng")), false);
-        let conns: Vec<u32> = report.flows.iter().filter(|f| f.kind == "connection").map(|f| f.id).collect();
+        let conns: Vec<u32> = report
+            .flows
+            .iter()
+            .filter(|f| f.kind == "connection")
+            .map(|f| f.id)
+            .collect();
         for demo in client_demos(folder) {
             let name = demo.file_name().unwrap().to_string_lossy().to_string();
             let client: usize = name[6..7].parse().unwrap();
@@ -101,7 +121,11 @@ fn capture_and_client_demo_give_the_same_snapshots() {
             let from_demo = snapshots(&dmsgs, 1);
             assert!(from_demo.len() > 250, "{name}");
             for (seq, snap) in &from_demo {
-                assert_eq!(from_capture.get(seq), Some(snap), "{folder}/{name} message {seq}");
+                assert_eq!(
+                    from_capture.get(seq),
+                    Some(snap),
+                    "{folder}/{name} message {seq}"
+                );
             }
         }
     }
@@ -113,7 +137,9 @@ fn client_commands(msgs: &[Message], flow: u32) -> Vec<String> {
         .filter_map(|m| m.client())
         .flat_map(|c| &c.ops)
         .filter_map(|op| match op {
-            ClientOp::ClientCommand { text, new: true, .. } => Some(text.trim().to_string()),
+            ClientOp::ClientCommand {
+                text, new: true, ..
+            } => Some(text.trim().to_string()),
             _ => None,
         })
         .collect()
@@ -125,7 +151,9 @@ fn server_commands(msgs: &[Message], flow: u32) -> Vec<String> {
         .filter_map(|m| m.server())
         .flat_map(|s| &s.ops)
         .filter_map(|op| match op {
-            ServerOp::ServerCommand { text, new: true, .. } => Some(text.clone()),
+            ServerOp::ServerCommand {
+                text, new: true, ..
+            } => Some(text.clone()),
             _ => None,
         })
         .collect()
@@ -135,16 +163,36 @@ fn server_commands(msgs: &[Message], flow: u32) -> Vec<String> {
 fn lab_chat_is_decoded_both_ways() {
     for folder in Q3_CAPTURES {
         let (report, msgs) = decode(&cap(&format!("{folder}/capture.pcapng")), false);
-        let conns: Vec<u32> = report.flows.iter().filter(|f| f.kind == "connection").map(|f| f.id).collect();
+        let conns: Vec<u32> = report
+            .flows
+            .iter()
+            .filter(|f| f.kind == "connection")
+            .map(|f| f.id)
+            .collect();
         for (i, flow) in conns.iter().enumerate() {
             let n = i + 1;
             let cmds = client_commands(&msgs, *flow);
             let srv = server_commands(&msgs, *flow);
-            for said in [format!("say hello from client {n}"), format!("say_team team chat {n}"), "tell 0 private hello".to_string()] {
-                assert!(cmds.contains(&said), "{folder} client {n}: {said:?} not in {cmds:?}");
+            for said in [
+                format!("say hello from client {n}"),
+                format!("say_team team chat {n}"),
+                "tell 0 private hello".to_string(),
+            ] {
+                assert!(
+                    cmds.contains(&said),
+                    "{folder} client {n}: {said:?} not in {cmds:?}"
+                );
             }
-            let echoed = |text: &str| srv.iter().any(|s| (s.starts_with("chat ") || s.starts_with("tchat ") || s.starts_with("tell ")) && s.contains(text));
-            assert!(echoed(&format!("hello from client {n}")), "{folder} client {n}");
+            let echoed = |text: &str| {
+                srv.iter().any(|s| {
+                    (s.starts_with("chat ") || s.starts_with("tchat ") || s.starts_with("tell "))
+                        && s.contains(text)
+                })
+            };
+            assert!(
+                echoed(&format!("hello from client {n}")),
+                "{folder} client {n}"
+            );
             assert!(echoed(&format!("team chat {n}")), "{folder} client {n}");
             assert!(echoed("private hello"), "{folder} client {n}");
         }
@@ -170,17 +218,25 @@ fn usercmd_times_never_go_back_and_follow_snapshot_times() {
             let mut last_cmd = i32::MIN;
             let mut cmds = 0;
             for m in &mine {
-                if m.server().is_some_and(|s| s.ops.iter().any(|op| matches!(op, ServerOp::Gamestate(_)))) {
+                if m.server()
+                    .is_some_and(|s| s.ops.iter().any(|op| matches!(op, ServerOp::Gamestate(_))))
+                {
                     // ioquake3 restarts sv.time on a new map.
                     last_cmd = i32::MIN;
                 }
                 let Some(c) = m.client() else { continue };
                 for op in &c.ops {
-                    let ClientOp::Move { cmds: uc, .. } = op else { continue };
+                    let ClientOp::Move { cmds: uc, .. } = op else {
+                        continue;
+                    };
                     // Before its first snapshot the client sends commands with time 0.
                     for u in uc.iter().filter(|u| u.server_time != 0) {
                         // Repeated commands (cl_packetdup) may equal the last one.
-                        assert!(u.server_time >= last_cmd, "{folder}: {} after {last_cmd}", u.server_time);
+                        assert!(
+                            u.server_time >= last_cmd,
+                            "{folder}: {} after {last_cmd}",
+                            u.server_time
+                        );
                         last_cmd = u.server_time;
                         // Keyed fields decode to sane values only with the right key.
                         assert!(u.weapon <= 15 && u.buttons < 1 << 12, "{folder}: {u:?}");
@@ -192,7 +248,11 @@ fn usercmd_times_never_go_back_and_follow_snapshot_times() {
                             .map(|t| (t - u.server_time).abs())
                             .min()
                             .unwrap_or(i32::MAX);
-                        assert!(near < 200, "{folder}: usercmd time {} is {near} ms from any snapshot", u.server_time);
+                        assert!(
+                            near < 200,
+                            "{folder}: usercmd time {} is {near} ms from any snapshot",
+                            u.server_time
+                        );
                         cmds += 1;
                     }
                 }

@@ -33,7 +33,11 @@ fn every_datagram_counted_once_and_fragments_counted() {
         let fr: u64 = r.flows.iter().map(|f| f.fragments.s2c).sum();
         assert_eq!(fr, frags, "{rel}: fragmented server messages");
         assert!(r.flows.iter().all(|f| f.fragments.c2s == 0), "{rel}");
-        assert!(r.flows.iter().all(|f| f.errors == 0), "{rel}: {:?}", r.flows);
+        assert!(
+            r.flows.iter().all(|f| f.errors == 0),
+            "{rel}: {:?}",
+            r.flows
+        );
     }
 }
 
@@ -42,9 +46,14 @@ fn every_datagram_counted_once_and_fragments_counted() {
 /// the server echoed in connectResponse).
 #[test]
 fn one_connection_per_client_with_its_qport_challenge_and_name() {
-    let expect: [(&str, u32, &[(u16, i64)]); 7] = [
+    type Clients = &'static [(u16, i64)];
+    let expect: [(&str, u32, Clients); 7] = [
         ("q3-basic/capture.pcapng", 68, &[(23661, 1552856705)]),
-        ("q3-two-clients/capture.pcapng", 68, &[(39992, 2083060479), (50400, -1328020035)]),
+        (
+            "q3-two-clients/capture.pcapng",
+            68,
+            &[(39992, 2083060479), (50400, -1328020035)],
+        ),
         ("q3-mapchange/capture.pcapng", 68, &[(37880, -1321898663)]),
         ("q3-impaired/capture.pcapng", 68, &[(16821, 1505368824)]),
         ("q3-impaired/server-side.pcapng", 68, &[(16821, 1505368824)]),
@@ -60,8 +69,19 @@ fn one_connection_per_client_with_its_qport_challenge_and_name() {
             assert_eq!(c.protocol, Some(proto), "{rel}");
             assert_eq!(c.qport, Some(*qport), "{rel}");
             assert_eq!(c.challenge, Some(*challenge), "{rel}");
-            assert_eq!(c.name.as_deref(), Some(format!("LabPlayer{}", i + 1).as_str()), "{rel}");
-            assert_eq!(c.server, if rel.starts_with("q3-impaired/capture") { "127.0.0.1:27961" } else { "127.0.0.1:27960" });
+            assert_eq!(
+                c.name.as_deref(),
+                Some(format!("LabPlayer{}", i + 1).as_str()),
+                "{rel}"
+            );
+            assert_eq!(
+                c.server,
+                if rel.starts_with("q3-impaired/capture") {
+                    "127.0.0.1:27961"
+                } else {
+                    "127.0.0.1:27960"
+                }
+            );
         }
     }
 }
@@ -73,7 +93,11 @@ fn nat_rebinding_keeps_one_connection_with_both_ports() {
     assert_eq!(conns.len(), 1);
     assert_eq!(conns[0].client_ports, vec![51685, 56122]);
     // The relay's own status probe is a separate query flow.
-    assert!(r.flows.iter().filter(|f| f.kind != "connection").all(|f| f.kind == "query"));
+    assert!(r
+        .flows
+        .iter()
+        .filter(|f| f.kind != "connection")
+        .all(|f| f.kind == "query"));
 }
 
 #[test]
@@ -84,8 +108,25 @@ fn ids_follow_first_packet_order_and_json_keys_exist() {
     assert!(r.flows[0].first_time <= r.flows[1].first_time);
     let v = serde_json::to_value(&r.flows).unwrap();
     for key in [
-        "id", "game", "kind", "protocol", "server", "client_ip", "client_ports", "qport", "challenge", "name",
-        "packets", "bytes", "fragments", "dropped", "duplicates", "out_of_order", "errors", "first_time", "last_time",
+        "id",
+        "game",
+        "kind",
+        "protocol",
+        "server",
+        "client_ip",
+        "client_ports",
+        "qport",
+        "challenge",
+        "name",
+        "packets",
+        "bytes",
+        "fragments",
+        "dropped",
+        "duplicates",
+        "out_of_order",
+        "errors",
+        "first_time",
+        "last_time",
     ] {
         assert!(v[0].get(key).is_some(), "missing key {key}");
     }

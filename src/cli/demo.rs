@@ -62,12 +62,27 @@ fn clean(s: &str) -> String {
 impl DemoOutput for Files {
     type W = BufWriter<File>;
 
-    fn open(&mut self, flow: u32, part: u32, protocol: u32, map: Option<&str>, player: Option<&str>) -> io::Result<Self::W> {
+    fn open(
+        &mut self,
+        flow: u32,
+        part: u32,
+        protocol: u32,
+        map: Option<&str>,
+        player: Option<&str>,
+    ) -> io::Result<Self::W> {
         let path = match &self.single {
             Some(p) if self.pending.is_empty() && self.written.is_empty() => p.clone(),
-            Some(_) => return Err(io::Error::other("-o names one file but more than one demo is being written; use --out-dir")),
+            Some(_) => {
+                return Err(io::Error::other(
+                    "-o names one file but more than one demo is being written; use --out-dir",
+                ))
+            }
             None => {
-                let part = if part > 0 { format!("-{part}") } else { String::new() };
+                let part = if part > 0 {
+                    format!("-{part}")
+                } else {
+                    String::new()
+                };
                 let name = format!(
                     "{}-flow{flow}{part}-{}-{}.dm_{protocol}",
                     self.stem,
@@ -81,9 +96,19 @@ impl DemoOutput for Files {
         Ok(BufWriter::new(File::create(&path)?))
     }
 
-    fn closed(&mut self, flow: u32, part: u32, mut w: Self::W, stats: &DemoStats) -> io::Result<()> {
+    fn closed(
+        &mut self,
+        flow: u32,
+        part: u32,
+        mut w: Self::W,
+        stats: &DemoStats,
+    ) -> io::Result<()> {
         w.flush()?;
-        if let Some(i) = self.pending.iter().position(|(f, p, _)| *f == flow && *p == part) {
+        if let Some(i) = self
+            .pending
+            .iter()
+            .position(|(f, p, _)| *f == flow && *p == part)
+        {
             let (_, _, path) = self.pending.remove(i);
             self.written.push((path, flow, stats.clone()));
         }
@@ -95,11 +120,29 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     if !args.out_dir.is_dir() {
         bail!("{}: not a directory", args.out_dir.display());
     }
-    let stem = args.file.file_stem().and_then(|s| s.to_str()).unwrap_or("capture").to_string();
-    let files = Files { dir: args.out_dir.clone(), stem: clean(&stem), single: args.output.clone(), written: Vec::new(), pending: Vec::new() };
-    let dopts = DemoOptions { full_snapshots: args.full_snapshots, split_maps: args.split_maps };
+    let stem = args
+        .file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("capture")
+        .to_string();
+    let files = Files {
+        dir: args.out_dir.clone(),
+        stem: clean(&stem),
+        single: args.output.clone(),
+        written: Vec::new(),
+        pending: Vec::new(),
+    };
+    let dopts = DemoOptions {
+        full_snapshots: args.full_snapshots,
+        split_maps: args.split_maps,
+    };
     let mut sink = DemoSink::new(files, dopts);
-    let opts = Options { emit: false, keep_raw: true, flows: (!args.flows.is_empty()).then(|| args.flows.clone()) };
+    let opts = Options {
+        emit: false,
+        keep_raw: true,
+        flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+    };
     let report = super::run_input(&args.file, &opts, &mut sink)?;
     super::warn(&report);
     let missing = sink.no_gamestate.clone();
@@ -117,9 +160,17 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
             )?;
         }
     }
-    let conns = report.flows.iter().filter(|f| f.game == "q3" && (f.kind == "connection" || f.kind == "demo")).count();
+    let conns = report
+        .flows
+        .iter()
+        .filter(|f| f.game == "q3" && (f.kind == "connection" || f.kind == "demo"))
+        .count();
     if conns == 0 {
-        writeln!(out, "{}: no Quake 3 client connection found", args.file.display())?;
+        writeln!(
+            out,
+            "{}: no Quake 3 client connection found",
+            args.file.display()
+        )?;
     }
     Ok(0)
 }

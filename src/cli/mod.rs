@@ -56,7 +56,12 @@ pub enum Command {
 pub fn run(cli: Cli) -> i32 {
     let res = match cli.command {
         Command::Flows { files, json, merge } => flows(&files, json, merge),
-        Command::Decode { file, flows, json, shownet } => decode(&file, flows, json, shownet),
+        Command::Decode {
+            file,
+            flows,
+            json,
+            shownet,
+        } => decode(&file, flows, json, shownet),
         Command::Demo(args) => demo::run(&args),
     };
     match res {
@@ -64,7 +69,8 @@ pub fn run(cli: Cli) -> i32 {
         Err(e) => {
             // A closed pipe (`| head`) is not an error.
             let broken_pipe = |c: &(dyn std::error::Error + 'static)| {
-                c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+                c.downcast_ref::<io::Error>()
+                    .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
                     || matches!(c.downcast_ref::<InputError>(), Some(InputError::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe)
             };
             if e.chain().any(broken_pipe) {
@@ -87,7 +93,9 @@ pub fn progress_for(path: &Path) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}") {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{msg} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+    ) {
         pb.set_style(style);
     }
     pb.set_message(path.display().to_string());
@@ -116,7 +124,11 @@ pub fn warn(report: &Report) {
         eprintln!("quakecap: {}: warning: {w}", report.file);
     }
     if report.warnings.len() > 20 {
-        eprintln!("quakecap: {}: ... {} more warnings", report.file, report.warnings.len() - 20);
+        eprintln!(
+            "quakecap: {}: ... {} more warnings",
+            report.file,
+            report.warnings.len() - 20
+        );
     }
 }
 
@@ -164,7 +176,11 @@ fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
 }
 
 fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32> {
-    let opts = Options { emit: true, keep_raw: false, flows: (!flows.is_empty()).then_some(flows) };
+    let opts = Options {
+        emit: true,
+        keep_raw: false,
+        flows: (!flows.is_empty()).then_some(flows),
+    };
     let out = io::BufWriter::new(io::stdout().lock());
     let report = if json {
         run_input(file, &opts, &mut sink::json::JsonLines::new(out))?
@@ -176,7 +192,10 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
     warn(&report);
     let errors: u64 = report.flows.iter().map(|f| f.errors).sum();
     if errors > 0 {
-        eprintln!("quakecap: {}: {errors} messages or packets failed to decode", report.file);
+        eprintln!(
+            "quakecap: {}: {errors} messages or packets failed to decode",
+            report.file
+        );
         for f in &report.flows {
             for e in f.error_details.iter().take(5) {
                 eprintln!("  flow {} frame {}: {}", f.id, e.frame, e.message);

@@ -92,9 +92,19 @@ pub struct ClcContext<'a> {
 }
 
 /// Decode the ops after the three header longs (already read into `hdr`).
-pub fn parse_client_ops(r: &mut BitReader<'_>, hdr: (i32, i32, i32), ctx: &ClcContext<'_>) -> ClientMessage {
+pub fn parse_client_ops(
+    r: &mut BitReader<'_>,
+    hdr: (i32, i32, i32),
+    ctx: &ClcContext<'_>,
+) -> ClientMessage {
     let (server_id, message_ack, reliable_ack) = hdr;
-    let mut m = ClientMessage { server_id, message_ack, reliable_ack, ops: Vec::new(), error: None };
+    let mut m = ClientMessage {
+        server_id,
+        message_ack,
+        reliable_ack,
+        ops: Vec::new(),
+        error: None,
+    };
     let mut last_cmd = ctx.last_client_command;
     loop {
         match parse_op(r, &m, ctx, &mut last_cmd) {
@@ -114,7 +124,12 @@ pub fn parse_client_ops(r: &mut BitReader<'_>, hdr: (i32, i32, i32), ctx: &ClcCo
     m
 }
 
-fn parse_op(r: &mut BitReader<'_>, m: &ClientMessage, ctx: &ClcContext<'_>, last: &mut i32) -> Result<ClientOp, ClcError> {
+fn parse_op(
+    r: &mut BitReader<'_>,
+    m: &ClientMessage,
+    ctx: &ClcContext<'_>,
+    last: &mut i32,
+) -> Result<ClientOp, ClcError> {
     let op = r.read_byte()?;
     let bit = r.bit_pos();
     Ok(match op {
@@ -127,11 +142,16 @@ fn parse_op(r: &mut BitReader<'_>, m: &ClientMessage, ctx: &ClcContext<'_>, last
             if new {
                 *last = seq;
             }
-            ClientOp::ClientCommand { bit, seq, text, new }
+            ClientOp::ClientCommand {
+                bit,
+                seq,
+                text,
+                new,
+            }
         }
         CLC_MOVE | CLC_MOVE_NODELTA => {
             let count = r.read_byte()?;
-            if count < 1 || count > MAX_PACKET_USERCMDS {
+            if !(1..=MAX_PACKET_USERCMDS).contains(&count) {
                 return Err(ClcError::CmdCount { count, bit });
             }
             let key = ctx.checksum_feed ^ m.message_ack ^ hash_key(ctx.acked_server_command, 32);
@@ -142,7 +162,12 @@ fn parse_op(r: &mut BitReader<'_>, m: &ClientMessage, ctx: &ClcContext<'_>, last
                 cmds.push(c);
                 from = c;
             }
-            ClientOp::Move { bit, no_delta: op == CLC_MOVE_NODELTA, key, cmds }
+            ClientOp::Move {
+                bit,
+                no_delta: op == CLC_MOVE_NODELTA,
+                key,
+                cmds,
+            }
         }
         CLC_VOIP_SPEEX | CLC_VOIP_OPUS => {
             // generation, sequence, frames, recipients (8 bytes), flags, size, payload
@@ -154,12 +179,19 @@ fn parse_op(r: &mut BitReader<'_>, m: &ClientMessage, ctx: &ClcContext<'_>, last
             r.read_byte()?;
             let size = r.read_short()?;
             if !(0..=4096).contains(&(size as i32)) {
-                return Err(ClcError::VoipSize { size: size as i32, bit });
+                return Err(ClcError::VoipSize {
+                    size: size as i32,
+                    bit,
+                });
             }
             for _ in 0..size {
                 r.read_byte()?;
             }
-            ClientOp::Voip { bit, opus: op == CLC_VOIP_OPUS, size }
+            ClientOp::Voip {
+                bit,
+                opus: op == CLC_VOIP_OPUS,
+                size,
+            }
         }
         _ => return Err(ClcError::BadOp { op, bit }),
     })

@@ -69,10 +69,21 @@ impl Connection {
     }
 
     fn error(&mut self, d: &Datagram<'_>, dir: Dir, message: String) {
-        self.summary.push_error(FlowError { frame: d.frame, dir: Some(dir), message });
+        self.summary.push_error(FlowError {
+            frame: d.frame,
+            dir: Some(dir),
+            message,
+        });
     }
 
-    fn message(&self, d: &Datagram<'_>, dir: Dir, seq: Option<i32>, kind: &'static str, body: Body) -> Message {
+    fn message(
+        &self,
+        d: &Datagram<'_>,
+        dir: Dir,
+        seq: Option<i32>,
+        kind: &'static str,
+        body: Body,
+    ) -> Message {
         Message {
             flow: self.summary.id,
             game: "q3",
@@ -118,10 +129,9 @@ impl Connection {
             }
         };
         match (dir, oob.command.as_str()) {
-            (Dir::S2c, "challengeResponse") => {
-                if self.challenge.is_none() || !self.connected {
-                    self.challenge = oob.arg_int(0).map(|c| c as i32);
-                }
+            // Until the connect names it, the latest challengeResponse is the best guess.
+            (Dir::S2c, "challengeResponse") if self.challenge.is_none() || !self.connected => {
+                self.challenge = oob.arg_int(0).map(|c| c as i32);
             }
             (Dir::C2s, "connect") => self.on_connect(&oob),
             (Dir::S2c, "connectResponse") => {
@@ -178,7 +188,11 @@ impl Connection {
         }
         if let (Some(sum), Some(ch)) = (h.checksum, self.challenge) {
             if sum != checksum71(ch, h.sequence) {
-                return self.error(d, dir, format!("bad protocol 71 checksum on sequence {}", h.sequence));
+                return self.error(
+                    d,
+                    dir,
+                    format!("bad protocol 71 checksum on sequence {}", h.sequence),
+                );
             }
         }
         let rx = match dir {
@@ -192,7 +206,12 @@ impl Connection {
         *self.summary.duplicates.get_mut(dir) += after.duplicates - before.duplicates;
         *self.summary.out_of_order.get_mut(dir) += after.out_of_order - before.out_of_order;
         *self.summary.fragments.get_mut(dir) += after.fragmented - before.fragmented;
-        if let Rx::Accepted { seq, body, fragmented } = res {
+        if let Rx::Accepted {
+            seq,
+            body,
+            fragmented,
+        } = res
+        {
             match dir {
                 Dir::S2c => self.server_message(d, seq, body, fragmented, out),
                 Dir::C2s => self.client_message(d, seq, body, fragmented, out),
@@ -200,7 +219,14 @@ impl Connection {
         }
     }
 
-    fn server_message(&mut self, d: &Datagram<'_>, seq: i32, mut body: Vec<u8>, fragmented: bool, out: &mut Vec<Message>) {
+    fn server_message(
+        &mut self,
+        d: &Datagram<'_>,
+        seq: i32,
+        mut body: Vec<u8>,
+        fragmented: bool,
+        out: &mut Vec<Message>,
+    ) {
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
         let ack = {
             let mut r = BitReader::new(&body);
@@ -238,7 +264,14 @@ impl Connection {
         }
     }
 
-    fn client_message(&mut self, d: &Datagram<'_>, seq: i32, mut body: Vec<u8>, fragmented: bool, out: &mut Vec<Message>) {
+    fn client_message(
+        &mut self,
+        d: &Datagram<'_>,
+        seq: i32,
+        mut body: Vec<u8>,
+        fragmented: bool,
+        out: &mut Vec<Message>,
+    ) {
         let hdr = {
             let mut r = BitReader::new(&body);
             clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
@@ -266,7 +299,13 @@ impl Connection {
         };
         let parsed = clc::parse_client_ops(&mut r, hdr, &ctx);
         for op in &parsed.ops {
-            if let clc::ClientOp::ClientCommand { seq: cs, text, new: true, .. } = op {
+            if let clc::ClientOp::ClientCommand {
+                seq: cs,
+                text,
+                new: true,
+                ..
+            } = op
+            {
                 self.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.clone();
                 self.last_client_cmd = *cs;
             }

@@ -19,17 +19,34 @@ pub struct Record<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DemoError {
     #[error("demo truncated in record {index} at byte {offset} (needs {need} bytes, {have} left)")]
-    Truncated { index: u64, offset: u64, need: u64, have: u64 },
+    Truncated {
+        index: u64,
+        offset: u64,
+        need: u64,
+        have: u64,
+    },
     #[error("record {index} at byte {offset} claims {len} bytes (max {MAX_MSGLEN}); {}", resync_text(*.resync_at, *.offset))]
-    BadLength { index: u64, offset: u64, len: i32, resync_at: Option<u64> },
-    #[error("demo truncated: ends at byte {offset} after record {index} without the end-of-demo marker")]
+    BadLength {
+        index: u64,
+        offset: u64,
+        len: i32,
+        resync_at: Option<u64>,
+    },
+    #[error(
+        "demo truncated: ends at byte {offset} after record {index} without the end-of-demo marker"
+    )]
     NoEndMarker { index: u64, offset: u64 },
 }
 
 fn resync_text(at: Option<u64>, from: u64) -> String {
     match at {
-        Some(a) if a >= from => format!("skipped {} bytes to the next record at byte {a}", a - from),
-        Some(a) => format!("the previous record was {} bytes too long; resumed at byte {a}", from - a),
+        Some(a) if a >= from => {
+            format!("skipped {} bytes to the next record at byte {a}", a - from)
+        }
+        Some(a) => format!(
+            "the previous record was {} bytes too long; resumed at byte {a}",
+            from - a
+        ),
         None => "no further record found".into(),
     }
 }
@@ -56,7 +73,15 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        Reader { data, pos: 0, index: 0, done: false, last_seq: None, last_body: 0, saw_end_marker: false }
+        Reader {
+            data,
+            pos: 0,
+            index: 0,
+            done: false,
+            last_seq: None,
+            last_body: 0,
+            saw_end_marker: false,
+        }
     }
 }
 
@@ -103,7 +128,8 @@ impl Reader<'_> {
     /// After a broken header, find the next trustworthy record, searching from inside the
     /// previous record's body (its length may have been the broken part).
     fn resync(&self, from: usize) -> Option<usize> {
-        (from..self.data.len().saturating_sub(8)).find(|&y| self.chains(y, self.last_seq, RESYNC_CHAIN))
+        (from..self.data.len().saturating_sub(8))
+            .find(|&y| self.chains(y, self.last_seq, RESYNC_CHAIN))
     }
 }
 
@@ -122,12 +148,20 @@ impl<'a> Iterator for Reader<'a> {
             if self.index == 0 {
                 return None;
             }
-            return Some(Err(DemoError::NoEndMarker { index: self.index, offset: self.pos as u64 }));
+            return Some(Err(DemoError::NoEndMarker {
+                index: self.index,
+                offset: self.pos as u64,
+            }));
         }
         self.index += 1;
         let offset = self.pos as u64;
         let trunc = |need: u64, have: usize| {
-            Some(Err(DemoError::Truncated { index: self.index, offset, need, have: have as u64 }))
+            Some(Err(DemoError::Truncated {
+                index: self.index,
+                offset,
+                need,
+                have: have as u64,
+            }))
         };
         if rest.len() < 8 {
             // The engine reads the sequence first: 4 bytes of -1 followed by EOF still ends it.
@@ -147,13 +181,22 @@ impl<'a> Iterator for Reader<'a> {
             return None;
         }
         if !(0..=MAX_MSGLEN as i32).contains(&len) {
-            let from = if self.index > 1 { self.last_body + 1 } else { self.pos + 1 };
+            let from = if self.index > 1 {
+                self.last_body + 1
+            } else {
+                self.pos + 1
+            };
             let resync_at = self.resync(from.min(self.pos + 1));
             match resync_at {
                 Some(y) => self.pos = y,
                 None => self.done = true,
             }
-            return Some(Err(DemoError::BadLength { index: self.index, offset, len, resync_at: resync_at.map(|y| y as u64) }));
+            return Some(Err(DemoError::BadLength {
+                index: self.index,
+                offset,
+                len,
+                resync_at: resync_at.map(|y| y as u64),
+            }));
         }
         let len = len as usize;
         if rest.len() - 8 < len {
@@ -163,7 +206,12 @@ impl<'a> Iterator for Reader<'a> {
         self.pos += 8 + len;
         self.last_seq = Some(seq);
         self.last_body = offset as usize + 8;
-        Some(Ok(Record { index: self.index, offset, seq, body: &rest[8..8 + len] }))
+        Some(Ok(Record {
+            index: self.index,
+            offset,
+            seq,
+            body: &rest[8..8 + len],
+        }))
     }
 }
 
@@ -177,7 +225,11 @@ pub struct Writer<W: Write> {
 
 impl<W: Write> Writer<W> {
     pub fn new(out: W) -> Self {
-        Writer { out, records: 0, last_seq: None }
+        Writer {
+            out,
+            records: 0,
+            last_seq: None,
+        }
     }
 
     /// Write one record.
@@ -219,7 +271,13 @@ mod tests {
         // Without the marker the reader reports the truncation after the last record.
         let cut = &bytes[..bytes.len() - 8];
         let errs: Vec<_> = Reader::new(cut).filter_map(Result::err).collect();
-        assert_eq!(errs, vec![DemoError::NoEndMarker { index: 2, offset: cut.len() as u64 }]);
+        assert_eq!(
+            errs,
+            vec![DemoError::NoEndMarker {
+                index: 2,
+                offset: cut.len() as u64
+            }]
+        );
     }
 
     #[test]
@@ -228,9 +286,15 @@ mod tests {
         bytes.extend_from_slice(&5i32.to_le_bytes());
         bytes.extend_from_slice(&10i32.to_le_bytes());
         bytes.extend_from_slice(&[0; 4]);
-        assert!(matches!(Reader::new(&bytes).next(), Some(Err(DemoError::Truncated { .. }))));
+        assert!(matches!(
+            Reader::new(&bytes).next(),
+            Some(Err(DemoError::Truncated { .. }))
+        ));
         let mut bad = 5i32.to_le_bytes().to_vec();
         bad.extend_from_slice(&20000i32.to_le_bytes());
-        assert!(matches!(Reader::new(&bad).next(), Some(Err(DemoError::BadLength { .. }))));
+        assert!(matches!(
+            Reader::new(&bad).next(),
+            Some(Err(DemoError::BadLength { .. }))
+        ));
     }
 }

@@ -44,7 +44,11 @@ pub enum HeaderError {
     #[error("netchan packet of {len} bytes is shorter than its {need}-byte header")]
     Truncated { len: usize, need: usize },
     #[error("fragment claims {claimed} bytes at offset {start}, packet holds {have}")]
-    BadFragment { start: i32, claimed: i32, have: usize },
+    BadFragment {
+        start: i32,
+        claimed: i32,
+        have: usize,
+    },
 }
 
 /// Zero-copy view of a sequenced packet's header. After [`Header::parse`] succeeded no
@@ -73,7 +77,10 @@ fn le32(b: &[u8], at: usize) -> Option<u32> {
 impl<'a> Header<'a> {
     /// Parse the header of a packet travelling in `dir` on a channel of `proto`.
     pub fn parse(buf: &'a [u8], dir: Dir, proto: Protocol) -> Result<Self, HeaderError> {
-        let trunc = |need| HeaderError::Truncated { len: buf.len(), need };
+        let trunc = |need| HeaderError::Truncated {
+            len: buf.len(),
+            need,
+        };
         let raw = le32(buf, 0).ok_or(trunc(4))?;
         let fragmented = raw & FRAGMENT_BIT != 0;
         let sequence = (raw & !FRAGMENT_BIT) as i32;
@@ -104,18 +111,32 @@ impl<'a> Header<'a> {
             // length is negative or runs past the packet; extra bytes after it are ignored.
             let (s, l) = (frag_start as i16 as i32, frag_len as i16 as i32);
             if l < 0 || l as usize > rest.len() || s < 0 {
-                return Err(HeaderError::BadFragment { start: s, claimed: l, have: rest.len() });
+                return Err(HeaderError::BadFragment {
+                    start: s,
+                    claimed: l,
+                    have: rest.len(),
+                });
             }
             &rest[..l as usize]
         } else {
             rest
         };
-        Ok(Header { sequence, fragmented, qport, checksum, frag_start, frag_len, payload })
+        Ok(Header {
+            sequence,
+            fragmented,
+            qport,
+            checksum,
+            frag_start,
+            frag_len,
+            payload,
+        })
     }
 
     /// Header length in bytes as sent (what the engine's `readcount` is after the header).
     pub fn header_len(&self) -> usize {
-        4 + self.qport.map_or(0, |_| 2) + self.checksum.map_or(0, |_| 4) + if self.fragmented { 4 } else { 0 }
+        4 + self.qport.map_or(0, |_| 2)
+            + self.checksum.map_or(0, |_| 4)
+            + if self.fragmented { 4 } else { 0 }
     }
 }
 
@@ -128,7 +149,11 @@ pub fn checksum71(challenge: i32, sequence: i32) -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rx {
     /// A whole message was accepted: its sequence and body (reassembled if it came in fragments).
-    Accepted { seq: i32, body: Vec<u8>, fragmented: bool },
+    Accepted {
+        seq: i32,
+        body: Vec<u8>,
+        fragmented: bool,
+    },
     /// A fragment was buffered; the message is not complete yet.
     Pending,
     /// Dropped, and why.
@@ -174,7 +199,13 @@ pub struct Receiver {
 
 impl Default for Receiver {
     fn default() -> Self {
-        Receiver { incoming: 0, frag_seq: 0, frag_buf: Vec::new(), seen: 1, stats: RxStats::default() }
+        Receiver {
+            incoming: 0,
+            frag_seq: 0,
+            frag_buf: Vec::new(),
+            seen: 1,
+            stats: RxStats::default(),
+        }
     }
 }
 
@@ -200,7 +231,11 @@ impl Receiver {
             let back = self.incoming.wrapping_sub(seq);
             let dup = (0..64).contains(&back) && self.seen & (1u64 << back) != 0;
             // A repeated fragment of the message just completed is a duplicate too.
-            let reason = if dup { DropReason::Duplicate } else { DropReason::OutOfOrder };
+            let reason = if dup {
+                DropReason::Duplicate
+            } else {
+                DropReason::OutOfOrder
+            };
             match reason {
                 DropReason::Duplicate => self.stats.duplicates += 1,
                 _ => self.stats.out_of_order += 1,
@@ -226,10 +261,18 @@ impl Receiver {
             let body = std::mem::take(&mut self.frag_buf);
             self.accept(seq);
             self.stats.reassembled += 1;
-            return Rx::Accepted { seq, body, fragmented: true };
+            return Rx::Accepted {
+                seq,
+                body,
+                fragmented: true,
+            };
         }
         self.accept(seq);
-        Rx::Accepted { seq, body: h.payload.to_vec(), fragmented: false }
+        Rx::Accepted {
+            seq,
+            body: h.payload.to_vec(),
+            fragmented: false,
+        }
     }
 
     fn accept(&mut self, seq: i32) {
@@ -238,7 +281,11 @@ impl Receiver {
             self.stats.dropped += gap as u64;
         }
         let shift = seq.wrapping_sub(self.incoming);
-        self.seen = if (1..64).contains(&shift) { (self.seen << shift) | 1 } else { 1 };
+        self.seen = if (1..64).contains(&shift) {
+            (self.seen << shift) | 1
+        } else {
+            1
+        };
         self.incoming = seq;
         self.stats.accepted += 1;
     }
@@ -274,9 +321,16 @@ mod tests {
         let mut rx = Receiver::new();
         let a = frag(1, 0, 1300);
         let b = frag(1, 1300, 0);
-        assert_eq!(rx.process(&Header::parse(&a, Dir::S2c, Protocol::V68).unwrap()), Rx::Pending);
+        assert_eq!(
+            rx.process(&Header::parse(&a, Dir::S2c, Protocol::V68).unwrap()),
+            Rx::Pending
+        );
         match rx.process(&Header::parse(&b, Dir::S2c, Protocol::V68).unwrap()) {
-            Rx::Accepted { seq, body, fragmented } => {
+            Rx::Accepted {
+                seq,
+                body,
+                fragmented,
+            } => {
                 assert_eq!((seq, body.len(), fragmented), (1, 1300, true))
             }
             other => panic!("{other:?}"),
@@ -319,10 +373,16 @@ mod tests {
 
     #[test]
     fn truncated_and_bad_fragment_headers() {
-        assert!(matches!(Header::parse(&[1, 0], Dir::S2c, Protocol::V68), Err(HeaderError::Truncated { .. })));
+        assert!(matches!(
+            Header::parse(&[1, 0], Dir::S2c, Protocol::V68),
+            Err(HeaderError::Truncated { .. })
+        ));
         let mut f = frag(1, 0, 4);
         f.truncate(f.len() - 2);
-        assert!(matches!(Header::parse(&f, Dir::S2c, Protocol::V68), Err(HeaderError::BadFragment { .. })));
+        assert!(matches!(
+            Header::parse(&f, Dir::S2c, Protocol::V68),
+            Err(HeaderError::BadFragment { .. })
+        ));
     }
 
     #[test]

@@ -50,18 +50,30 @@ impl Oob {
         let text = String::from_utf8_lossy(&text_bytes).into_owned();
         let first_line = text.split('\n').next().unwrap_or("");
         let mut toks = tokenize(first_line);
-        let command = if toks.is_empty() { String::new() } else { toks.remove(0) };
+        let command = if toks.is_empty() {
+            String::new()
+        } else {
+            toks.remove(0)
+        };
         let userinfo = if command == "connect" {
             toks.first().map(|s| parse_info(s)).unwrap_or_default()
         } else {
             Vec::new()
         };
-        Ok(Oob { command, args: toks, text, userinfo })
+        Ok(Oob {
+            command,
+            args: toks,
+            text,
+            userinfo,
+        })
     }
 
     /// Value of a userinfo key (case-insensitive, as the engine's Info_ValueForKey).
     pub fn info(&self, key: &str) -> Option<&str> {
-        self.userinfo.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.as_str())
+        self.userinfo
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The first argument as an integer.
@@ -85,7 +97,10 @@ pub fn tokenize(line: &str) -> Vec<String> {
         }
         if b[i] == b'"' {
             let start = i + 1;
-            let end = b[start..].iter().position(|&c| c == b'"').map_or(b.len(), |p| start + p);
+            let end = b[start..]
+                .iter()
+                .position(|&c| c == b'"')
+                .map_or(b.len(), |p| start + p);
             out.push(String::from_utf8_lossy(&b[start..end]).into_owned());
             i = end + 1;
             continue;
@@ -103,12 +118,18 @@ pub fn tokenize(line: &str) -> Vec<String> {
 pub fn parse_info(s: &str) -> Vec<(String, String)> {
     let s = s.strip_prefix('\\').unwrap_or(s);
     let parts: Vec<&str> = s.split('\\').collect();
-    parts.chunks(2).map(|c| (c[0].to_string(), c.get(1).unwrap_or(&"").to_string())).collect()
+    parts
+        .chunks(2)
+        .map(|c| (c[0].to_string(), c.get(1).unwrap_or(&"").to_string()))
+        .collect()
 }
 
 /// Value of `key` in an info string.
 pub fn info_value(info: &str, key: &str) -> Option<String> {
-    parse_info(info).into_iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v)
+    parse_info(info)
+        .into_iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
 }
 
 #[cfg(test)]
@@ -128,11 +149,17 @@ mod tests {
 
     #[test]
     fn tokenizer_quotes_and_comments() {
-        assert_eq!(tokenize(r#"say "hi there" x // no"#), vec!["say", "hi there", "x"]);
+        assert_eq!(
+            tokenize(r#"say "hi there" x // no"#),
+            vec!["say", "hi there", "x"]
+        );
     }
 
     #[test]
     fn info_pairs() {
-        assert_eq!(info_value(r"\name\LabPlayer1\qport\123", "QPORT").as_deref(), Some("123"));
+        assert_eq!(
+            info_value(r"\name\LabPlayer1\qport\123", "QPORT").as_deref(),
+            Some("123")
+        );
     }
 }

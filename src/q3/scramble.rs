@@ -37,9 +37,20 @@ pub fn s2c(body: &mut [u8], challenge: i32, sequence: i32, acked_client_cmd: &[u
 /// Descramble a client→server body: key0 = challenge ^ serverId ^ messageAcknowledge,
 /// string = the server command the packet acknowledges. Nothing is scrambled when the body
 /// is 12 bytes or shorter.
-pub fn c2s(body: &mut [u8], challenge: i32, server_id: i32, message_ack: i32, acked_server_cmd: &[u8]) {
+pub fn c2s(
+    body: &mut [u8],
+    challenge: i32,
+    server_id: i32,
+    message_ack: i32,
+    acked_server_cmd: &[u8],
+) {
     if body.len() > C2S_START {
-        xor_body(body, C2S_START, challenge ^ server_id ^ message_ack, acked_server_cmd);
+        xor_body(
+            body,
+            C2S_START,
+            challenge ^ server_id ^ message_ack,
+            acked_server_cmd,
+        );
     }
 }
 

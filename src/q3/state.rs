@@ -86,7 +86,9 @@ impl ClientState {
     /// command ring stays (q3-protocol.md §3.4).
     pub fn clear_for_gamestate(&mut self) {
         self.configstrings.iter_mut().for_each(String::clear);
-        self.baselines.iter_mut().for_each(|b| *b = EntityState::default());
+        self.baselines
+            .iter_mut()
+            .for_each(|b| *b = EntityState::default());
         self.snapshots.iter_mut().for_each(|s| *s = None);
         self.last_snap_num = 0;
         self.last_snap_time = None;
@@ -114,7 +116,10 @@ impl ClientState {
     fn apply_command(&mut self, text: &str) {
         let toks = super::oob::tokenize(text);
         let Some(cmd) = toks.first() else { return };
-        let index = toks.get(1).and_then(|s| s.parse::<usize>().ok()).filter(|&i| i < MAX_CONFIGSTRINGS);
+        let index = toks
+            .get(1)
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&i| i < MAX_CONFIGSTRINGS);
         let value = || toks.get(2).cloned().unwrap_or_default();
         match (cmd.as_str(), index) {
             ("cs", Some(i)) => self.set_configstring(i, value()),
@@ -141,7 +146,8 @@ impl ClientState {
     /// Set a configstring; the systeminfo string carries the serverId.
     pub fn set_configstring(&mut self, i: usize, v: String) {
         if i == CS_SYSTEMINFO {
-            if let Some(id) = super::oob::info_value(&v, "sv_serverid").and_then(|s| s.parse().ok()) {
+            if let Some(id) = super::oob::info_value(&v, "sv_serverid").and_then(|s| s.parse().ok())
+            {
                 self.server_id = id;
             }
         }

@@ -7,9 +7,14 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::bits::{BitError, BitReader};
-use super::delta::{read_delta_entity, read_delta_playerstate, DeltaError, EntityDelta, EntityState, PlayerDelta};
+use super::delta::{
+    read_delta_entity, read_delta_playerstate, DeltaError, EntityDelta, EntityState, PlayerDelta,
+};
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
-use super::state::{ClientState, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES};
+use super::state::{
+    ClientState, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES,
+    MAX_SNAPSHOT_ENTITIES,
+};
 
 pub const SVC_BAD: u8 = 0;
 pub const SVC_NOP: u8 = 1;
@@ -55,7 +60,9 @@ impl SvcError {
     /// The bit position the error refers to, when it names one.
     pub fn bit(&self) -> Option<usize> {
         match self {
-            SvcError::Bits(BitError::PastEnd { bit }) | SvcError::Bits(BitError::Nyt { bit }) => Some(*bit),
+            SvcError::Bits(BitError::PastEnd { bit }) | SvcError::Bits(BitError::Nyt { bit }) => {
+                Some(*bit)
+            }
             SvcError::BadOp { bit, .. }
             | SvcError::BadGamestateOp { bit, .. }
             | SvcError::ConfigstringIndex { bit, .. }
@@ -194,7 +201,9 @@ impl ServerOp {
     /// Bit position right after the op byte.
     pub fn bit(&self) -> usize {
         match self {
-            ServerOp::Nop { bit } | ServerOp::ServerCommand { bit, .. } | ServerOp::Eof { bit } => *bit,
+            ServerOp::Nop { bit } | ServerOp::ServerCommand { bit, .. } | ServerOp::Eof { bit } => {
+                *bit
+            }
             ServerOp::Gamestate(g) => g.bit,
             ServerOp::Snapshot(s) => s.bit,
             ServerOp::Download(d) => d.bit,
@@ -228,7 +237,11 @@ pub fn parse_server_message(
     seq: i32,
     st: &mut ClientState,
 ) -> ServerMessage {
-    let mut msg = ServerMessage { ack: ack.unwrap_or(0), ops: Vec::new(), error: None };
+    let mut msg = ServerMessage {
+        ack: ack.unwrap_or(0),
+        ops: Vec::new(),
+        error: None,
+    };
     if ack.is_none() {
         match r.read_long() {
             Ok(a) => msg.ack = a,
@@ -266,17 +279,28 @@ fn parse_op(r: &mut BitReader<'_>, seq: i32, st: &mut ClientState) -> Result<Ser
             let cseq = r.read_long()?;
             let text = r.read_string()?;
             let new = st.receive_server_command(cseq, &text);
-            ServerOp::ServerCommand { bit, seq: cseq, text, new }
+            ServerOp::ServerCommand {
+                bit,
+                seq: cseq,
+                text,
+                new,
+            }
         }
         SVC_GAMESTATE => ServerOp::Gamestate(Box::new(parse_gamestate(r, bit, st)?)),
         SVC_SNAPSHOT => ServerOp::Snapshot(Box::new(parse_snapshot(r, bit, seq, st)?)),
         SVC_DOWNLOAD => ServerOp::Download(Box::new(parse_download(r, bit, st)?)),
-        SVC_VOIP_SPEEX | SVC_VOIP_OPUS => ServerOp::Voip(Box::new(parse_voip(r, bit, op == SVC_VOIP_OPUS)?)),
+        SVC_VOIP_SPEEX | SVC_VOIP_OPUS => {
+            ServerOp::Voip(Box::new(parse_voip(r, bit, op == SVC_VOIP_OPUS)?))
+        }
         _ => return Err(SvcError::BadOp { op, bit }),
     })
 }
 
-fn parse_gamestate(r: &mut BitReader<'_>, bit: usize, st: &mut ClientState) -> Result<Gamestate, SvcError> {
+fn parse_gamestate(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    st: &mut ClientState,
+) -> Result<Gamestate, SvcError> {
     st.clear_for_gamestate();
     st.gamestates += 1;
     let server_command_seq = r.read_long()?;
@@ -300,7 +324,10 @@ fn parse_gamestate(r: &mut BitReader<'_>, bit: usize, st: &mut ClientState) -> R
                     return Err(SvcError::GamestateTooBig { bit: at });
                 }
                 st.set_configstring(index as usize, value.clone());
-                configstrings.push(ConfigString { index: index as u16, value });
+                configstrings.push(ConfigString {
+                    index: index as u16,
+                    value,
+                });
             }
             SVC_BASELINE => {
                 let num = r.read_bits(GENTITYNUM_BITS)?;
@@ -318,18 +345,37 @@ fn parse_gamestate(r: &mut BitReader<'_>, bit: usize, st: &mut ClientState) -> R
     let checksum_feed = r.read_long()?;
     st.client_num = client_num;
     st.checksum_feed = checksum_feed;
-    Ok(Gamestate { bit, server_command_seq, configstrings, baselines, client_num, checksum_feed })
+    Ok(Gamestate {
+        bit,
+        server_command_seq,
+        configstrings,
+        baselines,
+        client_num,
+        checksum_feed,
+    })
 }
 
-fn parse_snapshot(r: &mut BitReader<'_>, bit: usize, seq: i32, st: &mut ClientState) -> Result<Snapshot, SvcError> {
+fn parse_snapshot(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    seq: i32,
+    st: &mut ClientState,
+) -> Result<Snapshot, SvcError> {
     let server_time = r.read_long()?;
     let delta_num = r.read_byte()?;
-    let delta_base = if delta_num == 0 { -1 } else { seq.wrapping_sub(delta_num as i32) };
+    let delta_base = if delta_num == 0 {
+        -1
+    } else {
+        seq.wrapping_sub(delta_num as i32)
+    };
     let flags = r.read_byte()?;
     let mask_at = r.bit_pos();
     let mask_len = r.read_byte()?;
     if mask_len as usize > MAX_AREAMASK {
-        return Err(SvcError::AreaMask { len: mask_len, bit: mask_at });
+        return Err(SvcError::AreaMask {
+            len: mask_len,
+            bit: mask_at,
+        });
     }
     let mut areamask = Vec::with_capacity(mask_len as usize);
     for _ in 0..mask_len {
@@ -337,13 +383,20 @@ fn parse_snapshot(r: &mut BitReader<'_>, bit: usize, seq: i32, st: &mut ClientSt
     }
     // The engine deltas from the slot even when it is not valid (values are then garbage,
     // the parse stays in step); only an empty slot means "from nothing".
-    let old = if delta_base <= 0 { None } else { st.snapshots[(delta_base as usize) & 31].clone() };
+    let old = if delta_base <= 0 {
+        None
+    } else {
+        st.snapshots[(delta_base as usize) & 31].clone()
+    };
     let (valid, invalid_reason) = match &old {
         None if delta_base <= 0 => (true, None),
         None => (false, Some("Delta from invalid frame")),
         Some(s) if !s.valid => (false, Some("Delta from invalid frame")),
         Some(s) if s.frame.message_num != delta_base => (false, Some("Delta frame too old")),
-        Some(s) if st.parse_entities_num - s.frame.parse_entities_num > MAX_PARSE_ENTITIES - MAX_SNAPSHOT_ENTITIES => {
+        Some(s)
+            if st.parse_entities_num - s.frame.parse_entities_num
+                > MAX_PARSE_ENTITIES - MAX_SNAPSHOT_ENTITIES =>
+        {
             (false, Some("Delta parseEntitiesNum too old"))
         }
         Some(_) => (true, None),
@@ -422,7 +475,11 @@ fn parse_packet_entities(
     Ok((deltas, out))
 }
 
-fn parse_download(r: &mut BitReader<'_>, bit: usize, st: &mut ClientState) -> Result<Download, SvcError> {
+fn parse_download(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    st: &mut ClientState,
+) -> Result<Download, SvcError> {
     let block = r.read_short()? as i32;
     let mut file_size = None;
     let mut error_message = None;
@@ -431,7 +488,15 @@ fn parse_download(r: &mut BitReader<'_>, bit: usize, st: &mut ClientState) -> Re
         file_size = Some(size);
         if size < 0 {
             error_message = Some(r.read_string()?);
-            return Ok(Download { bit, block, file_size, error_message, size: 0, expected: false, data: Vec::new() });
+            return Ok(Download {
+                bit,
+                block,
+                file_size,
+                error_message,
+                size: 0,
+                expected: false,
+                data: Vec::new(),
+            });
         }
     }
     let at = r.bit_pos();
@@ -450,7 +515,15 @@ fn parse_download(r: &mut BitReader<'_>, bit: usize, st: &mut ClientState) -> Re
             st.download_block = 0;
         }
     }
-    Ok(Download { bit, block, file_size, error_message, size, expected, data })
+    Ok(Download {
+        bit,
+        block,
+        file_size,
+        error_message,
+        size,
+        expected,
+        data,
+    })
 }
 
 fn parse_voip(r: &mut BitReader<'_>, bit: usize, opus: bool) -> Result<Voip, SvcError> {
@@ -462,12 +535,24 @@ fn parse_voip(r: &mut BitReader<'_>, bit: usize, opus: bool) -> Result<Voip, Svc
     let size = r.read_short()?;
     let flags = r.read_bits(2)?;
     if !(0..=4096).contains(&(size as i32)) {
-        return Err(SvcError::VoipSize { size: size as i32, bit: at });
+        return Err(SvcError::VoipSize {
+            size: size as i32,
+            bit: at,
+        });
     }
     for _ in 0..size {
         r.read_byte()?;
     }
-    Ok(Voip { bit, opus, sender, generation, sequence, frames, flags, size })
+    Ok(Voip {
+        bit,
+        opus,
+        sender,
+        generation,
+        sequence,
+        frames,
+        flags,
+        size,
+    })
 }
 
 /// Writers for the server ops a demo writer re-encodes (exact inverses of the readers above).

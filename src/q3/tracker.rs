@@ -40,7 +40,10 @@ fn oob_role(payload: &[u8]) -> Option<(Dir, bool)> {
 
 /// A Quake 3 connect carries an adaptive-Huffman userinfo that decodes to `"\...`.
 fn is_q3_connect(payload: &[u8]) -> bool {
-    payload.get(12..).and_then(|b| super::huffman::adaptive_decompress(b).ok()).is_some_and(|t| t.starts_with(b"\"\\"))
+    payload
+        .get(12..)
+        .and_then(|b| super::huffman::adaptive_decompress(b).ok())
+        .is_some_and(|t| t.starts_with(b"\"\\"))
 }
 
 /// Tracks every Quake 3 flow of a capture.
@@ -56,13 +59,18 @@ pub struct Tracker {
 
 impl Tracker {
     pub fn new(opts: Options) -> Self {
-        Tracker { opts, ..Default::default() }
+        Tracker {
+            opts,
+            ..Default::default()
+        }
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic
     /// this tracker knows or recognises. A new flow takes its id from `next_id`.
     pub fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Message>) -> bool {
-        let Some((idx, dir)) = self.route(d, next_id) else { return false };
+        let Some((idx, dir)) = self.route(d, next_id) else {
+            return false;
+        };
         let conn = &mut self.flows[idx];
         let was_connected = conn.summary.qport;
         conn.handle(dir, d, out);
@@ -79,7 +87,8 @@ impl Tracker {
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
         if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
             // A new handshake after an established netchan starts a new connection.
-            let restart = matches!(oob_role(d.payload), Some((Dir::C2s, true))) && self.flows[i].established();
+            let restart = matches!(oob_role(d.payload), Some((Dir::C2s, true)))
+                && self.flows[i].established();
             if !restart {
                 return Some((i, Dir::C2s));
             }
@@ -107,7 +116,8 @@ impl Tracker {
     fn new_flow(&mut self, server: SocketAddr, client: SocketAddr, next_id: &mut u32) -> usize {
         let id = *next_id;
         *next_id += 1;
-        self.flows.push(Connection::new(id, server, client, self.opts));
+        self.flows
+            .push(Connection::new(id, server, client, self.opts));
         let i = self.flows.len() - 1;
         self.by_pair.insert((server, client), i);
         i

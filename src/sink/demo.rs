@@ -47,7 +47,14 @@ pub struct DemoOptions {
 pub trait DemoOutput {
     type W: Write;
     /// Open the output for `flow`'s `part`-th map (0-based), named after `map`/`player`.
-    fn open(&mut self, flow: u32, part: u32, protocol: u32, map: Option<&str>, player: Option<&str>) -> io::Result<Self::W>;
+    fn open(
+        &mut self,
+        flow: u32,
+        part: u32,
+        protocol: u32,
+        map: Option<&str>,
+        player: Option<&str>,
+    ) -> io::Result<Self::W>;
     /// The output is complete.
     fn closed(&mut self, flow: u32, part: u32, w: Self::W, stats: &DemoStats) -> io::Result<()>;
 }
@@ -78,7 +85,12 @@ pub struct DemoSink<O: DemoOutput> {
 
 impl<O: DemoOutput> DemoSink<O> {
     pub fn new(out: O, opts: DemoOptions) -> Self {
-        DemoSink { out, opts, flows: HashMap::new(), no_gamestate: Vec::new() }
+        DemoSink {
+            out,
+            opts,
+            flows: HashMap::new(),
+            no_gamestate: Vec::new(),
+        }
     }
 
     pub fn into_output(self) -> O {
@@ -101,9 +113,15 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<En
     let sm = m.server()?;
     sm.ops.iter().find_map(|op| match op {
         ServerOp::Gamestate(g) => {
-            let cs = |i: u16| g.configstrings.iter().find(|c| c.index == i).map(|c| c.value.as_str());
+            let cs = |i: u16| {
+                g.configstrings
+                    .iter()
+                    .find(|c| c.index == i)
+                    .map(|c| c.value.as_str())
+            };
             let map = cs(0).and_then(|s| crate::q3::oob::info_value(s, "mapname"));
-            let player = cs(544 + g.client_num as u16).and_then(|s| crate::q3::oob::info_value(s, "n"));
+            let player =
+                cs(544 + g.client_num as u16).and_then(|s| crate::q3::oob::info_value(s, "n"));
             let mut baselines = vec![EntityState::default(); 1024];
             for b in &g.baselines {
                 if let Some(slot) = baselines.get_mut(b.state.number as usize) {
@@ -118,8 +136,15 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<En
 
 /// Decide what to write for one message: `None` = verbatim, `Some(bytes)` = re-encoded,
 /// and whether its snapshot (if any) ends up in the demo.
-fn plan(m: &Message, fd: &FlowDemo<impl Write>, opts: DemoOptions, stats: &mut DemoStats) -> (Option<Vec<u8>>, Option<i32>) {
-    let Some(sm) = m.server() else { return (None, None) };
+fn plan(
+    m: &Message,
+    fd: &FlowDemo<impl Write>,
+    opts: DemoOptions,
+    stats: &mut DemoStats,
+) -> (Option<Vec<u8>>, Option<i32>) {
+    let Some(sm) = m.server() else {
+        return (None, None);
+    };
     let Some(snap) = sm.ops.iter().find_map(|op| match op {
         ServerOp::Snapshot(s) => Some(s),
         _ => None,
@@ -138,7 +163,9 @@ fn plan(m: &Message, fd: &FlowDemo<impl Write>, opts: DemoOptions, stats: &mut D
     for op in &sm.ops {
         match op {
             ServerOp::ServerCommand { seq, text, .. } => emit::server_command(&mut w, *seq, text),
-            ServerOp::Snapshot(s) if keep_snapshot => emit::full_snapshot(&mut w, &s.frame, &fd.baselines),
+            ServerOp::Snapshot(s) if keep_snapshot => {
+                emit::full_snapshot(&mut w, &s.frame, &fd.baselines)
+            }
             _ => {}
         }
     }
@@ -159,11 +186,14 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
         if m.kind != "server" {
             return Ok(());
         }
-        let (Some(raw), Some(seq)) = (m.raw.as_ref(), m.seq) else { return Ok(()) };
+        let (Some(raw), Some(seq)) = (m.raw.as_ref(), m.seq) else {
+            return Ok(());
+        };
         let gs = gamestate_info(m);
         let opts = self.opts;
         if gs.is_some() {
-            let split = opts.split_maps && self.flows.get(&m.flow).is_some_and(|f| f.open.is_some());
+            let split =
+                opts.split_maps && self.flows.get(&m.flow).is_some_and(|f| f.open.is_some());
             if split {
                 self.close(m.flow)?;
             }
@@ -181,9 +211,20 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
             if fd.open.is_none() {
                 let part = fd.parts;
                 fd.parts += 1;
-                let w = self.out.open(m.flow, part, m.protocol, map.as_deref(), player.as_deref())?;
-                let stats = DemoStats { map: map.clone(), player: player.clone(), before_gamestate: fd.before_gamestate, ..Default::default() };
-                fd.open = Some(Open { writer: Writer::new(w), stats, part });
+                let w =
+                    self.out
+                        .open(m.flow, part, m.protocol, map.as_deref(), player.as_deref())?;
+                let stats = DemoStats {
+                    map: map.clone(),
+                    player: player.clone(),
+                    before_gamestate: fd.before_gamestate,
+                    ..Default::default()
+                };
+                fd.open = Some(Open {
+                    writer: Writer::new(w),
+                    stats,
+                    part,
+                });
             }
             if let Some(o) = &mut fd.open {
                 o.stats.gamestates += 1;

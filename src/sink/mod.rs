@@ -13,8 +13,14 @@ use crate::q3::fields::{ENTITY_FIELDS, PLAYER_FIELDS};
 /// Format one changed field as the engine prints it (`name:value `): integers with `%i`,
 /// full floats with `%f`; entity fields that went to zero are not printed.
 pub(crate) fn push_change(out: &mut String, c: &FieldChange, entity: bool) {
-    let table = if entity { &ENTITY_FIELDS[..] } else { &PLAYER_FIELDS[..] };
-    let Some(f) = table.get(c.index as usize) else { return };
+    let table = if entity {
+        &ENTITY_FIELDS[..]
+    } else {
+        &PLAYER_FIELDS[..]
+    };
+    let Some(f) = table.get(c.index as usize) else {
+        return;
+    };
     match c.enc {
         FieldEnc::Zero => {}
         FieldEnc::Int => {
@@ -26,7 +32,9 @@ pub(crate) fn push_change(out: &mut String, c: &FieldChange, entity: bool) {
         FieldEnc::Float => {
             out.push_str(f.name);
             out.push(':');
-            out.push_str(&crate::q3::cfloat::c_printf_f(f32::from_bits(c.value as u32)));
+            out.push_str(&crate::q3::cfloat::c_printf_f(f32::from_bits(
+                c.value as u32,
+            )));
             out.push(' ');
         }
     }

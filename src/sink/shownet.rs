@@ -24,7 +24,11 @@ fn engine_bits(bit: usize) -> i64 {
 /// Lines of one entity delta (none for an unchanged entity).
 pub fn entity_line(d: &EntityDelta) -> Option<String> {
     if d.removed {
-        return Some(format!("{:3}: #{:<3} remove", readcount(d.bit_after_flag), d.state.number));
+        return Some(format!(
+            "{:3}: #{:<3} remove",
+            readcount(d.bit_after_flag),
+            d.state.number
+        ));
     }
     if !d.has_delta {
         return None;
@@ -33,7 +37,10 @@ pub fn entity_line(d: &EntityDelta) -> Option<String> {
     for c in &d.changes {
         push_change(&mut s, c, true);
     }
-    s.push_str(&format!(" ({} bits)", engine_bits(d.end_bit) - engine_bits(d.start_bit)));
+    s.push_str(&format!(
+        " ({} bits)",
+        engine_bits(d.end_bit) - engine_bits(d.start_bit)
+    ));
     Some(s)
 }
 
@@ -43,13 +50,20 @@ pub fn playerstate_line(p: &PlayerDelta) -> String {
     for c in &p.changes {
         push_change(&mut s, c, false);
     }
-    for (present, name) in p.arrays.iter().zip(["PS_STATS", "PS_PERSISTANT", "PS_AMMO", "PS_POWERUPS"]) {
+    for (present, name) in
+        p.arrays
+            .iter()
+            .zip(["PS_STATS", "PS_PERSISTANT", "PS_AMMO", "PS_POWERUPS"])
+    {
         if *present {
             s.push_str(name);
             s.push(' ');
         }
     }
-    s.push_str(&format!(" ({} bits)", engine_bits(p.end_bit) - engine_bits(p.start_bit)));
+    s.push_str(&format!(
+        " ({} bits)",
+        engine_bits(p.end_bit) - engine_bits(p.start_bit)
+    ));
     s
 }
 
@@ -87,7 +101,10 @@ pub struct Shownet<W: Write> {
 
 impl<W: Write> Shownet<W> {
     pub fn new(out: W) -> Self {
-        Shownet { out, lines: Vec::new() }
+        Shownet {
+            out,
+            lines: Vec::new(),
+        }
     }
 }
 

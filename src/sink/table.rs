@@ -8,7 +8,9 @@ fn pair(p: &PerDir) -> String {
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
-    v.as_ref().map(ToString::to_string).unwrap_or_else(|| "-".into())
+    v.as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "-".into())
 }
 
 /// Render flows as a table. Counters are shown as `c2s/s2c`.
@@ -16,8 +18,24 @@ pub fn render(flows: &[FlowSummary]) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(vec![
-        "id", "game", "kind", "proto", "server", "client", "qport", "challenge", "name", "start", "dur s",
-        "packets", "bytes", "frag msgs", "dropped", "dup", "ooo", "errors",
+        "id",
+        "game",
+        "kind",
+        "proto",
+        "server",
+        "client",
+        "qport",
+        "challenge",
+        "name",
+        "start",
+        "dur s",
+        "packets",
+        "bytes",
+        "frag msgs",
+        "dropped",
+        "dup",
+        "ooo",
+        "errors",
     ]);
     for f in flows {
         let ports: Vec<String> = f.client_ports.iter().map(ToString::to_string).collect();

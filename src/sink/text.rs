@@ -20,7 +20,9 @@ impl<W: Write> Text<W> {
 }
 
 fn header(m: &Message) -> String {
-    let seq = m.seq.map_or_else(|| "oob".to_string(), |s| format!("seq {s}"));
+    let seq = m
+        .seq
+        .map_or_else(|| "oob".to_string(), |s| format!("seq {s}"));
     let frag = if m.fragmented { " fragmented" } else { "" };
     let loc = match m.file_offset {
         Some(o) => format!("record {} @{o}", m.frame),
@@ -55,7 +57,11 @@ fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
                 }
             }
             ServerOp::Snapshot(s) => {
-                let base = if s.delta_num == 0 { "full".to_string() } else { format!("delta from {}", s.delta_base) };
+                let base = if s.delta_num == 0 {
+                    "full".to_string()
+                } else {
+                    format!("delta from {}", s.delta_base)
+                };
                 let valid = match s.invalid_reason {
                     Some(r) => format!(" INVALID ({r})"),
                     None => String::new(),
@@ -69,7 +75,10 @@ fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
                     s.entities.len()
                 ));
                 let mut p = "    playerstate ".to_string();
-                s.playerstate.changes.iter().for_each(|c| push_change(&mut p, c, false));
+                s.playerstate
+                    .changes
+                    .iter()
+                    .for_each(|c| push_change(&mut p, c, false));
                 out.push(p.trim_end().to_string());
                 for e in &s.entities {
                     if e.removed {
@@ -85,8 +94,13 @@ fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
                 "  download block {} size {}{}{}",
                 d.block,
                 d.size,
-                d.file_size.map(|s| format!(" fileSize {s}")).unwrap_or_default(),
-                d.error_message.as_ref().map(|e| format!(" error {e:?}")).unwrap_or_default()
+                d.file_size
+                    .map(|s| format!(" fileSize {s}"))
+                    .unwrap_or_default(),
+                d.error_message
+                    .as_ref()
+                    .map(|e| format!(" error {e:?}"))
+                    .unwrap_or_default()
             )),
             ServerOp::Voip(v) => out.push(format!("  voip sender {} size {}", v.sender, v.size)),
             ServerOp::Nop { .. } => out.push("  nop".into()),

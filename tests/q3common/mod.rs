@@ -8,16 +8,28 @@ use quakecap::q3::message::Message;
 
 /// A file under the repository's `captures/`.
 pub fn cap(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("captures")
+        .join(rel)
 }
 
 /// A file under `../shared/` (the shared corpus beside the repository).
 pub fn shared(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("shared").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared")
+        .join(rel)
 }
 
 /// Every Quake 3 capture folder in `captures/`.
-pub const Q3_CAPTURES: [&str; 6] = ["q3-basic", "q3-two-clients", "q3-mapchange", "q3-impaired", "q3-proto71", "q3-download"];
+pub const Q3_CAPTURES: [&str; 6] = [
+    "q3-basic",
+    "q3-two-clients",
+    "q3-mapchange",
+    "q3-impaired",
+    "q3-proto71",
+    "q3-download",
+];
 
 /// Keeps every message.
 #[derive(Default)]
@@ -34,7 +46,11 @@ impl Sink for Collect {
 
 /// Decode a capture or demo file, keeping every message (and raw bodies when asked).
 pub fn decode(path: &std::path::Path, keep_raw: bool) -> (Report, Vec<Message>) {
-    let opts = Options { emit: true, keep_raw, flows: None };
+    let opts = Options {
+        emit: true,
+        keep_raw,
+        flows: None,
+    };
     let mut c = Collect::default();
     let report = if pipeline::demo_protocol(path).is_some() {
         pipeline::run_q3_demo(path, &opts, &mut c)
@@ -58,5 +74,8 @@ pub fn client_demos(folder: &str) -> Vec<PathBuf> {
 
 /// The records of a demo file as (sequence, body).
 pub fn demo_records(data: &[u8]) -> Vec<(i32, Vec<u8>)> {
-    quakecap::q3::demo::Reader::new(data).filter_map(Result::ok).map(|r| (r.seq, r.body.to_vec())).collect()
+    quakecap::q3::demo::Reader::new(data)
+        .filter_map(Result::ok)
+        .map(|r| (r.seq, r.body.to_vec()))
+        .collect()
 }
