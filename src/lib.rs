@@ -19,6 +19,7 @@
 
 pub mod capture;
 pub mod flow;
+pub mod fuzzing;
 pub mod net;
 pub mod pipeline;
 pub mod pos;

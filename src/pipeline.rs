@@ -2,7 +2,7 @@
 //! enter here too, skipping capture, net and netchan. The pipeline defines the sink trait;
 //! sinks only see finished events and never reach back into parsing.
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -57,6 +57,8 @@ pub struct Report {
     pub net_errors: u64,
     /// Problems not tied to a flow (capture framing, truncation, link errors), with frames.
     pub warnings: Vec<String>,
+    /// Every warning, including those past [`MAX_WARNINGS`] that were not kept.
+    pub warnings_total: u64,
     /// The last capture error, when it stopped the file.
     pub fatal: Option<String>,
 }
@@ -160,10 +162,22 @@ pub fn run_capture(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Report, InputError> {
     let file = path.display().to_string();
-    let mut reader = CaptureReader::open(path).map_err(|source| InputError::Capture {
+    let reader = CaptureReader::open(path).map_err(|source| InputError::Capture {
         file: file.clone(),
         source,
     })?;
+    run_reader(reader, file, opts, sink, progress)
+}
+
+/// Run the pass over an opened capture of any source (a file, or bytes in memory); `file`
+/// names it in the report.
+pub fn run_reader<R: Read>(
+    mut reader: CaptureReader<R>,
+    file: String,
+    opts: &Options,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Report, InputError> {
     let mut net = NetDecoder::new();
     let mut trackers = Trackers::new(opts);
     let mut report = Report {
@@ -181,7 +195,7 @@ pub fn run_capture(
             Ok(None) => break,
             Err(e) => {
                 let fatal = e.is_fatal();
-                report.warnings.push(e.to_string());
+                push_warning(&mut report, e.to_string());
                 if fatal {
                     report.fatal = Some(e.to_string());
                     break;
@@ -199,9 +213,7 @@ pub fn run_capture(
             Ok(None) => {}
             Err(e) => {
                 report.net_errors += 1;
-                if report.warnings.len() < 100 {
-                    report.warnings.push(format!("frame {index}: {e}"));
-                }
+                push_warning(&mut report, format!("frame {index}: {e}"));
             }
         }
         n += 1;
@@ -225,6 +237,17 @@ pub fn run_capture(
     Ok(report)
 }
 
+/// At most this many warnings are kept per input (all are counted in `warnings_total`): a
+/// damaged file can hold millions of bad records and memory must stay bounded.
+pub const MAX_WARNINGS: usize = 100;
+
+fn push_warning(report: &mut Report, w: String) {
+    report.warnings_total += 1;
+    if report.warnings.len() < MAX_WARNINGS {
+        report.warnings.push(w);
+    }
+}
+
 /// Decode a Quake 3 demo file (.dm_66/67/68/71) through the same decoders.
 pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
     let file = path.display().to_string();
@@ -232,6 +255,18 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         file: file.clone(),
         source,
     })?;
+    run_q3_demo_bytes(&data, file, demo_protocol(path), opts, sink)
+}
+
+/// Decode a Quake 3 demo held in memory; `file` names it, `protocol` is the one its name
+/// gives (68 when unknown).
+pub fn run_q3_demo_bytes(
+    data: &[u8],
+    file: String,
+    protocol: Option<u32>,
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<Report, InputError> {
     let io_err = |source| InputError::Io {
         file: file.clone(),
         source,
@@ -245,11 +280,11 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         game: "q3",
         kind: "demo",
         server: file.clone(),
-        protocol: demo_protocol(path),
+        protocol,
         ..Default::default()
     };
     let mut state = q3::state::ClientState::default();
-    for rec in q3::demo::Reader::new(&data) {
+    for rec in q3::demo::Reader::new(data) {
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {
@@ -258,7 +293,7 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
                     dir: Some(Dir::S2c),
                     message: e.to_string(),
                 });
-                report.warnings.push(e.to_string());
+                push_warning(&mut report, e.to_string());
                 continue;
             }
         };
@@ -344,7 +379,7 @@ pub fn run_merged(
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => {
-                    report.warnings.push(format!("{file}: {e}"));
+                    push_warning(&mut report, format!("{file}: {e}"));
                     if e.is_fatal() {
                         break;
                     }
@@ -360,9 +395,7 @@ pub fn run_merged(
                 Ok(None) => {}
                 Err(e) => {
                     report.net_errors += 1;
-                    report
-                        .warnings
-                        .push(format!("{file}: frame {}: {e}", frame.index));
+                    push_warning(&mut report, format!("{file}: frame {}: {e}", frame.index));
                 }
             }
         }

@@ -1,0 +1,220 @@
+//! Write seed corpora for the fuzz targets from the project's own captures and demos:
+//! `cargo run --example fuzz_seeds -- OUT_DIR` makes `OUT_DIR/<target>/<name>` files in the
+//! input framing each `quakecap::fuzzing` harness expects.
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+use quakecap::capture::{ByteOrder, CaptureReader, PcapNgWriter, PcapWriter, TsPrecision};
+use quakecap::fuzzing::{frame_chunks, LINKS};
+use quakecap::net::NetDecoder;
+
+const CAPTURES: [&str; 6] = [
+    "q3-basic",
+    "q3-download",
+    "q3-impaired",
+    "q3-mapchange",
+    "q3-proto71",
+    "q3-two-clients",
+];
+
+struct Rec {
+    link: quakecap::capture::LinkType,
+    ts_ns: i64,
+    data: Vec<u8>,
+}
+
+fn records(bytes: &[u8]) -> Vec<Rec> {
+    let mut out = Vec::new();
+    let Ok(mut r) = CaptureReader::new(Cursor::new(bytes)) else {
+        return out;
+    };
+    while let Ok(Some(f)) = r.next_frame() {
+        out.push(Rec {
+            link: f.link,
+            ts_ns: f.ts_ns,
+            data: f.data.to_vec(),
+        });
+    }
+    out
+}
+
+/// UDP payloads with their direction (true: from the server, port 27960..27969).
+fn payloads(bytes: &[u8]) -> Vec<(bool, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(mut r) = CaptureReader::new(Cursor::new(bytes)) else {
+        return out;
+    };
+    let mut net = NetDecoder::new();
+    while let Ok(Some(f)) = r.next_frame() {
+        if let Ok(Some(d)) = net.decode(&f) {
+            let from_server = (27960..27970).contains(&d.src.port());
+            out.push((from_server, d.payload.to_vec()));
+        }
+    }
+    out
+}
+
+fn put(dir: &Path, target: &str, name: &str, data: &[u8]) {
+    let d = dir.join(target);
+    std::fs::create_dir_all(&d).expect("create corpus dir");
+    std::fs::write(d.join(name), data).expect("write seed");
+}
+
+fn capture_seeds(out: &Path, name: &str, recs: &[Rec]) {
+    for (i, part) in recs.chunks(40).take(6).enumerate() {
+        let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
+        let mut pc = PcapWriter::with_byte_order(
+            Vec::new(),
+            part[0].link,
+            TsPrecision::Micro,
+            ByteOrder::Big,
+        )
+        .expect("writer");
+        for r in part {
+            ng.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)
+                .expect("write");
+            pc.write_packet(r.ts_ns, &r.data, r.data.len() as u32)
+                .expect("write");
+        }
+        let ng = ng.finish().expect("finish");
+        let pc = pc.finish().expect("finish");
+        for t in ["capture", "pipeline"] {
+            put(out, t, &format!("{name}-{i}.pcapng"), &ng);
+            put(out, t, &format!("{name}-{i}.pcap"), &pc);
+        }
+    }
+}
+
+fn net_seeds(out: &Path, name: &str, recs: &[Rec]) {
+    for (i, part) in recs.chunks(8).take(8).enumerate() {
+        let frames: Vec<Vec<u8>> = part
+            .iter()
+            .map(|r| {
+                let sel = LINKS.iter().position(|&l| l == r.link).unwrap_or(0) as u8;
+                let mut v = vec![sel];
+                v.extend_from_slice(&r.data);
+                v
+            })
+            .collect();
+        let seed = frame_chunks(frames.iter().map(Vec::as_slice));
+        put(out, "net", &format!("{name}-{i}"), &seed);
+    }
+}
+
+fn q3_seeds(out: &Path, name: &str, p: &[(bool, Vec<u8>)], proto71: bool) {
+    let oob: Vec<&Vec<u8>> = p
+        .iter()
+        .map(|(_, b)| b)
+        .filter(|b| b.starts_with(&[0xff; 4]))
+        .collect();
+    for (i, b) in oob.iter().take(12).enumerate() {
+        put(out, "oob", &format!("{name}-{i}"), &b[4..]);
+    }
+    for server in [false, true] {
+        let seq: Vec<&[u8]> = p
+            .iter()
+            .filter(|(s, b)| *s == server && !b.starts_with(&[0xff; 4]))
+            .map(|(_, b)| b.as_slice())
+            .collect();
+        let sel = u8::from(!server) | if proto71 { 2 } else { 0 };
+        for (i, part) in seq.chunks(24).take(6).enumerate() {
+            let mut seed = vec![sel];
+            seed.extend(frame_chunks(part.iter().copied()));
+            put(out, "netchan", &format!("{name}-{server}-{i}"), &seed);
+        }
+        if !server {
+            // Client bodies after the netchan header (plain in protocol 71).
+            let skip = if proto71 { 10 } else { 6 };
+            for (i, b) in seq.iter().take(10).enumerate() {
+                put(
+                    out,
+                    "client_message",
+                    &format!("{name}-{i}"),
+                    b.get(skip..).unwrap_or(&[]),
+                );
+            }
+        }
+    }
+    for (i, part) in p.chunks(30).take(6).enumerate() {
+        let frames: Vec<Vec<u8>> = part
+            .iter()
+            .map(|(s, b)| {
+                // Server is endpoint 1, client endpoint 2 (see fuzzing::q3_datagrams).
+                let sel = if *s { 1 | 2 << 3 } else { 2 | 1 << 3 };
+                let mut v = vec![sel];
+                v.extend_from_slice(b);
+                v
+            })
+            .collect();
+        put(
+            out,
+            "q3_datagrams",
+            &format!("{name}-{i}"),
+            &frame_chunks(frames.iter().map(Vec::as_slice)),
+        );
+    }
+}
+
+fn demo_seeds(out: &Path, name: &str, demo: &[u8]) {
+    put(
+        out,
+        "demo",
+        &format!("{name}-head"),
+        &demo[..demo.len().min(12_000)],
+    );
+    put(
+        out,
+        "demo",
+        &format!("{name}-tail"),
+        &demo[demo.len().saturating_sub(6_000)..],
+    );
+    let bodies: Vec<&[u8]> = quakecap::q3::demo::Reader::new(demo)
+        .filter_map(Result::ok)
+        .map(|r| r.body)
+        .collect();
+    for (i, part) in bodies.chunks(12).take(4).enumerate() {
+        put(
+            out,
+            "server_messages",
+            &format!("{name}-{i}"),
+            &frame_chunks(part.iter().copied()),
+        );
+    }
+    for (i, b) in bodies.iter().take(8).enumerate() {
+        let mut seed = vec![24u8];
+        seed.extend((0..24u8).map(|k| k.wrapping_mul(37)));
+        seed.extend_from_slice(&b[..b.len().min(400)]);
+        put(out, "bits", &format!("{name}-{i}"), &seed);
+    }
+}
+
+fn main() {
+    let out = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "fuzz/seeds".into()),
+    );
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures");
+    for c in CAPTURES {
+        let dir = root.join(c);
+        let Ok(bytes) = std::fs::read(dir.join("capture.pcapng")) else {
+            continue;
+        };
+        let recs = records(&bytes);
+        capture_seeds(&out, c, &recs);
+        net_seeds(&out, c, &recs);
+        q3_seeds(&out, c, &payloads(&bytes), c == "q3-proto71");
+        for ext in ["client1-demo0.dm_68", "client1-demo0.dm_71"] {
+            if let Ok(d) = std::fs::read(dir.join(ext)) {
+                demo_seeds(&out, c, &d);
+            }
+        }
+    }
+    for f in ["dumpcap-any.pcapng", "tcpdump-any.pcap"] {
+        if let Ok(b) = std::fs::read(root.join("loopback-any").join(f)) {
+            put(&out, "capture", f, &b);
+            put(&out, "pipeline", f, &b);
+            net_seeds(&out, f, &records(&b));
+        }
+    }
+}

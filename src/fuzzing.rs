@@ -1,0 +1,259 @@
+//! Entry points shared by the cargo-fuzz targets (`fuzz/`) and the stable regression test
+//! that replays their corpus (`tests/fuzz_corpus.rs`): one function per parser layer, each
+//! taking arbitrary bytes and driving that layer the way the pipeline does. None may panic,
+//! loop without end or allocate without bound, whatever the bytes.
+//!
+//! Inputs that carry several packets use a simple framing so the fuzzer can reach stateful
+//! paths (fragments, deltas): `[u16 LE length][bytes]` repeated ([`chunks`]).
+use std::io::{self, Cursor};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use crate::capture::{CaptureReader, Frame, LinkType};
+use crate::flow::Dir;
+use crate::net::{Datagram, NetDecoder};
+use crate::pipeline::{self, Options, Sink};
+use crate::q3;
+use crate::q3::bits::BitReader;
+use crate::q3::netchan::{Header, Protocol, Receiver};
+
+/// Upper bound on records/frames/chunks any harness walks (a reader that stops advancing
+/// would otherwise hang the fuzzer; hitting it means such a bug).
+const MAX_STEPS: usize = 200_000;
+
+/// Every link type the network layer decodes, and one it does not.
+pub const LINKS: [LinkType; 9] = [
+    LinkType::NULL,
+    LinkType::ETHERNET,
+    LinkType::RAW,
+    LinkType::LOOP,
+    LinkType::LINUX_SLL,
+    LinkType::IPV4,
+    LinkType::IPV6,
+    LinkType::LINUX_SLL2,
+    LinkType(147),
+];
+
+/// Split `data` into `[u16 LE length][bytes]` chunks; a short last chunk takes what is left.
+pub fn chunks(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        if rest.len() < 2 {
+            return None;
+        }
+        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]));
+        let body = rest.get(2..).unwrap_or(&[]);
+        let (chunk, tail) = body.split_at(n.min(body.len()));
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+/// Frame `packets` for [`chunks`] (used to build seed corpora).
+pub fn frame_chunks<'a>(packets: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in packets {
+        let p = &p[..p.len().min(usize::from(u16::MAX))];
+        out.extend_from_slice(&(p.len() as u16).to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+/// Capture reader (pcap or pcapng, whichever the magic says): read every record.
+pub fn capture(data: &[u8]) {
+    let Ok(mut r) = CaptureReader::new(Cursor::new(data)) else {
+        return;
+    };
+    for _ in 0..MAX_STEPS {
+        match r.next_frame() {
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => return,
+        }
+    }
+    panic!("capture reader did not finish");
+}
+
+/// Link, IP (with defragmentation) and UDP: each chunk is one frame whose first byte picks
+/// the link type; all frames go through one decoder so fragments can meet.
+pub fn net(data: &[u8]) {
+    let mut net = NetDecoder::new();
+    for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
+        let Some((&sel, bytes)) = c.split_first() else {
+            continue;
+        };
+        let link = LINKS[usize::from(sel) % LINKS.len()];
+        let f = Frame {
+            index: i as u64 + 1,
+            ts_ns: i as i64 * 1_000_000,
+            link,
+            data: bytes,
+            orig_len: bytes.len() as u32,
+            file_offset: 0,
+        };
+        let _ = net.decode(&f);
+    }
+}
+
+/// Netchan header view and receiver: the first byte picks direction and protocol, each
+/// chunk is one packet fed to that direction's receiver (fragment reassembly included).
+pub fn netchan(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let dir = if sel & 1 == 0 { Dir::S2c } else { Dir::C2s };
+    let proto = if sel & 2 == 0 {
+        Protocol::V68
+    } else {
+        Protocol::V71
+    };
+    let mut rx = Receiver::new();
+    for p in chunks(rest).take(MAX_STEPS) {
+        if let Ok(h) = Header::parse(p, dir, proto) {
+            let _ = h.header_len();
+            let _ = rx.process(&h);
+        }
+    }
+}
+
+/// Connectionless packets and the adaptive Huffman decoder (as `connect` userinfo uses it).
+pub fn oob(data: &[u8]) {
+    let mut p = vec![0xff; 4];
+    p.extend_from_slice(data);
+    if let Ok(o) = q3::oob::Oob::parse(&p) {
+        let _ = o.info("name");
+        let _ = o.arg_int(0);
+    }
+    let _ = q3::huffman::adaptive_decompress(data);
+    let _ = q3::oob::parse_info(&String::from_utf8_lossy(data));
+}
+
+/// Static Huffman bit reader: the first byte says how many control bytes follow; each
+/// control byte picks a read (bits of any width, including invalid ones, bytes, strings,
+/// seeks) on the rest of the input.
+pub fn bits(data: &[u8]) {
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
+    let (ctl, body) = rest.split_at(usize::from(n).min(rest.len()));
+    let mut r = BitReader::new(body);
+    for &c in ctl {
+        let _ = match c & 7 {
+            0 => r.read_bit().map(drop),
+            1 => r.read_bits(i32::from(c >> 3) - 8).map(drop),
+            2 => r.read_byte().map(drop),
+            3 => r.read_short().map(drop),
+            4 => r.read_long().map(drop),
+            5 => r.read_string().map(drop),
+            6 => r.read_big_string().map(drop),
+            _ => {
+                r.set_bit_pos(usize::from(c >> 3) * 7);
+                Ok(())
+            }
+        };
+        let _ = (r.readcount(), r.is_past_end());
+    }
+    // Then read to the end the way a message decoder does: always terminates.
+    while r.read_bits(8).is_ok() {}
+}
+
+/// Server message decoder: each chunk is one (descrambled) server message, decoded in
+/// sequence with one client state so gamestates, baselines and deltas interact.
+pub fn server_messages(data: &[u8]) {
+    let mut st = q3::state::ClientState::default();
+    for (i, m) in chunks(data).enumerate().take(MAX_STEPS) {
+        let mut r = BitReader::new(m);
+        let _ = q3::svc::parse_server_message(&mut r, None, i as i32 + 1, &mut st);
+        let _ = st.player_name(st.client_num);
+        let _ = st.map_name();
+    }
+}
+
+/// Client message decoder: the header longs, then the ops, keyed like the connection does.
+pub fn client_message(data: &[u8]) {
+    let mut r = BitReader::new(data);
+    let Ok(hdr) = q3::clc::read_header(&mut r) else {
+        return;
+    };
+    let ctx = q3::clc::ClcContext {
+        checksum_feed: hdr.0 ^ hdr.2,
+        acked_server_command: data.get(..data.len().min(40)).unwrap_or(&[]),
+        last_client_command: hdr.1,
+    };
+    let m = q3::clc::parse_client_ops(&mut r, hdr, &ctx);
+    let _ = serde_json::to_string(&m);
+}
+
+/// Demo reader and decoder, exactly as `quakecap decode FILE.dm_68` runs it.
+pub fn demo(data: &[u8]) {
+    let opts = Options {
+        emit: true,
+        keep_raw: true,
+        flows: None,
+    };
+    let _ = pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), &opts, &mut Json);
+}
+
+/// The whole pipeline on bytes taken as a capture file, with every message serialized.
+pub fn pipeline(data: &[u8]) {
+    let Ok(reader) = CaptureReader::new(Cursor::new(data)) else {
+        return;
+    };
+    let opts = Options {
+        emit: true,
+        keep_raw: true,
+        flows: None,
+    };
+    let _ = pipeline::run_reader(reader, "fuzz".into(), &opts, &mut Json, &mut |_| {});
+}
+
+/// The Quake 3 tracker and connections without capture or IP: each chunk is a datagram
+/// whose first byte picks which of a few endpoints sends it to which.
+pub fn q3_datagrams(data: &[u8]) {
+    let opts = Options {
+        emit: true,
+        keep_raw: true,
+        flows: None,
+    };
+    let mut t = pipeline::Trackers::new(&opts);
+    let addr = |n: u8| SocketAddr::from((Ipv4Addr::new(10, 0, 0, n & 3), 27960 + u16::from(n)));
+    for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
+        let Some((&sel, payload)) = c.split_first() else {
+            continue;
+        };
+        let d = Datagram {
+            frame: i as u64 + 1,
+            ts_ns: i as i64,
+            src: addr(sel & 7),
+            dst: addr(sel >> 3 & 7),
+            payload,
+        };
+        let _ = t.datagram(&d, &mut Json);
+    }
+    let _ = t.summaries();
+}
+
+/// A sink that serializes every message (so the serializers run on hostile content too).
+struct Json;
+
+impl Sink for Json {
+    fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
+        serde_json::to_writer(io::sink(), m).map_err(io::Error::other)
+    }
+    fn finish(&mut self, r: &pipeline::Report) -> io::Result<()> {
+        serde_json::to_writer(io::sink(), &r.flows).map_err(io::Error::other)
+    }
+}
+
+/// Every harness, by the fuzz target name that runs it.
+pub const TARGETS: [(&str, fn(&[u8])); 10] = [
+    ("capture", capture),
+    ("net", net),
+    ("netchan", netchan),
+    ("oob", oob),
+    ("bits", bits),
+    ("server_messages", server_messages),
+    ("client_message", client_message),
+    ("demo", demo),
+    ("q3_datagrams", q3_datagrams),
+    ("pipeline", pipeline),
+];
