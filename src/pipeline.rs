@@ -59,6 +59,8 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Every warning, including those past [`MAX_WARNINGS`] that were not kept.
     pub warnings_total: u64,
+    /// Datagrams not assigned to any flow because the flow tables were full.
+    pub untracked_datagrams: u64,
     /// The last capture error, when it stopped the file.
     pub fatal: Option<String>,
 }
@@ -74,6 +76,10 @@ pub enum InputError {
     Unusable { file: String, message: String },
 }
 
+/// UDP flows of no known game kept at most; datagrams of further endpoint pairs are only
+/// counted ([`Report::untracked_datagrams`]), so spoofed endpoints cannot exhaust memory.
+pub const MAX_OTHER_FLOWS: usize = 100_000;
+
 /// UDP flows of no known game, keyed by their endpoint pair.
 #[derive(Default)]
 struct OtherFlows {
@@ -82,9 +88,11 @@ struct OtherFlows {
 }
 
 impl OtherFlows {
-    fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32) {
+    /// Count the datagram on its flow; false when it has none and the table is full.
+    fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> bool {
         let (i, dir) = match self.by_pair.get(&(d.src, d.dst)) {
             Some(&v) => v,
+            None if self.flows.len() >= MAX_OTHER_FLOWS => return false,
             None => {
                 // The first sender is taken as the client.
                 let s = FlowSummary {
@@ -105,7 +113,15 @@ impl OtherFlows {
             }
         };
         self.flows[i].count_packet(dir, d.payload.len(), d.ts_ns);
+        true
     }
+}
+
+/// Datagrams no flow took because the flow tables were full.
+#[derive(Debug, Clone, Copy, Default)]
+struct Untracked {
+    count: u64,
+    first_frame: u64,
 }
 
 /// Every game's tracker for one stream of datagrams.
@@ -115,6 +131,7 @@ pub struct Trackers {
     other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
     filter: Option<Vec<u32>>,
+    untracked: Untracked,
 }
 
 impl Trackers {
@@ -129,13 +146,19 @@ impl Trackers {
             other: OtherFlows::default(),
             q3_out: Vec::new(),
             filter: opts.flows.clone(),
+            untracked: Untracked::default(),
         }
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
-        if !self.q3.offer(d, &mut self.next_id, &mut self.q3_out) {
-            self.other.offer(d, &mut self.next_id);
+        if !self.q3.offer(d, &mut self.next_id, &mut self.q3_out)
+            && !self.other.offer(d, &mut self.next_id)
+        {
+            if self.untracked.count == 0 {
+                self.untracked.first_frame = d.frame;
+            }
+            self.untracked.count += 1;
         }
         for m in self.q3_out.drain(..) {
             if self.filter.as_ref().is_none_or(|f| f.contains(&m.flow)) {
@@ -143,6 +166,27 @@ impl Trackers {
             }
         }
         Ok(())
+    }
+
+    /// Put the flows and what the flow tables could not hold into the report.
+    pub fn fill_report(&self, report: &mut Report) {
+        report.flows = self.summaries();
+        let u = self.untracked;
+        report.untracked_datagrams = u.count;
+        if u.count > 0 {
+            push_warning(
+                report,
+                format!(
+                    "flow table full: {} datagrams of new endpoints from frame {} on were counted \
+                     but not tracked (at most {} query, {} connection and {} other flows)",
+                    u.count,
+                    u.first_frame,
+                    q3::tracker::MAX_QUERY_FLOWS,
+                    q3::tracker::MAX_CONNECTIONS,
+                    MAX_OTHER_FLOWS
+                ),
+            );
+        }
     }
 
     /// Every flow's summary, by id.
@@ -222,7 +266,7 @@ pub fn run_reader<R: Read>(
         }
     }
     progress(reader.bytes_read());
-    report.flows = trackers.summaries();
+    trackers.fill_report(&mut report);
     if report.frames > 0 && report.udp_datagrams == 0 && report.net_errors == report.frames {
         return Err(InputError::Unusable {
             file,
@@ -400,7 +444,7 @@ pub fn run_merged(
             }
         }
     }
-    report.flows = trackers.summaries();
+    trackers.fill_report(&mut report);
     sink.finish(&report).map_err(|source| InputError::Io {
         file: report.file.clone(),
         source,

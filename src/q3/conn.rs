@@ -35,7 +35,9 @@ pub struct Connection {
     pub connected: bool,
     rx_server: Receiver,
     rx_client: Receiver,
-    pub state: ClientState,
+    /// The client's parse state, made on the first netchan message: it is large (configstrings,
+    /// baselines) and a capture may hold millions of query-only flows.
+    pub state: Option<Box<ClientState>>,
     client_cmds: Vec<String>,
     last_client_cmd: i32,
     opts: Options,
@@ -61,8 +63,8 @@ impl Connection {
             connected: false,
             rx_server: Receiver::new(),
             rx_client: Receiver::new(),
-            state: ClientState::default(),
-            client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
+            state: None,
+            client_cmds: Vec::new(),
             last_client_cmd: 0,
             opts,
         }
@@ -138,9 +140,9 @@ impl Connection {
                 // A new netchan starts: both ends reset their sequences and rings (§3.4).
                 self.rx_server.reset();
                 self.rx_client.reset();
-                self.client_cmds.iter_mut().for_each(String::clear);
+                self.client_cmds.clear();
                 self.last_client_cmd = 0;
-                self.state = ClientState::default();
+                self.state = None;
                 if let Some(c) = oob.arg_int(0) {
                     self.challenge.get_or_insert(c as i32);
                 }
@@ -234,7 +236,7 @@ impl Connection {
         };
         if self.proto == Protocol::V68 {
             if let Some((a, _)) = ack {
-                let s = &self.client_cmds[(a as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                let s = self.client_command(a);
                 scramble::s2c(&mut body, self.challenge.unwrap_or(0), seq, s.as_bytes());
             }
         }
@@ -245,9 +247,9 @@ impl Connection {
             let parsed = match ack {
                 Some((a, bit)) => {
                     r.set_bit_pos(bit);
-                    svc::parse_server_message(&mut r, Some(a), seq, &mut self.state)
+                    svc::parse_server_message(&mut r, Some(a), seq, self.state_mut())
                 }
-                None => svc::parse_server_message(&mut r, None, seq, &mut self.state),
+                None => svc::parse_server_message(&mut r, None, seq, self.state_mut()),
             };
             if let Some(e) = &parsed.error {
                 let text = format!("server message {seq}: {e}");
@@ -286,14 +288,14 @@ impl Connection {
             }
             return;
         };
-        let acked = self.state.server_command(hdr.2).as_bytes().to_vec();
+        let acked = self.state_mut().server_command(hdr.2).as_bytes().to_vec();
         if self.proto == Protocol::V68 {
             scramble::c2s(&mut body, self.challenge.unwrap_or(0), hdr.0, hdr.1, &acked);
         }
         let mut r = BitReader::new(&body);
         r.set_bit_pos(bit);
         let ctx = ClcContext {
-            checksum_feed: self.state.checksum_feed,
+            checksum_feed: self.state_mut().checksum_feed,
             acked_server_command: &acked,
             last_client_command: self.last_client_cmd,
         };
@@ -306,6 +308,9 @@ impl Connection {
                 ..
             } = op
             {
+                if self.client_cmds.is_empty() {
+                    self.client_cmds = vec![String::new(); MAX_RELIABLE_COMMANDS];
+                }
                 self.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.clone();
                 self.last_client_cmd = *cs;
             }
@@ -321,6 +326,18 @@ impl Connection {
             m.body = Body::Client(parsed);
             out.push(m);
         }
+    }
+
+    /// The parse state, made when first needed.
+    fn state_mut(&mut self) -> &mut ClientState {
+        self.state.get_or_insert_with(Default::default)
+    }
+
+    /// The client command stored for reliable sequence `seq` (empty before any).
+    fn client_command(&self, seq: i32) -> &str {
+        self.client_cmds
+            .get((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))
+            .map_or("", String::as_str)
     }
 
     /// True once netchan messages flowed (a later handshake is a new connection).

@@ -14,6 +14,8 @@ pub const MAX_SNAPSHOT_ENTITIES: u64 = 256;
 /// Client-side limit on the total configstring text of a gamestate.
 pub const MAX_GAMESTATE_CHARS: usize = 16000;
 pub const CS_SYSTEMINFO: usize = 1;
+/// First player configstring (`CS_PLAYERS`).
+pub const CS_PLAYERS: usize = 544;
 
 /// One parsed snapshot: the absolute game state the client holds after it.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +83,17 @@ impl Default for ClientState {
     }
 }
 
+/// Append as the engine's `Q_strcat(bigConfigString, BIG_INFO_STRING, s)` does: silently
+/// cut at `BIG_INFO_STRING - 1` bytes, so endless `bcs1` commands cannot grow memory.
+fn push_bounded(s: &mut String, more: &str) {
+    let room = (super::bits::BIG_INFO_STRING - 1).saturating_sub(s.len());
+    let mut cut = more.len().min(room);
+    while !more.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.push_str(&more[..cut]);
+}
+
 impl ClientState {
     /// `CL_ClearState` on a new gamestate: snapshots, configstrings and baselines go; the
     /// command ring stays (q3-protocol.md §3.4).
@@ -127,14 +140,14 @@ impl ClientState {
             ("bcs1", Some(i)) => {
                 if let Some((j, s)) = &mut self.big_cs {
                     if *j == i {
-                        s.push_str(&value());
+                        push_bounded(s, &value());
                     }
                 }
             }
             ("bcs2", Some(i)) => {
                 if let Some((j, mut s)) = self.big_cs.take() {
                     if j == i {
-                        s.push_str(&value());
+                        push_bounded(&mut s, &value());
                         self.set_configstring(i, s);
                     }
                 }
@@ -165,15 +178,14 @@ impl ClientState {
     /// are invalidated first.
     pub fn store_snapshot(&mut self, frame: Arc<SnapFrame>) {
         let num = frame.message_num;
-        let mut old = self.last_snap_num.wrapping_add(1);
-        if num.wrapping_sub(old) >= PACKET_BACKUP as i32 {
-            old = num - (PACKET_BACKUP as i32 - 1);
-        }
-        while old < num {
+        // The engine invalidates old..num with old clamped to num - 31; wrapping arithmetic
+        // keeps hostile message numbers (a demo's sequences are any i32) from overflowing.
+        let gap = num.wrapping_sub(self.last_snap_num.wrapping_add(1));
+        for k in 1..=gap.clamp(0, PACKET_BACKUP as i32 - 1) {
+            let old = num.wrapping_sub(k);
             if let Some(s) = &mut self.snapshots[(old as usize) & (PACKET_BACKUP - 1)] {
                 s.valid = false;
             }
-            old += 1;
         }
         self.last_snap_num = num;
         self.last_snap_time = Some(frame.server_time);
@@ -182,12 +194,63 @@ impl ClientState {
 
     /// Player name from CS_PLAYERS for the recording client.
     pub fn player_name(&self, client: i32) -> Option<String> {
-        let cs = self.configstrings.get(544 + client as usize)?;
+        // clientNum comes from the message: any i32.
+        let i = usize::try_from(client).ok()?.checked_add(CS_PLAYERS)?;
+        let cs = self.configstrings.get(i)?;
         super::oob::info_value(cs, "n")
     }
 
     /// Map name from the serverinfo configstring.
     pub fn map_name(&self) -> Option<String> {
         super::oob::info_value(&self.configstrings[0], "mapname")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn player_name_of_a_hostile_client_number_is_none() {
+        let mut st = ClientState::default();
+        st.set_configstring(CS_PLAYERS, "n\\bob".into());
+        assert_eq!(st.player_name(0).as_deref(), Some("bob"));
+        for c in [-1, i32::MIN, i32::MAX, MAX_CONFIGSTRINGS as i32] {
+            assert_eq!(st.player_name(c), None);
+        }
+    }
+
+    #[test]
+    fn snapshots_at_extreme_message_numbers_do_not_overflow() {
+        let mut st = ClientState::default();
+        for num in [i32::MIN, i32::MIN + 3, 5, i32::MAX, i32::MIN] {
+            let frame = SnapFrame {
+                message_num: num,
+                server_time: 0,
+                delta_num: -1,
+                flags: 0,
+                areamask: Vec::new(),
+                ps: Default::default(),
+                entities: Vec::new(),
+                parse_entities_num: 0,
+            };
+            st.store_snapshot(Arc::new(frame));
+            assert_eq!(st.last_snap_num, num);
+        }
+    }
+
+    #[test]
+    fn big_configstring_is_bounded_like_the_engine() {
+        let mut st = ClientState::default();
+        let chunk = "x".repeat(1000);
+        assert!(st.receive_server_command(1, &format!("bcs0 5 \"{chunk}\"")));
+        for seq in 2..200 {
+            st.receive_server_command(seq, &format!("bcs1 5 \"{chunk}\""));
+        }
+        st.receive_server_command(200, &format!("bcs2 5 \"{chunk}\""));
+        assert_eq!(
+            st.configstrings[5].len(),
+            super::super::bits::BIG_INFO_STRING - 1
+        );
     }
 }

@@ -46,11 +46,23 @@ fn is_q3_connect(payload: &[u8]) -> bool {
         .is_some_and(|t| t.starts_with(b"\"\\"))
 }
 
+/// Flows started by anything but a `connect` (queries, challenges) kept at most: a capture of
+/// spoofed getinfo/getchallenge packets from millions of endpoints must not exhaust memory.
+/// Packets that would start more are left to the caller (counted as untracked there).
+pub const MAX_QUERY_FLOWS: usize = 100_000;
+/// Flows started by a `connect` kept at most (each may hold a full client state).
+pub const MAX_CONNECTIONS: usize = 10_000;
+/// Client ports one connection follows at most (NAT rebinding); more are not routed to it.
+pub const MAX_CLIENT_PORTS: usize = 64;
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
     opts: Options,
     flows: Vec<Connection>,
+    /// Flows created by a `connect`, and by anything else (see the limits above).
+    connections: usize,
+    queries: usize,
     /// (server, client address) -> flow index.
     by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) -> connection index.
@@ -92,7 +104,7 @@ impl Tracker {
             if !restart {
                 return Some((i, Dir::C2s));
             }
-            return Some((self.new_flow(d.dst, d.src, next_id), Dir::C2s));
+            return Some((self.new_flow(d.dst, d.src, d.payload, next_id)?, Dir::C2s));
         }
         if let Some(&i) = self.by_pair.get(&(d.src, d.dst)) {
             return Some((i, Dir::S2c));
@@ -103,24 +115,44 @@ impl Tracker {
                 Dir::C2s => (d.dst, d.src),
                 Dir::S2c => (d.src, d.dst),
             };
-            return Some((self.new_flow(server, client, next_id), dir));
+            return Some((self.new_flow(server, client, d.payload, next_id)?, dir));
         }
         // A sequenced client packet from a new port with a known qport: NAT rebinding.
         let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
         let q = h.qport?;
         let &i = self.by_qport.get(&(d.dst, d.src.ip(), q))?;
+        if self.flows[i].summary.client_ports.len() >= MAX_CLIENT_PORTS {
+            return None;
+        }
         self.by_pair.insert((d.dst, d.src), i);
         Some((i, Dir::C2s))
     }
 
-    fn new_flow(&mut self, server: SocketAddr, client: SocketAddr, next_id: &mut u32) -> usize {
+    /// A new flow for `first` (its first packet), or None when its kind's limit is reached.
+    fn new_flow(
+        &mut self,
+        server: SocketAddr,
+        client: SocketAddr,
+        first: &[u8],
+        next_id: &mut u32,
+    ) -> Option<usize> {
+        let connect = first.get(4..11) == Some(&b"connect"[..]);
+        let (count, limit) = if connect {
+            (&mut self.connections, MAX_CONNECTIONS)
+        } else {
+            (&mut self.queries, MAX_QUERY_FLOWS)
+        };
+        if *count >= limit {
+            return None;
+        }
+        *count += 1;
         let id = *next_id;
         *next_id += 1;
         self.flows
             .push(Connection::new(id, server, client, self.opts));
         let i = self.flows.len() - 1;
         self.by_pair.insert((server, client), i);
-        i
+        Some(i)
     }
 
     /// One summary per flow, in id order.
