@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use super::bits::BitReader;
 use super::clc::{self, ClcContext};
 use super::message::{Body, Message};
-use super::netchan::{checksum71, Header, Protocol, Receiver, Rx};
+use super::netchan::{checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN};
 use super::oob::Oob;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
@@ -110,6 +110,14 @@ impl Connection {
             self.summary.add_client_port(d.src.port());
             self.client = d.src;
         }
+        if d.payload.len() >= MAX_MSGLEN {
+            // The engine's receive buffer is MAX_MSGLEN: it drops such a packet as oversize.
+            let text = format!(
+                "packet of {} bytes exceeds {MAX_MSGLEN}; dropped",
+                d.payload.len()
+            );
+            return self.error(d, dir, text);
+        }
         if super::oob::is_oob(d.payload) {
             self.handle_oob(dir, d, out);
         } else {
@@ -204,6 +212,13 @@ impl Connection {
         let before = rx.stats;
         let res = rx.process(&h);
         let after = rx.stats;
+        if res == Rx::Dropped(DropReason::TooLong) {
+            let text = format!(
+                "fragmented message {} exceeds {MAX_MSGLEN} bytes (fragment at offset {}); dropped",
+                h.sequence, h.frag_start
+            );
+            self.error(d, dir, text);
+        }
         *self.summary.dropped.get_mut(dir) += after.dropped - before.dropped;
         *self.summary.duplicates.get_mut(dir) += after.duplicates - before.duplicates;
         *self.summary.out_of_order.get_mut(dir) += after.out_of_order - before.out_of_order;
