@@ -23,7 +23,10 @@ fn every_corpus_directory_is_a_target() {
     let names: Vec<&str> = TARGETS.iter().map(|t| t.0).collect();
     for e in std::fs::read_dir(corpus_dir()).expect("fuzz/corpus is in the repo") {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(names.contains(&name.as_str()), "fuzz/corpus/{name} names no target");
+        assert!(
+            names.contains(&name.as_str()),
+            "fuzz/corpus/{name} names no target"
+        );
     }
 }
 

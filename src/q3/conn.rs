@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use super::bits::BitReader;
 use super::clc::{self, ClcContext};
 use super::message::{Body, Message};
-use super::netchan::{checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN};
+use super::netchan::{
+    checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,
+};
 use super::oob::Oob;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
@@ -210,8 +212,17 @@ impl Connection {
             Dir::S2c => &mut self.rx_client,
         };
         let before = rx.stats;
+        let rx_incoming = rx.incoming();
         let res = rx.process(&h);
         let after = rx.stats;
+        if res == Rx::Dropped(DropReason::Implausible) {
+            let text = format!(
+                "sequence {} jumps more than {MAX_SEQ_JUMP} past {}: dropped as corrupt (the next \
+                 packet, if it follows, confirms a real gap)",
+                h.sequence, rx_incoming
+            );
+            self.error(d, dir, text);
+        }
         if res == Rx::Dropped(DropReason::TooLong) {
             let text = format!(
                 "fragmented message {} exceeds {MAX_MSGLEN} bytes (fragment at offset {}); dropped",

@@ -12,6 +12,9 @@ pub const FRAGMENT_BIT: u32 = 1 << 31;
 pub const FRAGMENT_SIZE: usize = 1300;
 /// Largest reassembled message body.
 pub const MAX_MSGLEN: usize = 16384;
+/// A sequence more than this far ahead of the last accepted one needs a following packet to
+/// confirm it (see [`Receiver::process`]); below it the receiver behaves as the engine's.
+pub const MAX_SEQ_JUMP: i32 = 200;
 
 /// Which header layout a channel uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -171,6 +174,8 @@ pub enum DropReason {
     FragmentGap,
     /// The reassembled message would exceed [`MAX_MSGLEN`].
     TooLong,
+    /// The sequence jumped more than [`MAX_SEQ_JUMP`] ahead and no packet confirmed it yet.
+    Implausible,
 }
 
 /// Per-direction receiver counters.
@@ -184,6 +189,8 @@ pub struct RxStats {
     pub dropped: u64,
     pub duplicates: u64,
     pub out_of_order: u64,
+    /// Packets held back for an implausible sequence jump.
+    pub implausible: u64,
 }
 
 /// One direction's `Netchan_Process` state.
@@ -194,6 +201,8 @@ pub struct Receiver {
     frag_buf: Vec<u8>,
     /// Bit i set = sequence `incoming - i` was accepted; tells duplicates from late packets.
     seen: u64,
+    /// A sequence that jumped too far ahead, waiting for a packet that follows it.
+    jump_candidate: Option<i32>,
     pub stats: RxStats,
 }
 
@@ -204,6 +213,7 @@ impl Default for Receiver {
             frag_seq: 0,
             frag_buf: Vec::new(),
             seen: 1,
+            jump_candidate: None,
             stats: RxStats::default(),
         }
     }
@@ -242,6 +252,10 @@ impl Receiver {
             }
             return Rx::Dropped(reason);
         }
+        if self.implausible_jump(seq) {
+            self.stats.implausible += 1;
+            return Rx::Dropped(DropReason::Implausible);
+        }
         if h.fragmented {
             if seq != self.frag_seq {
                 self.frag_seq = seq;
@@ -273,6 +287,27 @@ impl Receiver {
             body: h.payload.to_vec(),
             fragmented: false,
         }
+    }
+
+    /// True for a sequence too far ahead to be believed at once: a corrupted sequence word
+    /// would otherwise make every later packet look stale and lose the rest of the flow. Such
+    /// a packet is held back as a candidate; the next packet that follows it closely confirms
+    /// a real gap (a capture that lost many packets) and is accepted. The engine, which never
+    /// sees corrupted sequences, has no such rule.
+    fn implausible_jump(&mut self, seq: i32) -> bool {
+        if self.stats.accepted == 0 || seq.wrapping_sub(self.incoming) <= MAX_SEQ_JUMP {
+            self.jump_candidate = None;
+            return false;
+        }
+        let confirmed = self
+            .jump_candidate
+            .is_some_and(|c| seq > c && seq.wrapping_sub(c) <= MAX_SEQ_JUMP);
+        if confirmed {
+            self.jump_candidate = None;
+            return false;
+        }
+        self.jump_candidate = Some(seq);
+        true
     }
 
     fn accept(&mut self, seq: i32) {
@@ -369,6 +404,27 @@ mod tests {
         assert_eq!(rx.stats.dropped, 2);
         assert_eq!(rx.stats.out_of_order, 1);
         assert_eq!(rx.stats.duplicates, 1);
+    }
+
+    #[test]
+    fn a_corrupt_sequence_jump_does_not_stall_the_channel() {
+        let mut rx = Receiver::new();
+        let mut feed = |s: i32| {
+            let mut p = (s as u32).to_le_bytes().to_vec();
+            p.push(0);
+            rx.process(&Header::parse(&p, Dir::S2c, Protocol::V68).unwrap())
+        };
+        assert!(matches!(feed(10), Rx::Accepted { seq: 10, .. }));
+        // A damaged sequence word: held back, and the channel goes on from 11.
+        assert_eq!(feed(0x0500_000b), Rx::Dropped(DropReason::Implausible));
+        assert!(matches!(feed(11), Rx::Accepted { seq: 11, .. }));
+        assert!(matches!(feed(12), Rx::Accepted { seq: 12, .. }));
+        // A real gap (the capture lost 1000 packets): the next packet confirms it.
+        assert_eq!(feed(1012), Rx::Dropped(DropReason::Implausible));
+        assert!(matches!(feed(1013), Rx::Accepted { seq: 1013, .. }));
+        assert!(matches!(feed(1014), Rx::Accepted { seq: 1014, .. }));
+        assert_eq!(rx.stats.implausible, 2);
+        assert_eq!(rx.stats.dropped, 1000);
     }
 
     #[test]
