@@ -69,6 +69,9 @@ pub struct Reader<'a> {
     last_body: usize,
     /// True when the file ended with the `-1` end marker.
     pub saw_end_marker: bool,
+    /// Resyncs never search before this offset again: without it a file of many broken
+    /// headers would rescan the same bytes (up to a record length) for each one.
+    resync_floor: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -81,6 +84,7 @@ impl<'a> Reader<'a> {
             last_seq: None,
             last_body: 0,
             saw_end_marker: false,
+            resync_floor: 0,
         }
     }
 }
@@ -186,9 +190,13 @@ impl<'a> Iterator for Reader<'a> {
             } else {
                 self.pos + 1
             };
-            let resync_at = self.resync(from.min(self.pos + 1));
+            let from = from.min(self.pos + 1).max(self.resync_floor);
+            let resync_at = self.resync(from);
             match resync_at {
-                Some(y) => self.pos = y,
+                Some(y) => {
+                    self.pos = y;
+                    self.resync_floor = y + 1;
+                }
                 None => self.done = true,
             }
             return Some(Err(DemoError::BadLength {
