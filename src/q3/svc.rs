@@ -42,7 +42,7 @@ pub enum SvcError {
     Delta(#[from] DeltaError),
     #[error("illegible server message: unknown op {op} at bit {bit}")]
     BadOp { op: u8, bit: usize },
-    #[error("gamestate: bad command byte {op} at bit {bit}")]
+    #[error("gamestate: unknown op {op} (bad command byte) at bit {bit}")]
     BadGamestateOp { op: u8, bit: usize },
     #[error("configstring index {index} out of range at bit {bit}")]
     ConfigstringIndex { index: i32, bit: usize },
