@@ -251,8 +251,11 @@ impl Sink for Json {
     }
 }
 
+/// A fuzz target's name and the harness it runs.
+pub type Target = (&'static str, fn(&[u8]));
+
 /// Every harness, by the fuzz target name that runs it.
-pub const TARGETS: [(&str, fn(&[u8])); 10] = [
+pub const TARGETS: [Target; 10] = [
     ("capture", capture),
     ("net", net),
     ("netchan", netchan),
