@@ -6,20 +6,10 @@ mod common;
 use std::io::Cursor;
 
 use proptest::prelude::*;
-use quakecap::capture::{CaptureReader, Frame, LinkType};
+use quakecap::capture::{CaptureReader, Frame};
 use quakecap::net::NetDecoder;
 
-const LINKS: [LinkType; 9] = [
-    LinkType::NULL,
-    LinkType::ETHERNET,
-    LinkType::RAW,
-    LinkType::LOOP,
-    LinkType::LINUX_SLL,
-    LinkType::IPV4,
-    LinkType::IPV6,
-    LinkType::LINUX_SLL2,
-    LinkType(147),
-];
+use quakecap::fuzzing::LINKS;
 
 /// Read everything, decoding every frame as its own link type and as every other one.
 /// Returns the number of frames; bounded so a reader that stops making progress fails.
