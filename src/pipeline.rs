@@ -174,8 +174,10 @@ impl Trackers {
         let u = self.untracked;
         report.untracked_datagrams = u.count;
         if u.count > 0 {
-            push_warning(
-                report,
+            // First, so it is shown however many other warnings there are.
+            report.warnings_total += 1;
+            report.warnings.insert(
+                0,
                 format!(
                     "flow table full: {} datagrams of new endpoints from frame {} on were counted \
                      but not tracked (at most {} query, {} connection and {} other flows)",

@@ -123,11 +123,13 @@ pub fn warn(report: &Report) {
     for w in report.warnings.iter().take(20) {
         eprintln!("quakecap: {}: warning: {w}", report.file);
     }
-    if report.warnings.len() > 20 {
+    // Only the first warnings are kept in the report; the total counts them all.
+    let total = report.warnings_total.max(report.warnings.len() as u64);
+    if total > 20 {
         eprintln!(
             "quakecap: {}: ... {} more warnings",
             report.file,
-            report.warnings.len() - 20
+            total - 20
         );
     }
 }
