@@ -15,6 +15,7 @@ use crate::pipeline::{self, Options, Sink};
 use crate::q3;
 use crate::q3::bits::BitReader;
 use crate::q3::netchan::{Header, Protocol, Receiver};
+use crate::sink;
 
 /// Upper bound on records/frames/chunks any harness walks (a reader that stops advancing
 /// would otherwise hang the fuzzer; hitting it means such a bug).
@@ -185,7 +186,7 @@ pub fn client_message(data: &[u8]) {
 
 /// Demo reader and decoder, as `quakecap decode FILE.dm_68` runs it. Messages are built but
 /// not serialized: JSON would cost three quarters of the time here, and the `pipeline` and
-/// `q3_datagrams` targets already serialize the same message types.
+/// `q3_datagrams` targets already serialize the same message types (through every sink).
 pub fn demo(data: &[u8]) {
     let opts = Options {
         emit: true,
@@ -205,7 +206,13 @@ pub fn pipeline(data: &[u8]) {
         keep_raw: true,
         flows: None,
     };
-    let _ = pipeline::run_reader(reader, "fuzz".into(), &opts, &mut Json, &mut |_| {});
+    let _ = pipeline::run_reader(
+        reader,
+        "fuzz".into(),
+        &opts,
+        &mut AllSinks::new(),
+        &mut |_| {},
+    );
 }
 
 /// The Quake 3 tracker and connections without capture or IP: each chunk is a datagram
@@ -217,6 +224,7 @@ pub fn q3_datagrams(data: &[u8]) {
         flows: None,
     };
     let mut t = pipeline::Trackers::new(&opts);
+    let mut sinks = AllSinks::new();
     let addr = |n: u8| SocketAddr::from((Ipv4Addr::new(10, 0, 0, n & 3), 27960 + u16::from(n)));
     for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
         let Some((&sel, payload)) = c.split_first() else {
@@ -229,27 +237,76 @@ pub fn q3_datagrams(data: &[u8]) {
             dst: addr(sel >> 3 & 7),
             payload,
         };
-        let _ = t.datagram(&d, &mut Json);
+        let _ = t.datagram(&d, &mut sinks);
     }
-    let _ = t.summaries();
+    let mut report = pipeline::Report::default();
+    t.fill_report(&mut report);
+    let _ = sinks.finish(&report);
+}
+
+/// Every sink the CLI has, writing nowhere: text, shownet, JSON Lines and the demo writer
+/// (one demo per map), so the output side meets hostile decoded content too.
+struct AllSinks {
+    text: sink::text::Text<io::Sink>,
+    shownet: sink::shownet::Shownet<io::Sink>,
+    json: sink::json::JsonLines<io::Sink>,
+    demo: sink::demo::DemoSink<NoFiles>,
+}
+
+impl AllSinks {
+    fn new() -> Self {
+        let opts = sink::demo::DemoOptions {
+            full_snapshots: false,
+            split_maps: true,
+        };
+        AllSinks {
+            text: sink::text::Text::new(io::sink()),
+            shownet: sink::shownet::Shownet::new(io::sink()),
+            json: sink::json::JsonLines::new(io::sink()),
+            demo: sink::demo::DemoSink::new(NoFiles, opts),
+        }
+    }
+}
+
+impl Sink for AllSinks {
+    fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
+        self.text.q3_message(m)?;
+        self.shownet.q3_message(m)?;
+        self.json.q3_message(m)?;
+        self.demo.q3_message(m)
+    }
+    fn finish(&mut self, r: &pipeline::Report) -> io::Result<()> {
+        self.text.finish(r)?;
+        self.shownet.finish(r)?;
+        self.json.finish(r)?;
+        self.demo.finish(r)
+    }
+}
+
+/// Demo outputs that go nowhere.
+struct NoFiles;
+
+impl sink::demo::DemoOutput for NoFiles {
+    type W = io::Sink;
+    fn open(
+        &mut self,
+        _: u32,
+        _: u32,
+        _: u32,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> io::Result<io::Sink> {
+        Ok(io::sink())
+    }
+    fn closed(&mut self, _: u32, _: u32, _: io::Sink, _: &sink::demo::DemoStats) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A sink that drops every message.
 struct Discard;
 
 impl Sink for Discard {}
-
-/// A sink that serializes every message (so the serializers run on hostile content too).
-struct Json;
-
-impl Sink for Json {
-    fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
-        serde_json::to_writer(io::sink(), m).map_err(io::Error::other)
-    }
-    fn finish(&mut self, r: &pipeline::Report) -> io::Result<()> {
-        serde_json::to_writer(io::sink(), &r.flows).map_err(io::Error::other)
-    }
-}
 
 /// A fuzz target's name and the harness it runs.
 pub type Target = (&'static str, fn(&[u8]));
