@@ -13,7 +13,11 @@ pub struct Pos {
 
 impl Pos {
     pub fn frame(frame: u64) -> Self {
-        Pos { frame, byte: None, bit: None }
+        Pos {
+            frame,
+            byte: None,
+            bit: None,
+        }
     }
     pub fn with_bit(mut self, bit: u64) -> Self {
         self.bit = Some(bit);

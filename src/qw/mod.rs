@@ -1,2 +1,42 @@
 //! QuakeWorld (protocol 28 with FTE/MVD extensions). Sans-IO: no files, no printing.
 //! Reference: shared/specs/qw-protocol.md.
+//!
+//! * [`Tracker`] takes UDP datagrams, finds QuakeWorld flows by content (any port), runs the
+//!   netchan of both directions as the receiving engines do and decodes every message.
+//! * [`decode_demo_file`] reads .qwd and .mvd files with the same decoders.
+//! * [`qwd::Writer`] turns one connection's server stream into a .qwd ezQuake plays.
+pub mod clc;
+pub mod cursor;
+pub mod demo;
+pub mod entity;
+pub mod ext;
+pub mod message;
+pub mod netchan;
+pub mod oob;
+pub mod playerinfo;
+pub mod qwd;
+pub mod svc;
+mod tracker;
+pub mod usercmd;
+
+pub use demo::decode_demo_file;
+pub use message::{Message, NetchanStatus, Op, OpKind};
+pub use tracker::Tracker;
+
+/// What the tracker reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// One decoded datagram or demo block.
+    Message(Message),
+    /// (only with [`Options::keep_raw`]) One packet of a connection as the demo writer needs it.
+    Raw(qwd::RawPacket),
+}
+
+/// Tracker options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Decode messages (false: flows only, cheap).
+    pub decode: bool,
+    /// Keep accepted s2c packets and c2s moves for demo writing ([`Event::Raw`]).
+    pub keep_raw: bool,
+}
