@@ -1,7 +1,22 @@
 //! Link, IP and UDP: turns a [`Frame`](crate::capture::Frame) into a UDP [`Datagram`].
 //! Ethernet (802.1Q / QinQ), Linux SLL and SLL2, BSD NULL and LOOP, raw IPv4/IPv6;
-//! IPv4 fragments are reassembled; IPv6.
+//! IPv4 fragments are reassembled; IPv6 (extension headers, Fragment header too).
+//!
+//! Header parsing uses `etherparse`'s zero-copy slices (Ethernet, VLAN, IPv4, IPv6 and its
+//! extension headers, UDP); the Linux cooked and BSD loopback headers are stripped here.
 use std::net::SocketAddr;
+
+use etherparse::UdpSlice;
+
+use crate::capture::{Frame, LinkType};
+
+mod defrag;
+mod ip;
+mod link;
+
+use defrag::{Defragmenter, FragKey, Fragment, Outcome};
+use ip::IpPacket;
+use link::L3;
 
 /// One UDP datagram, whole (reassembled when it came in IPv4 fragments).
 #[derive(Debug, Clone, Copy)]
@@ -12,4 +27,256 @@ pub struct Datagram<'a> {
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub payload: &'a [u8],
+}
+
+/// Why a frame could not be turned into a datagram. The caller counts it and goes on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    /// No decoder for this link type.
+    #[error("unsupported link type {0}")]
+    UnsupportedLink(LinkType),
+    /// A header or payload is cut short (snaplen, or a length field larger than the packet).
+    #[error("frame {frame}: {layer} needs {needed} bytes, only {have} present")]
+    Truncated {
+        frame: u64,
+        layer: &'static str,
+        needed: usize,
+        have: usize,
+    },
+    /// A header with impossible content.
+    #[error("frame {frame}: {message}")]
+    Malformed { frame: u64, message: String },
+    /// Inconsistent fragments (overlap, two ends, over 64 KiB): the datagram was dropped.
+    #[error("frame {frame}: bad IP fragment: {message}")]
+    Fragment { frame: u64, message: String },
+}
+
+/// Counters kept by [`NetDecoder`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetStats {
+    /// Frames given to [`NetDecoder::decode`].
+    pub frames: u64,
+    /// Whole UDP datagrams returned (reassembled ones included).
+    pub udp: u64,
+    /// Frames that were not UDP (ARP, TCP, ICMP, non-IP...).
+    pub non_udp: u64,
+    /// IP fragments of UDP datagrams seen.
+    pub fragments: u64,
+    /// Datagrams rebuilt from fragments.
+    pub reassembled: u64,
+    /// Datagrams given up unfinished (expired after 30 s or evicted by the 1024 limit).
+    pub fragments_dropped: u64,
+    /// Frames that returned an error.
+    pub errors: u64,
+}
+
+/// Turns frames into UDP datagrams, reassembling IP fragments across calls.
+#[derive(Debug, Default)]
+pub struct NetDecoder {
+    defrag: Defragmenter,
+    stats: NetStats,
+}
+
+impl NetDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decode one frame. `Ok(Some)`: a whole UDP datagram (payload borrowed from the frame,
+    /// or from this decoder when reassembled); `Ok(None)`: not UDP, or a fragment held for
+    /// reassembly; `Err`: malformed or unsupported (counted in [`NetStats::errors`]).
+    pub fn decode<'a>(&'a mut self, frame: &Frame<'a>) -> Result<Option<Datagram<'a>>, NetError> {
+        self.stats.frames += 1;
+        let r = decode_frame(&mut self.stats, &mut self.defrag, frame);
+        if r.is_err() {
+            self.stats.errors += 1;
+        }
+        r
+    }
+
+    pub fn stats(&self) -> NetStats {
+        NetStats {
+            fragments_dropped: self.defrag.dropped,
+            ..self.stats
+        }
+    }
+}
+
+fn decode_frame<'a>(
+    stats: &mut NetStats,
+    defrag: &'a mut Defragmenter,
+    frame: &Frame<'a>,
+) -> Result<Option<Datagram<'a>>, NetError> {
+    let n = frame.index;
+    let packet = match link::network_layer(frame.link, frame.data, n)? {
+        L3::Ipv4(b) => ip::ipv4(b, n)?,
+        L3::Ipv6(b) => ip::ipv6(b, n)?,
+        L3::Other => {
+            stats.non_udp += 1;
+            return Ok(None);
+        }
+    };
+    if packet.proto != ip::UDP {
+        stats.non_udp += 1;
+        return Ok(None);
+    }
+    let Some(info) = packet.frag else {
+        return udp(stats, &packet, packet.payload, frame).map(Some);
+    };
+    stats.fragments += 1;
+    let key = FragKey {
+        src: packet.src,
+        dst: packet.dst,
+        proto: packet.proto,
+        id: info.id,
+    };
+    let fragment = Fragment {
+        offset: info.offset,
+        more: info.more,
+        data: packet.payload,
+    };
+    match defrag.push(key, frame.ts_ns, fragment) {
+        Ok(Outcome::Complete) => {
+            stats.reassembled += 1;
+            udp(stats, &packet, defrag.completed(), frame).map(Some)
+        }
+        Ok(Outcome::Held | Outcome::Duplicate) => Ok(None),
+        Err(message) => Err(NetError::Fragment { frame: n, message }),
+    }
+}
+
+/// The UDP datagram in `l4` (an IP payload, possibly reassembled). The UDP length field
+/// bounds the payload; a datagram longer than what was captured is an error.
+fn udp<'a>(
+    stats: &mut NetStats,
+    packet: &IpPacket<'_>,
+    l4: &'a [u8],
+    frame: &Frame<'_>,
+) -> Result<Datagram<'a>, NetError> {
+    let u = UdpSlice::from_slice(l4).map_err(|e| NetError::Truncated {
+        frame: frame.index,
+        layer: "UDP",
+        needed: e.required_len,
+        have: e.len,
+    })?;
+    stats.udp += 1;
+    Ok(Datagram {
+        frame: frame.index,
+        ts_ns: frame.ts_ns,
+        src: SocketAddr::new(packet.src, u.source_port()),
+        dst: SocketAddr::new(packet.dst, u.destination_port()),
+        payload: u.payload(),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    // captures/q3-basic/capture.pcapng frame 1: Ethernet (zero MACs), IPv4
+    // 127.0.0.1:27961 -> 127.0.0.1:27960, Q3 "getchallenge" (81 bytes).
+    pub(crate) const FRAME1: &[u8] = &[
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x45,
+        0x00, 0x00, 0x43, 0x1b, 0xc6, 0x40, 0x00, 0x40, 0x11, 0x20, 0xe2, 0x7f, 0x00, 0x00, 0x01,
+        0x7f, 0x00, 0x00, 0x01, 0x6d, 0x39, 0x6d, 0x38, 0x00, 0x2f, 0xfe, 0x42, 0xff, 0xff, 0xff,
+        0xff, 0x67, 0x65, 0x74, 0x63, 0x68, 0x61, 0x6c, 0x6c, 0x65, 0x6e, 0x67, 0x65, 0x20, 0x2d,
+        0x32, 0x33, 0x31, 0x35, 0x38, 0x36, 0x35, 0x39, 0x32, 0x20, 0x51, 0x75, 0x61, 0x6b, 0x65,
+        0x33, 0x41, 0x72, 0x65, 0x6e, 0x61,
+    ];
+
+    fn frame(data: &[u8], link: LinkType) -> Frame<'_> {
+        Frame {
+            index: 1,
+            ts_ns: 5,
+            link,
+            data,
+            orig_len: data.len() as u32,
+            file_offset: 0,
+        }
+    }
+
+    #[test]
+    fn frame1_is_the_getchallenge() {
+        let mut d = NetDecoder::new();
+        let f = frame(FRAME1, LinkType::ETHERNET);
+        let dg = d.decode(&f).unwrap().unwrap();
+        assert_eq!(dg.src, "127.0.0.1:27961".parse().unwrap());
+        assert_eq!(dg.dst, "127.0.0.1:27960".parse().unwrap());
+        assert_eq!(dg.payload, &FRAME1[42..]);
+        assert!(dg.payload.starts_with(b"\xff\xff\xff\xffgetchallenge"));
+        assert_eq!((dg.frame, dg.ts_ns), (1, 5));
+        assert_eq!(d.stats().udp, 1);
+    }
+
+    #[test]
+    fn padding_cut_and_snaplen_error() {
+        let mut d = NetDecoder::new();
+        let mut padded = FRAME1.to_vec();
+        padded.extend_from_slice(&[0xee; 10]);
+        let f = frame(&padded, LinkType::ETHERNET);
+        assert_eq!(d.decode(&f).unwrap().unwrap().payload, &FRAME1[42..]);
+        let cut = frame(&FRAME1[..60], LinkType::ETHERNET);
+        assert!(matches!(d.decode(&cut), Err(NetError::Truncated { .. })));
+        // UDP length field larger than the IP payload
+        let mut bad = FRAME1.to_vec();
+        bad[39] = 0x40;
+        assert!(d.decode(&frame(&bad, LinkType::ETHERNET)).is_err());
+        assert_eq!(d.stats().errors, 2);
+        assert_eq!(d.stats().frames, 3);
+    }
+
+    #[test]
+    fn non_udp_and_unsupported() {
+        let mut d = NetDecoder::new();
+        let mut tcp = FRAME1.to_vec();
+        tcp[23] = 6;
+        assert!(d
+            .decode(&frame(&tcp, LinkType::ETHERNET))
+            .unwrap()
+            .is_none());
+        assert_eq!(d.stats().non_udp, 1);
+        assert_eq!(
+            d.decode(&frame(FRAME1, LinkType(147))).unwrap_err(),
+            NetError::UnsupportedLink(LinkType(147))
+        );
+    }
+
+    /// Split frame 1's IP packet into fragments of `chunk` payload bytes.
+    fn fragments(chunk: usize) -> Vec<Vec<u8>> {
+        let ip = &FRAME1[14..];
+        let payload = &ip[20..];
+        payload
+            .chunks(chunk)
+            .enumerate()
+            .map(|(i, c)| {
+                let mut h = ip[..20].to_vec();
+                let off = (i * chunk / 8) as u16;
+                let more = (i + 1) * chunk < payload.len();
+                let fl = off | if more { 0x2000 } else { 0 };
+                h[2..4].copy_from_slice(&((20 + c.len()) as u16).to_be_bytes());
+                h[6..8].copy_from_slice(&fl.to_be_bytes());
+                h.extend_from_slice(c);
+                h
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reassembles_reordered_ipv4_fragments() {
+        let mut d = NetDecoder::new();
+        let mut frags = fragments(16);
+        assert_eq!(frags.len(), 3);
+        frags.swap(0, 2);
+        let mut got = None;
+        for (i, f) in frags.iter().enumerate() {
+            let mut fr = frame(f, LinkType::IPV4);
+            fr.index = i as u64 + 1;
+            if let Some(dg) = d.decode(&fr).unwrap() {
+                got = Some((dg.frame, dg.payload.to_vec()));
+            }
+        }
+        assert_eq!(got, Some((3, FRAME1[42..].to_vec())));
+        let s = d.stats();
+        assert_eq!((s.fragments, s.reassembled, s.udp), (3, 1, 1));
+    }
 }

@@ -1,0 +1,344 @@
+//! pcapng blocks: Section Header (byte order, resets interfaces), Interface Description
+//! (link type, snaplen, `if_tsresol`, `if_tsoffset`), Enhanced / Simple / obsolete Packet
+//! blocks. Everything here is pure parsing of one block body (the bytes between the 8-byte
+//! type+length header and the 4-byte trailing length); the reader does the I/O.
+
+use super::bytes::{pad4, u16_at, u32_at, u64_at};
+use super::{CaptureError, LinkType, MAX_CAPLEN};
+
+pub(crate) const SHB: u32 = 0x0A0D_0D0A;
+pub(crate) const IDB: u32 = 1;
+pub(crate) const PB: u32 = 2;
+pub(crate) const SPB: u32 = 3;
+pub(crate) const EPB: u32 = 6;
+const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+
+const OPT_END: u16 = 0;
+const OPT_IF_TSRESOL: u16 = 9;
+const OPT_IF_TSOFFSET: u16 = 14;
+
+/// Units of an interface's timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TsUnit {
+    /// 10^-n seconds (`if_tsresol` with the high bit clear; 6 = µs, the default).
+    Pow10(u8),
+    /// 2^-n seconds (`if_tsresol` with the high bit set).
+    Pow2(u8),
+}
+
+impl TsUnit {
+    pub(crate) fn from_tsresol(b: u8) -> TsUnit {
+        if b & 0x80 == 0 {
+            TsUnit::Pow10(b)
+        } else {
+            TsUnit::Pow2(b & 0x7f)
+        }
+    }
+
+    /// Convert a count of these units to nanoseconds (i128: no intermediate overflow).
+    fn to_ns(self, ts: u64) -> i128 {
+        let ts = i128::from(ts);
+        match self {
+            TsUnit::Pow10(n) if n <= 9 => ts * 10i128.pow(u32::from(9 - n)),
+            // 10^38 is the largest power of ten an i128 holds; finer units round to 0.
+            TsUnit::Pow10(n) => 10i128.checked_pow(u32::from(n - 9)).map_or(0, |d| ts / d),
+            TsUnit::Pow2(n) => (ts * 1_000_000_000) >> n,
+        }
+    }
+}
+
+/// One Interface Description Block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Interface {
+    pub link: LinkType,
+    pub snaplen: u32,
+    pub unit: TsUnit,
+    /// `if_tsoffset`: seconds added to every timestamp of the interface.
+    pub offset_s: i64,
+}
+
+impl Interface {
+    /// Timestamp (high and low 32-bit words) to ns since the epoch, saturating.
+    pub(crate) fn ts_ns(&self, hi: u32, lo: u32) -> i64 {
+        let units = (u64::from(hi) << 32) | u64::from(lo);
+        let ns = self.unit.to_ns(units) + i128::from(self.offset_s) * 1_000_000_000;
+        i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
+    }
+}
+
+/// State of the current section.
+#[derive(Debug, Default)]
+pub(crate) struct Section {
+    pub big_endian: bool,
+    pub interfaces: Vec<Interface>,
+}
+
+/// Byte order of a section from its byte-order magic: `Some(big_endian)`.
+pub(crate) fn byte_order(bom: [u8; 4]) -> Option<bool> {
+    if u32::from_le_bytes(bom) == BYTE_ORDER_MAGIC {
+        Some(false)
+    } else if u32::from_be_bytes(bom) == BYTE_ORDER_MAGIC {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// Check the SHB body (the bytes after the byte-order magic): only major version 1 exists.
+pub(crate) fn check_shb(body: &[u8], big_endian: bool, offset: u64) -> Result<(), CaptureError> {
+    let major = u16_at(body, 0, big_endian);
+    if major != Some(1) {
+        return Err(CaptureError::BadFraming {
+            offset,
+            message: format!("unsupported pcapng version {major:?} (only 1.x exists)"),
+        });
+    }
+    Ok(())
+}
+
+/// Parse an Interface Description Block body. Malformed options are ignored (the
+/// defaults stay): they cannot move packet data, only its interpretation.
+pub(crate) fn parse_idb(
+    body: &[u8],
+    big_endian: bool,
+    offset: u64,
+) -> Result<Interface, CaptureError> {
+    let (Some(link), Some(snaplen)) = (u16_at(body, 0, big_endian), u32_at(body, 4, big_endian))
+    else {
+        return Err(CaptureError::BadRecord {
+            offset,
+            message: format!(
+                "interface description block body of {} bytes is too short",
+                body.len()
+            ),
+        });
+    };
+    let mut iface = Interface {
+        link: LinkType(u32::from(link)),
+        snaplen,
+        unit: TsUnit::Pow10(6),
+        offset_s: 0,
+    };
+    let mut pos = 8;
+    while let (Some(code), Some(len)) = (
+        u16_at(body, pos, big_endian),
+        u16_at(body, pos + 2, big_endian),
+    ) {
+        let start = pos + 4;
+        let Some(value) = body.get(start..start + usize::from(len)) else {
+            break;
+        };
+        match (code, value) {
+            (OPT_END, _) => break,
+            (OPT_IF_TSRESOL, [b, ..]) => iface.unit = TsUnit::from_tsresol(*b),
+            (OPT_IF_TSOFFSET, v) if v.len() == 8 => {
+                iface.offset_s = u64_at(v, 0, big_endian).map_or(0, |x| x as i64);
+            }
+            _ => {}
+        }
+        pos = start + pad4(usize::from(len));
+    }
+    Ok(iface)
+}
+
+/// A packet found in a packet block: where its bytes are in the block body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packet {
+    pub data_start: usize,
+    pub caplen: usize,
+    pub orig_len: u32,
+    pub ts_ns: i64,
+    pub link: LinkType,
+}
+
+fn bad(offset: u64, message: String) -> CaptureError {
+    CaptureError::BadRecord { offset, message }
+}
+
+fn interface(section: &Section, id: u32, offset: u64) -> Result<&Interface, CaptureError> {
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| section.interfaces.get(i))
+        .ok_or_else(|| {
+            bad(
+                offset,
+                format!("packet names interface {id}, which is not described"),
+            )
+        })
+}
+
+/// Check that `caplen` bytes starting at `start` fit in the body and in [`MAX_CAPLEN`].
+fn check_data(body: &[u8], start: usize, caplen: u32, offset: u64) -> Result<usize, CaptureError> {
+    if caplen > MAX_CAPLEN {
+        return Err(CaptureError::TooLarge {
+            offset,
+            len: u64::from(caplen),
+            limit: u64::from(MAX_CAPLEN),
+        });
+    }
+    let n = caplen as usize;
+    if start.saturating_add(n) > body.len() {
+        return Err(bad(
+            offset,
+            format!("captured length {caplen} runs past the end of its block"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Parse an EPB (6), SPB (3) or obsolete PB (2) body. `last_ts_ns` stands in for the
+/// timestamp an SPB does not have (keeps the stream's time monotonic for expiry logic).
+pub(crate) fn parse_packet(
+    btype: u32,
+    body: &[u8],
+    section: &Section,
+    last_ts_ns: i64,
+    offset: u64,
+) -> Result<Packet, CaptureError> {
+    let be = section.big_endian;
+    let short = || {
+        bad(
+            offset,
+            format!("packet block body of {} bytes is too short", body.len()),
+        )
+    };
+    match btype {
+        EPB | PB => {
+            let (id, start) = if btype == EPB {
+                (u32_at(body, 0, be).ok_or_else(short)?, 20)
+            } else {
+                (u32::from(u16_at(body, 0, be).ok_or_else(short)?), 20)
+            };
+            let hi = u32_at(body, 4, be).ok_or_else(short)?;
+            let lo = u32_at(body, 8, be).ok_or_else(short)?;
+            let caplen = u32_at(body, 12, be).ok_or_else(short)?;
+            let orig_len = u32_at(body, 16, be).ok_or_else(short)?;
+            let iface = interface(section, id, offset)?;
+            let caplen = check_data(body, start, caplen, offset)?;
+            Ok(Packet {
+                data_start: start,
+                caplen,
+                orig_len,
+                ts_ns: iface.ts_ns(hi, lo),
+                link: iface.link,
+            })
+        }
+        _ => {
+            // SPB: interface 0, captured length = min(original, snaplen, what the block holds).
+            let orig_len = u32_at(body, 0, be).ok_or_else(short)?;
+            let iface = interface(section, 0, offset)?;
+            let mut caplen =
+                orig_len.min(u32::try_from(body.len().saturating_sub(4)).unwrap_or(u32::MAX));
+            if iface.snaplen != 0 {
+                caplen = caplen.min(iface.snaplen);
+            }
+            let caplen = check_data(body, 4, caplen, offset)?;
+            Ok(Packet {
+                data_start: 4,
+                caplen,
+                orig_len,
+                ts_ns: last_ts_ns,
+                link: iface.link,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iface(unit: TsUnit, offset_s: i64) -> Interface {
+        Interface {
+            link: LinkType::ETHERNET,
+            snaplen: 0,
+            unit,
+            offset_s,
+        }
+    }
+
+    #[test]
+    fn tsresol_power_of_ten() {
+        let t = 1_700_000_000_123_456u64; // µs
+        let i = iface(TsUnit::from_tsresol(6), 0);
+        assert_eq!(
+            i.ts_ns((t >> 32) as u32, t as u32),
+            1_700_000_000_123_456_000
+        );
+        let i = iface(TsUnit::from_tsresol(9), 0);
+        assert_eq!(i.ts_ns(0, 5), 5);
+        // 10^-12 s (ps) units: divided down
+        let i = iface(TsUnit::from_tsresol(12), 0);
+        assert_eq!(i.ts_ns(0, 5_000), 5);
+        // absurd resolutions do not panic
+        assert_eq!(
+            iface(TsUnit::from_tsresol(127), 0).ts_ns(u32::MAX, u32::MAX),
+            0
+        );
+    }
+
+    #[test]
+    fn tsresol_power_of_two() {
+        // 2^-10 s units: 1024 units = 1 s; 512 = 0.5 s
+        let i = iface(TsUnit::from_tsresol(0x80 | 10), 0);
+        assert_eq!(i.ts_ns(0, 1024), 1_000_000_000);
+        assert_eq!(i.ts_ns(0, 512), 500_000_000);
+        // 2^-30 with the full 64-bit range and a big shift
+        let i = iface(TsUnit::from_tsresol(0x80 | 127), 0);
+        assert_eq!(i.ts_ns(u32::MAX, u32::MAX), 0);
+    }
+
+    #[test]
+    fn tsoffset_is_added() {
+        let i = iface(TsUnit::Pow10(6), 100);
+        assert_eq!(i.ts_ns(0, 1), 100_000_001_000);
+        let i = iface(TsUnit::Pow10(0), i64::MAX);
+        assert_eq!(i.ts_ns(u32::MAX, u32::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn idb_options_parsed_and_malformed_ignored() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(&65535u32.to_le_bytes());
+        b.extend_from_slice(&9u16.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&[3, 0, 0, 0]);
+        b.extend_from_slice(&14u16.to_le_bytes());
+        b.extend_from_slice(&8u16.to_le_bytes());
+        b.extend_from_slice(&7i64.to_le_bytes());
+        let i = parse_idb(&b, false, 0).unwrap();
+        assert_eq!(i.unit, TsUnit::Pow10(3));
+        assert_eq!(i.offset_s, 7);
+        assert_eq!(i.snaplen, 65535);
+        // an option claiming more bytes than exist stops option parsing, keeps the IDB
+        b.extend_from_slice(&9u16.to_le_bytes());
+        b.extend_from_slice(&200u16.to_le_bytes());
+        assert_eq!(parse_idb(&b, false, 0).unwrap().unit, TsUnit::Pow10(3));
+        assert!(!parse_idb(&b[..6], false, 3).unwrap_err().is_fatal());
+    }
+
+    #[test]
+    fn epb_bounds() {
+        let section = Section {
+            big_endian: false,
+            interfaces: vec![iface(TsUnit::Pow10(9), 0)],
+        };
+        let mut b = Vec::new();
+        for v in [0u32, 0, 42, 4, 4] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&[1, 2, 3, 4]);
+        let p = parse_packet(EPB, &b, &section, 0, 0).unwrap();
+        assert_eq!((p.data_start, p.caplen, p.ts_ns), (20, 4, 42));
+        assert!(parse_packet(EPB, &b[..22], &section, 0, 0).is_err());
+        assert!(parse_packet(EPB, &b[..10], &section, 0, 0).is_err());
+        b[0] = 1; // interface 1 does not exist
+        assert!(!parse_packet(EPB, &b, &section, 0, 0)
+            .unwrap_err()
+            .is_fatal());
+        let empty = Section::default();
+        assert!(parse_packet(SPB, &[0, 0, 0, 0], &empty, 0, 0).is_err());
+    }
+}
