@@ -1,0 +1,168 @@
+//! Issue 7 on the real captures (captures/qw-*): flows, handshakes, netchan, full decode.
+mod qw_common;
+use quakecap::flow::Dir;
+use quakecap::qw::{self, clc::ClientOp, oob::Oob, OpKind};
+use qw_common::{messages, path, run_capture};
+
+fn opts() -> qw::Options {
+    qw::Options {
+        decode: true,
+        keep_raw: false,
+    }
+}
+
+/// The `say` / `say_team` lines the driver typed (driver.log `client cmd: say …`).
+fn said(dir: &str) -> Vec<String> {
+    std::fs::read_to_string(path(dir, "driver.log"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once("client cmd: ").map(|(_, c)| c.to_string()))
+        .filter(|c| c.starts_with("say ") || c.starts_with("say_team "))
+        .collect()
+}
+
+/// `datagrams`: the capture's UDP datagram count (`tshark -r capture.pcapng -Y udp | wc -l`).
+/// `accepts`: the `j` replies in it; `qports`: the qport of each connection in order.
+fn check(dir: &str, datagrams: u64, accepts: usize, qports: &[u16]) {
+    let run = run_capture(dir, opts());
+    assert_eq!(run.datagrams, datagrams, "{dir}: UDP datagrams read");
+    assert_eq!(
+        run.taken, datagrams,
+        "{dir}: every datagram is QuakeWorld here"
+    );
+    let total: u64 = run.flows.iter().map(|f| f.packets.total()).sum();
+    assert_eq!(total, datagrams, "{dir}: every datagram counted once");
+
+    let conns: Vec<_> = run
+        .flows
+        .iter()
+        .filter(|f| f.kind == "connection")
+        .collect();
+    let j = messages(&run.events)
+        .filter(|m| {
+            m.ops
+                .iter()
+                .any(|o| matches!(o.kind, OpKind::Oob(Oob::Accept)))
+        })
+        .count();
+    assert_eq!(j, accepts, "{dir}: j replies");
+    assert_eq!(
+        conns.len(),
+        accepts,
+        "{dir}: one connection per accepted handshake"
+    );
+    let got_qports: Vec<u16> = conns.iter().map(|c| c.qport.unwrap()).collect();
+    assert_eq!(got_qports, qports, "{dir}: qports");
+    for c in &conns {
+        assert!(
+            c.challenge.is_some(),
+            "{dir}: flow {} has its challenge",
+            c.id
+        );
+        assert_eq!(c.protocol, Some(28));
+    }
+    for f in &run.flows {
+        assert_eq!(
+            f.errors, 0,
+            "{dir}: flow {} errors: {:?}",
+            f.id, f.error_details
+        );
+    }
+    let mut moves = 0;
+    for m in messages(&run.events) {
+        assert!(m.error.is_none(), "{dir}: frame {} {:?}", m.frame, m.error);
+        for o in &m.ops {
+            if let OpKind::Client(ClientOp::Move { checksum_ok, .. }) = &o.kind {
+                assert!(checksum_ok, "{dir}: frame {} move checksum", m.frame);
+                moves += 1;
+            }
+        }
+    }
+    assert!(moves > 1000, "{dir}: {moves} moves checked");
+
+    // Netchan: the first c2s packet (seq 0, reliable "new") is dropped by the server as
+    // seq 0 <= 0 (spec §2.4.6); the retransmission of "new" is the only retransmitted block.
+    let rt: Vec<&qw::Message> = messages(&run.events)
+        .filter(|m| m.retransmit == Some(true))
+        .collect();
+    assert_eq!(
+        rt.len(),
+        accepts,
+        "{dir}: one retransmitted reliable block per connection"
+    );
+    for m in rt {
+        assert_eq!(m.dir, Dir::C2s);
+        assert!(
+            matches!(&m.ops.first().map(|o| &o.kind), Some(OpKind::Client(ClientOp::Stringcmd { text })) if text == "new")
+        );
+    }
+    for c in &conns {
+        assert_eq!(
+            c.duplicates.c2s, 1,
+            "{dir}: flow {}: the seq-0 packet is the one c2s duplicate",
+            c.id
+        );
+    }
+
+    let cmds: Vec<String> = messages(&run.events)
+        .filter(|m| m.dir == Dir::C2s)
+        .flat_map(|m| m.ops.iter())
+        .filter_map(|o| match &o.kind {
+            OpKind::Client(ClientOp::Stringcmd { text }) => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    for s in said(dir) {
+        let (verb, rest) = s.split_once(' ').unwrap();
+        let found = cmds.iter().any(|c| c.starts_with(verb) && c.contains(rest));
+        assert!(found, "{dir}: `{s}` decoded as a client stringcmd");
+    }
+}
+
+#[test]
+fn qw_basic_flows_and_decode() {
+    check("qw-basic", 3855, 1, &[36700]);
+}
+
+#[test]
+fn qw_noext_flows_and_decode() {
+    check("qw-noext", 4588, 1, &[26747]);
+}
+
+#[test]
+fn qw_mapchange_reconnect_flows_and_decode() {
+    check(
+        "qw-mapchange-reconnect",
+        8352,
+        4,
+        &[24739, 56271, 24739, 56271],
+    );
+}
+
+#[test]
+#[ignore]
+fn print_flows() {
+    for d in ["qw-basic", "qw-noext", "qw-mapchange-reconnect"] {
+        let run = run_capture(d, opts());
+        for f in &run.flows {
+            println!(
+                "{d} #{} {} {} {:?} q={:?} ch={:?} name={:?} pk={:?} drop={:?} dup={:?} ooo={:?}",
+                f.id,
+                f.kind,
+                f.server,
+                f.client_ports,
+                f.qport,
+                f.challenge,
+                f.name,
+                f.packets,
+                f.dropped,
+                f.duplicates,
+                f.out_of_order
+            );
+        }
+        let rt = messages(&run.events)
+            .filter(|m| m.retransmit == Some(true))
+            .count();
+        println!("retransmits {rt}");
+    }
+}
