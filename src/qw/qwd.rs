@@ -8,8 +8,12 @@
 //!   base frame is in the demo too;
 //! * each command it sends becomes a dem_cmd (the newest usercmd and the view angles), one per
 //!   outgoing sequence, so playback's `outgoing_sequence` and delta bookkeeping match;
-//! * both in the order the client saw them — on a client-side capture, capture order;
-//! * the file ends with the connectionless `FF FF FF FF 02 "EndOfDemo"` block.
+//! * both in the order the client saw them — on a client-side capture, capture order — and
+//!   with the client's frame clock: the packets read in a frame carry the time of the command
+//!   sent at the end of that frame (one timedemo frame per dem_cmd, as in ezQuake's demos);
+//! * recording ends when the client disconnects (its `drop`) or parses `svc_disconnect`
+//!   (`Host_EndGame` leaves before that message is written), then the file ends with the
+//!   connectionless `FF FF FF FF 02 "EndOfDemo"` block.
 //!
 //! A recording that starts with the connection has no dem_set: both netchans start at 0.
 use super::usercmd::Usercmd;
@@ -34,8 +38,11 @@ pub struct RawPacket {
     pub spans: Vec<(usize, usize, u8)>,
     /// c2s: the newest usercmd of the packet's clc_move.
     pub cmd: Option<Usercmd>,
+    /// c2s: the packet carries the client's `drop` (it disconnects).
+    pub drop: bool,
 }
 
+const SVC_DISCONNECT: u8 = 2;
 const SVC_DOWNLOAD: u8 = 41;
 const SVC_SERVERDATA: u8 = 11;
 const DEM_CMD: u8 = 0;
@@ -54,6 +61,9 @@ pub struct Writer {
     reads: usize,
     cmds: usize,
     signon: bool,
+    /// dem_read bodies parsed since the last command, waiting for that frame's time.
+    pending: Vec<Vec<u8>>,
+    ended: bool,
 }
 
 impl Writer {
@@ -91,15 +101,29 @@ impl Writer {
         self.reads += 1;
     }
 
+    fn flush_reads(&mut self, time: f32) {
+        for data in std::mem::take(&mut self.pending) {
+            self.write_read(time, &data);
+        }
+    }
+
     /// Feed one packet of the connection (others' packets must not be fed).
     pub fn push(&mut self, p: &RawPacket) {
+        if self.ended {
+            return;
+        }
         match p.dir {
             Dir::C2s => {
+                if p.drop {
+                    self.ended = true;
+                    return;
+                }
                 let Some(cmd) = p.cmd else { return };
                 if p.seq < self.next_cmd_seq {
                     return; // a duplicate of a command already written
                 }
                 let t = self.time(p.ts_ns);
+                self.flush_reads(t);
                 // Sequences the client skipped (cl_c2spps) still had a dem_cmd: repeat the last.
                 while self.next_cmd_seq < p.seq && p.seq - self.next_cmd_seq < 64 {
                     let last = self.last_cmd;
@@ -119,6 +143,10 @@ impl Writer {
                 };
                 let mut data = header.to_vec();
                 for &(start, end, id) in &p.spans {
+                    if id == SVC_DISCONNECT {
+                        self.ended = true;
+                        break;
+                    }
                     if id == SVC_DOWNLOAD {
                         continue;
                     }
@@ -127,11 +155,12 @@ impl Writer {
                     }
                     data.extend_from_slice(p.payload.get(start..end).unwrap_or(&[]));
                 }
-                if data.len() > MAX_DEM_READ {
+                // Only the header left: the packet held svc_disconnect alone.
+                if data.len() > MAX_DEM_READ || (self.ended && data.len() == 8) {
                     return;
                 }
-                let t = self.time(p.ts_ns);
-                self.write_read(t, &data);
+                self.time(p.ts_ns);
+                self.pending.push(data);
             }
         }
     }
@@ -148,6 +177,7 @@ impl Writer {
     /// Close the demo with the `EndOfDemo` block and return the file.
     pub fn finish(mut self) -> Vec<u8> {
         let t = self.last_time;
+        self.flush_reads(t);
         let mut eod = vec![0xFF, 0xFF, 0xFF, 0xFF, 2];
         eod.extend_from_slice(b"EndOfDemo\0");
         self.block_header(t, DEM_READ);

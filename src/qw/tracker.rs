@@ -379,6 +379,7 @@ impl Tracker {
         }
         let base = h.header_len();
         let mut raw_cmd = None;
+        let mut drop = false;
         let mut spans = Vec::new();
         match dir {
             Dir::C2s => {
@@ -387,6 +388,9 @@ impl Tracker {
                 let mut r = Reader::with_base(h.payload(), base);
                 let (ops, err) = clc::parse_message(&mut r, h.sequence(), &f.state.ext);
                 for (_, op) in &ops {
+                    if matches!(op, clc::ClientOp::Stringcmd { text } if text == "drop") {
+                        drop = true;
+                    }
                     if let clc::ClientOp::Move {
                         cmds, checksum_ok, ..
                     } = op
@@ -459,8 +463,9 @@ impl Tracker {
                 },
                 spans,
                 cmd: raw_cmd,
+                drop,
             };
-            if (dir == Dir::S2c && accepted) || raw.cmd.is_some() {
+            if (dir == Dir::S2c && accepted) || raw.cmd.is_some() || drop {
                 out.push(Event::Raw(raw));
             }
         }
