@@ -2,6 +2,10 @@
 //! demos decode without errors, hold exactly the accepted server packets of the connection,
 //! and — over the span both cover — the same server messages as the client's own recording.
 //! They are left in `$CARGO_TARGET_TMPDIR/qwd-out/` for `shared/lab/qw/playback.sh`.
+//!
+//! `captures/<dir>/written-flowN.qwd.shownet.txt` is ezQuake 3.6.1's own `cl_shownet 2` trace
+//! of the demo this writer made for connection N (playback.sh DEMO TRACE: every written demo
+//! played to its end). The writer is deterministic, so each run is checked against it.
 mod qw_common;
 use quakecap::qw::{self, qwd, Event};
 use qw_common::{path, run_capture};
@@ -44,6 +48,8 @@ fn write_all(dir: &str) -> Vec<(u32, Vec<u8>)> {
     std::fs::create_dir_all(&odir).unwrap();
     for (flow, data) in &out {
         std::fs::write(odir.join(format!("{dir}-flow{flow}.qwd")), data).unwrap();
+        let trace = path(dir, &format!("written-flow{flow}.qwd.shownet.txt"));
+        qw_common::check_against_trace("written.qwd", data, &trace);
         // Every accepted server packet with a message is in the demo, in order.
         let accepted = run
             .events
