@@ -74,7 +74,7 @@ impl Writer {
     fn time(&mut self, ts_ns: i64) -> f32 {
         let t0 = *self.t0.get_or_insert(ts_ns);
         // Demo time must not go backwards (ezQuake compares it with its clock).
-        let t = ((ts_ns - t0) as f64 / 1e9) as f32;
+        let t = (ts_ns.saturating_sub(t0) as f64 / 1e9) as f32;
         self.last_time = self.last_time.max(t);
         self.last_time
     }
