@@ -172,6 +172,16 @@ mod tests {
     }
 
     #[test]
+    fn move_checksum_of_a_real_packet() {
+        // captures/qw-basic frame 8, c2s seq 1: clc_move checksum 0x12, then loss 0 and three
+        // usercmds (bits 0, msec 0 / 33 / 14).
+        assert_eq!(
+            move_checksum(&[0x00, 0x00, 0x00, 0x00, 0x21, 0x00, 0x0e], 1),
+            0x12
+        );
+    }
+
+    #[test]
     fn qwd_bytes_roundtrip() {
         let c = Usercmd {
             msec: 13,
