@@ -166,3 +166,49 @@ fn print_flows() {
         println!("retransmits {rt}");
     }
 }
+
+/// NAT rebinding (spec §1): from frame 2000 on, the client's port is rewritten to 40000 in
+/// both directions. The server matches c2s by IP + qport, so the connection goes on: one
+/// connection, both ports listed, nothing lost, no errors.
+#[test]
+fn qw_basic_nat_rebinding_keeps_the_connection() {
+    use quakecap::capture::CaptureReader;
+    use quakecap::net::{Datagram, NetDecoder};
+    let mut reader = CaptureReader::open(&path("qw-basic", "capture.pcapng")).unwrap();
+    let mut net = NetDecoder::new();
+    let mut t = qw::Tracker::new(opts());
+    let (mut ev, mut next, mut taken) = (Vec::new(), 1, 0u64);
+    let mut rebound = false;
+    while let Some(frame) = reader.next_frame().unwrap() {
+        let idx = frame.index;
+        if let Ok(Some(d)) = net.decode(&frame) {
+            let (mut src, mut dst) = (d.src, d.dst);
+            // The NAT maps the client anew from its first packet at/after frame 2000 on; the
+            // server answers to the new port only once it has heard from it.
+            if idx >= 2000 && src.port() == 27001 {
+                rebound = true;
+            }
+            if rebound {
+                if src.port() == 27001 {
+                    src.set_port(40000);
+                }
+                if dst.port() == 27001 {
+                    dst.set_port(40000);
+                }
+            }
+            let d2 = Datagram { src, dst, ..d };
+            taken += u64::from(t.offer(&d2, &mut next, &mut ev));
+        }
+    }
+    let flows = t.finish(&mut ev);
+    assert_eq!(taken, 3855);
+    let conns: Vec<_> = flows.iter().filter(|f| f.kind == "connection").collect();
+    assert_eq!(conns.len(), 1);
+    assert_eq!(conns[0].client_ports, vec![27001, 40000]);
+    assert_eq!(conns[0].errors, 0);
+    assert_eq!(
+        conns[0].packets.total(),
+        3855 - 8,
+        "all but the 4 status queries' 8 packets"
+    );
+}
