@@ -31,6 +31,25 @@ fn check(dir: &str, datagrams: u64, accepts: usize, qports: &[u16]) {
         "{dir}: every datagram is QuakeWorld here"
     );
     let total: u64 = run.flows.iter().map(|f| f.packets.total()).sum();
+    // Flows only (no decoding) finds the same flows with the same counters.
+    let cheap = run_capture(dir, qw::Options::default());
+    assert!(cheap.events.is_empty());
+    let key = |f: &quakecap::flow::FlowSummary| {
+        (
+            f.id,
+            f.kind,
+            f.qport,
+            f.challenge,
+            f.packets,
+            f.bytes,
+            f.dropped,
+            f.duplicates,
+        )
+    };
+    assert_eq!(
+        cheap.flows.iter().map(key).collect::<Vec<_>>(),
+        run.flows.iter().map(key).collect::<Vec<_>>()
+    );
     assert_eq!(total, datagrams, "{dir}: every datagram counted once");
 
     let conns: Vec<_> = run

@@ -15,7 +15,8 @@ fn summary(name: &str) -> FlowSummary {
     FlowSummary {
         id: 1,
         game: "qw",
-        kind: "demo",
+        // A demo records one connection (.qwd) or the server side of one game (.mvd).
+        kind: "connection",
         protocol: Some(28),
         server: name.to_string(),
         ..Default::default()

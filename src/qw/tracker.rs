@@ -17,6 +17,7 @@ use super::svc::{self, ServerOp, ServerState};
 use super::{Event, Options};
 use crate::flow::{Dir, FlowError, FlowSummary};
 use crate::net::Datagram;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 /// Reliable-delivery bookkeeping of one direction (spec §2.4.3): a reliable packet is proven
@@ -63,8 +64,6 @@ impl RelTrack {
 
 struct Flow {
     id: u32,
-    server: SocketAddr,
-    client_ip: IpAddr,
     client_port: u16,
     qport: Option<u16>,
     /// Saw the `j` reply: a netchan session exists.
@@ -91,8 +90,6 @@ impl Flow {
         sum.add_client_port(client.port());
         Flow {
             id,
-            server,
-            client_ip: client.ip(),
             client_port: client.port(),
             qport: None,
             accepted: false,
@@ -104,15 +101,18 @@ impl Flow {
             state: ServerState::new(false),
         }
     }
-    fn has_client_port(&self, port: u16) -> bool {
-        self.client_port == port || self.sum.client_ports.contains(&port)
-    }
 }
 
 /// All QuakeWorld flows of one capture.
 pub struct Tracker {
     opts: Options,
     flows: Vec<Flow>,
+    /// (server, client address) → newest flow (indexes into `flows`, which only grows).
+    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    /// (server, client address) → newest accepted connection using that address.
+    by_accepted_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    /// (server, client IP, qport) → newest accepted connection.
+    by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
 }
 
 /// Client commands that are QuakeWorld connectionless requests (spec §3.1).
@@ -142,6 +142,9 @@ impl Tracker {
         Tracker {
             opts,
             flows: Vec::new(),
+            by_pair: HashMap::new(),
+            by_accepted_pair: HashMap::new(),
+            by_qport: HashMap::new(),
         }
     }
 
@@ -173,39 +176,22 @@ impl Tracker {
         false
     }
 
-    /// Newest flow with this server and client address (either order of src/dst).
+    /// Newest flow with this server and client address.
     fn find_by_addrs(&self, server: SocketAddr, client: SocketAddr) -> Option<usize> {
-        self.flows.iter().rposition(|f| {
-            f.server == server && f.client_ip == client.ip() && f.has_client_port(client.port())
-        })
+        self.by_pair.get(&(server, client)).copied()
     }
 
+    /// Newest accepted connection of server + client IP + qport (the server's own rule).
     fn find_netchan_c2s(&self, d: &Datagram<'_>) -> Option<usize> {
         let h = Header::new_checked(d.payload, Dir::C2s)?;
         let q = h.qport()?;
-        self.flows.iter().rposition(|f| {
-            f.accepted && f.server == d.dst && f.client_ip == d.src.ip() && f.qport == Some(q)
-        })
+        self.by_qport.get(&(d.dst, d.src.ip(), q)).copied()
     }
 
+    /// Newest accepted connection the server sends to at this client address.
     fn find_netchan_s2c(&self, d: &Datagram<'_>) -> Option<usize> {
         Header::new_checked(d.payload, Dir::S2c)?;
-        self.flows
-            .iter()
-            .rposition(|f| {
-                f.accepted
-                    && f.server == d.src
-                    && f.client_ip == d.dst.ip()
-                    && f.client_port == d.dst.port()
-            })
-            .or_else(|| {
-                self.flows.iter().rposition(|f| {
-                    f.accepted
-                        && f.server == d.src
-                        && f.client_ip == d.dst.ip()
-                        && f.has_client_port(d.dst.port())
-                })
-            })
+        self.by_accepted_pair.get(&(d.src, d.dst)).copied()
     }
 
     fn offer_oob(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Event>) -> bool {
@@ -237,7 +223,9 @@ impl Tracker {
                     self.flows
                         .push(Flow::new(*next_id, d.dst, d.src, handshake));
                     *next_id += 1;
-                    self.flows.len() - 1
+                    let i = self.flows.len() - 1;
+                    self.by_pair.insert((d.dst, d.src), i);
+                    i
                 }
             };
             if let (
@@ -267,6 +255,10 @@ impl Tracker {
                     Oob::Accept if f.handshake => {
                         f.accepted = true;
                         f.client_port = d.dst.port();
+                        self.by_accepted_pair.insert((d.src, d.dst), i);
+                        if let Some(q) = f.qport {
+                            self.by_qport.insert((d.src, d.dst.ip(), q), i);
+                        }
                         f.rx_c2s = Receiver::default();
                         f.rx_s2c = Receiver::default();
                         f.rel = [RelTrack::default(), RelTrack::default()];
@@ -328,6 +320,8 @@ impl Tracker {
             // NAT rebinding: the server adopts the new port (spec §1).
             f.client_port = d.src.port();
             f.sum.add_client_port(d.src.port());
+            self.by_pair.insert((d.dst, d.src), i);
+            self.by_accepted_pair.insert((d.dst, d.src), i);
         }
         // Reliable delivery bookkeeping: this packet's ack tells the other direction's fate.
         let other = match dir {
