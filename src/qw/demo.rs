@@ -121,6 +121,7 @@ fn decode_qwd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
 fn decode_qwd_read(st: &mut ServerState, incoming: &mut u32, body: &[u8], m: &mut Message) {
     if oob::is_oob(body) {
         m.connectionless = true;
+        m.kind = "oob";
         m.ops.push(Op {
             at: 4,
             kind: OpKind::Oob(oob::parse_s2c(body.get(4..).unwrap_or(&[]))),

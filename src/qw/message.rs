@@ -75,6 +75,8 @@ pub struct Message {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u32>,
     pub connectionless: bool,
+    /// "oob" (connectionless), "server" or "client" — as the Quake 3 messages say it.
+    pub kind: &'static str,
     /// Demo files: the block kind ("read", "cmd", "set"; .mvd "all", "single", "stats", "multiple").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block: Option<&'static str>,
@@ -82,6 +84,7 @@ pub struct Message {
     pub size: usize,
     pub ops: Vec<Op>,
     /// What failed and at which byte; decoding went on with the next message.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -102,6 +105,10 @@ impl Message {
             netchan: None,
             dropped: None,
             connectionless: false,
+            kind: match dir {
+                Dir::C2s => "client",
+                Dir::S2c => "server",
+            },
             block: None,
             size,
             ops: Vec::new(),

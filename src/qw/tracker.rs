@@ -296,6 +296,7 @@ impl Tracker {
         if decode {
             let mut m = Message::new(f.id, dir, d.frame, d.ts_ns as f64 / 1e9, d.payload.len());
             m.connectionless = true;
+            m.kind = "oob";
             if let Some(op) = op {
                 m.ops.push(Op {
                     at: 4,
