@@ -70,7 +70,8 @@ impl Interface {
 #[derive(Debug, Default)]
 pub(crate) struct Section {
     pub big_endian: bool,
-    pub interfaces: Vec<Interface>,
+    /// Interfaces by number; `None` for an IDB too broken to use.
+    pub interfaces: Vec<Option<Interface>>,
 }
 
 /// Byte order of a section from its byte-order magic: `Some(big_endian)`.
@@ -159,6 +160,7 @@ fn interface(section: &Section, id: u32, offset: u64) -> Result<&Interface, Capt
     usize::try_from(id)
         .ok()
         .and_then(|i| section.interfaces.get(i))
+        .and_then(Option::as_ref)
         .ok_or_else(|| {
             bad(
                 offset,
@@ -323,7 +325,7 @@ mod tests {
     fn epb_bounds() {
         let section = Section {
             big_endian: false,
-            interfaces: vec![iface(TsUnit::Pow10(9), 0)],
+            interfaces: vec![Some(iface(TsUnit::Pow10(9), 0))],
         };
         let mut b = Vec::new();
         for v in [0u32, 0, 42, 4, 4] {

@@ -8,10 +8,13 @@ use std::path::Path;
 use super::bytes::u32_at;
 use super::pcap::{self, PcapHeader};
 use super::pcapng::{self, Section};
-use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_BLOCK_LEN};
+use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_BLOCK_LEN, MAX_CAPLEN};
 
 /// Read-ahead of the underlying reader: large enough that small records cost no syscall.
 const READ_AHEAD: usize = 256 * 1024;
+/// Largest packet block body read into memory: the largest accepted packet plus room for
+/// the block's fixed fields and options.
+const MAX_PACKET_BODY: usize = MAX_CAPLEN as usize + 64 * 1024;
 /// Smallest legal pcapng block: type, length, trailing length.
 const MIN_BLOCK_LEN: u32 = 12;
 /// Smallest legal Section Header Block (with the 64-bit section length).
@@ -107,6 +110,16 @@ struct Record {
 }
 
 /// Streaming reader of pcap and pcapng files.
+///
+/// * [`Frame::index`] counts every packet record of the file (EPB, SPB, obsolete PB, pcap
+///   record) from 1 across all sections, including records skipped with a non-fatal
+///   error, so the numbers stay those Wireshark shows for the frames that are returned.
+/// * [`Frame::ts_ns`] applies the interface's `if_tsresol` and `if_tsoffset`. A Simple
+///   Packet Block has no timestamp: it gets the previous packet's (0 before any), which
+///   keeps capture time monotonic for time-based expiry downstream.
+/// * Memory: one read-ahead buffer (256 KiB) and one record buffer that grows to the
+///   largest record read (packet blocks: at most 320 KiB; larger ones are skipped without
+///   buffering; other blocks are bounded by [`super::MAX_BLOCK_LEN`]).
 ///
 /// ```no_run
 /// # use quakecap::capture::CaptureReader;
@@ -296,17 +309,30 @@ impl<R: Read> CaptureReader<R> {
             let body_len = block_body_len(len, MIN_BLOCK_LEN, offset)?;
             match btype {
                 pcapng::IDB => {
-                    self.src.read_into(&mut self.buf, body_len, offset)?;
-                    self.check_trailer(len, offset)?;
+                    self.read_block_body(len, body_len, offset)?;
                     let iface =
-                        pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset)?;
+                        pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset);
+                    // A broken IDB still takes its interface number, so that later
+                    // interfaces keep theirs; its packets are refused.
                     if let State::PcapNg(s) = &mut self.state {
-                        s.interfaces.push(iface);
+                        s.interfaces.push(iface.as_ref().ok().copied());
                     }
+                    iface?;
+                }
+                pcapng::EPB | pcapng::SPB | pcapng::PB if body_len > MAX_PACKET_BODY => {
+                    // Cannot hold an acceptable packet: skip it unbuffered, so the buffer
+                    // stays bounded by MAX_PACKET_BODY whatever the file says.
+                    self.frames += 1;
+                    self.src.skip(body_len as u64, offset)?;
+                    self.check_trailer(len, offset)?;
+                    return Err(CaptureError::TooLarge {
+                        offset,
+                        len: u64::from(len),
+                        limit: MAX_PACKET_BODY as u64,
+                    });
                 }
                 pcapng::EPB | pcapng::SPB | pcapng::PB => {
-                    self.src.read_into(&mut self.buf, body_len, offset)?;
-                    self.check_trailer(len, offset)?;
+                    self.read_block_body(len, body_len, offset)?;
                     self.frames += 1;
                     return self.packet(btype, body_len, offset).map(Some);
                 }
@@ -358,24 +384,37 @@ impl<R: Read> CaptureReader<R> {
         self.check_trailer(len, offset)
     }
 
+    /// Read a block body and its trailer into the buffer in one go (one copy, one call),
+    /// then check the trailer.
+    fn read_block_body(
+        &mut self,
+        len: u32,
+        body_len: usize,
+        offset: u64,
+    ) -> Result<(), CaptureError> {
+        self.src.read_into(&mut self.buf, body_len + 4, offset)?;
+        let be = self.section().is_some_and(|s| s.big_endian);
+        let trailer = u32_at(&self.buf, body_len, be).unwrap_or(0);
+        trailer_matches(len, trailer, offset)
+    }
+
     /// The trailing copy of the block length must match: otherwise the framing is lost.
     fn check_trailer(&mut self, len: u32, offset: u64) -> Result<(), CaptureError> {
         let mut t = [0u8; 4];
         self.src.read_exact(&mut t, offset)?;
         let be = self.section().is_some_and(|s| s.big_endian);
-        let trailer = if be {
-            u32::from_be_bytes(t)
-        } else {
-            u32::from_le_bytes(t)
-        };
-        if trailer != len {
-            return Err(CaptureError::BadFraming {
-                offset,
-                message: format!("block length {len} but trailing length {trailer}"),
-            });
-        }
-        Ok(())
+        trailer_matches(len, u32_at(&t, 0, be).unwrap_or(0), offset)
     }
+}
+
+fn trailer_matches(len: u32, trailer: u32, offset: u64) -> Result<(), CaptureError> {
+    if trailer != len {
+        return Err(CaptureError::BadFraming {
+            offset,
+            message: format!("block length {len} but trailing length {trailer}"),
+        });
+    }
+    Ok(())
 }
 
 /// Validate a pcapng block total length; returns the body length (without the 8-byte
@@ -404,4 +443,343 @@ fn hex(b: &[u8]) -> String {
         })
         .collect();
     format!("{} (\"{}\")", hex.join(" "), text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{ByteOrder, PcapNgWriter, PcapWriter, TsPrecision};
+    use std::io::Cursor;
+
+    // captures/q3-basic/capture.pcapng frame 1 (81 bytes: Ethernet, IPv4, UDP
+    // "getchallenge"), only its length and first bytes matter here.
+    const FRAME1_HEAD: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00, 0x45, 0x00];
+
+    fn frame1() -> Vec<u8> {
+        let mut f = FRAME1_HEAD.to_vec();
+        f.resize(81, 0x61);
+        f
+    }
+
+    /// A pcapng block by hand, little- or big-endian.
+    fn block(btype: u32, body: &[u8], be: bool) -> Vec<u8> {
+        let o = if be {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        let u32b = |v: u32| {
+            if o == ByteOrder::Big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let padded = body.len().div_ceil(4) * 4;
+        let total = (padded + 12) as u32;
+        let mut v = u32b(btype).to_vec();
+        v.extend_from_slice(&u32b(total));
+        v.extend_from_slice(body);
+        v.resize(8 + padded, 0);
+        v.extend_from_slice(&u32b(total));
+        v
+    }
+
+    fn shb(be: bool) -> Vec<u8> {
+        let mut b = if be {
+            0x1A2B_3C4Du32.to_be_bytes()
+        } else {
+            0x1A2B_3C4Du32.to_le_bytes()
+        }
+        .to_vec();
+        b.extend_from_slice(&if be { [0, 1, 0, 0] } else { [1, 0, 0, 0] });
+        b.extend_from_slice(&[0xff; 8]);
+        block(pcapng::SHB, &b, be)
+    }
+
+    /// IDB, Ethernet, with an optional if_tsresol and if_tsoffset (little-endian only).
+    fn idb(link: u16, tsresol: Option<u8>, tsoffset: Option<i64>) -> Vec<u8> {
+        let mut b = link.to_le_bytes().to_vec();
+        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        if let Some(r) = tsresol {
+            b.extend_from_slice(&[9, 0, 1, 0, r, 0, 0, 0]);
+        }
+        if let Some(o) = tsoffset {
+            b.extend_from_slice(&[14, 0, 8, 0]);
+            b.extend_from_slice(&o.to_le_bytes());
+        }
+        b.extend_from_slice(&[0, 0, 0, 0]);
+        block(pcapng::IDB, &b, false)
+    }
+
+    fn epb(iface: u32, ts: u64, data: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [
+            iface,
+            (ts >> 32) as u32,
+            ts as u32,
+            data.len() as u32,
+            data.len() as u32,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(data);
+        block(pcapng::EPB, &b, false)
+    }
+
+    /// All frames and errors of a file: (index, ts, len) or the error.
+    fn read_all(bytes: &[u8]) -> Vec<Result<(u64, i64, usize, LinkType), CaptureError>> {
+        let mut r = CaptureReader::new(Cursor::new(bytes)).unwrap();
+        let mut out = Vec::new();
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => out.push(Ok((f.index, f.ts_ns, f.data.len(), f.link))),
+                Ok(None) => return out,
+                Err(e) => out.push(Err(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn us_tsresol_and_offset_give_ns() {
+        let mut f = shb(false);
+        f.extend(idb(1, Some(6), None));
+        f.extend(idb(101, Some(0x80 | 10), Some(1_000)));
+        f.extend(epb(0, 1_795_361_221_860_853, &frame1()));
+        f.extend(epb(1, 512, &frame1()[14..]));
+        let got = read_all(&f);
+        assert_eq!(
+            got[0].as_ref().unwrap(),
+            &(1, 1_795_361_221_860_853_000, 81, LinkType::ETHERNET)
+        );
+        assert_eq!(
+            got[1].as_ref().unwrap(),
+            &(2, 1_000_500_000_000, 67, LinkType::RAW)
+        );
+        // no if_tsresol: µs by default
+        let mut g = shb(false);
+        g.extend(idb(1, None, None));
+        g.extend(epb(0, 7, &[]));
+        assert_eq!(
+            read_all(&g)[0].as_ref().unwrap(),
+            &(1, 7_000, 0, LinkType::ETHERNET)
+        );
+    }
+
+    #[test]
+    fn spb_obsolete_pb_and_unknown_blocks() {
+        let mut f = shb(false);
+        f.extend(idb(1, Some(9), None));
+        f.extend(block(0xBAD0_0001, &[1, 2, 3, 4, 5], false)); // unknown: skipped
+        f.extend(epb(0, 42, &frame1()));
+        let mut spb = 81u32.to_le_bytes().to_vec();
+        spb.extend_from_slice(&frame1());
+        f.extend(block(pcapng::SPB, &spb, false));
+        let mut pb = vec![0u8, 0, 0, 0];
+        for v in [0u32, 43, 81, 81] {
+            pb.extend_from_slice(&v.to_le_bytes());
+        }
+        pb.extend_from_slice(&frame1());
+        f.extend(block(pcapng::PB, &pb, false));
+        f.extend(epb(0, 44, &[])); // zero-length record
+        let got: Vec<_> = read_all(&f).into_iter().map(|r| r.unwrap()).collect();
+        let ts: Vec<(u64, i64, usize)> = got.iter().map(|g| (g.0, g.1, g.2)).collect();
+        // the SPB has no timestamp: it gets the previous frame's
+        assert_eq!(ts, vec![(1, 42, 81), (2, 42, 81), (3, 43, 81), (4, 44, 0)]);
+    }
+
+    #[test]
+    fn sections_reset_interfaces_and_byte_order() {
+        let mut f = shb(false);
+        f.extend(idb(1, Some(9), None));
+        f.extend(epb(0, 1, &frame1()));
+        // a big-endian section with no IDB: its EPB names an unknown interface
+        f.extend(shb(true));
+        let mut b = Vec::new();
+        for v in [0u32, 0, 2, 4, 4] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        b.extend_from_slice(&[1, 2, 3, 4]);
+        f.extend(block(pcapng::EPB, &b, true));
+        // a big-endian IDB, then the same EPB works (default µs units)
+        let mut i = 113u16.to_be_bytes().to_vec();
+        i.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        f.extend(block(pcapng::IDB, &i, true));
+        f.extend(block(pcapng::EPB, &b, true));
+        let got = read_all(&f);
+        assert_eq!(got.len(), 3);
+        assert!(matches!(&got[1], Err(CaptureError::BadRecord { .. })));
+        assert_eq!(
+            got[2].as_ref().unwrap(),
+            &(3, 2_000, 4, LinkType::LINUX_SLL)
+        );
+    }
+
+    #[test]
+    fn broken_idb_keeps_interface_numbering() {
+        let mut f = shb(false);
+        f.extend(block(pcapng::IDB, &[1, 0, 0, 0], false)); // too short: interface 0 unusable
+        f.extend(idb(101, Some(9), None)); // interface 1
+        f.extend(epb(1, 9, &frame1()[14..]));
+        f.extend(epb(0, 9, &frame1()));
+        let got = read_all(&f);
+        assert!(matches!(
+            &got[0],
+            Err(CaptureError::BadRecord { offset: 28, .. })
+        ));
+        assert_eq!(got[1].as_ref().unwrap(), &(1, 9, 67, LinkType::RAW));
+        assert!(matches!(&got[2], Err(CaptureError::BadRecord { .. })));
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn bad_block_lengths_are_fatal() {
+        for len in [8u32, 13, 0x7fff_fff0] {
+            let mut f = shb(false);
+            f.extend(idb(1, None, None));
+            let at = f.len() as u64;
+            f.extend_from_slice(&6u32.to_le_bytes());
+            f.extend_from_slice(&len.to_le_bytes());
+            f.extend_from_slice(&[0; 64]);
+            let got = read_all(&f);
+            assert_eq!(got.len(), 1, "len {len}");
+            match &got[0] {
+                Err(e @ CaptureError::BadFraming { offset, .. }) => {
+                    assert!(e.is_fatal());
+                    assert_eq!(*offset, at);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // trailer mismatch
+        let mut f = shb(false);
+        f.extend(idb(1, None, None));
+        let mut e = epb(0, 1, &[1, 2, 3, 4]);
+        let n = e.len();
+        e[n - 4] ^= 0x10;
+        f.extend(e);
+        f.extend(epb(0, 1, &[1, 2, 3, 4]));
+        let got = read_all(&f);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].as_ref().unwrap_err().is_fatal());
+    }
+
+    #[test]
+    fn oversized_caplen_is_skipped_and_reading_goes_on() {
+        let big = vec![0u8; MAX_CAPLEN as usize + 4];
+        // pcapng: the block framing is fine, the record is refused
+        let mut f = shb(false);
+        f.extend(idb(1, Some(9), None));
+        f.extend(epb(0, 1, &big));
+        f.extend(epb(0, 2, &frame1()));
+        let got = read_all(&f);
+        assert!(matches!(&got[0], Err(CaptureError::TooLarge { offset, .. }) if *offset > 0));
+        assert_eq!(got[1].as_ref().unwrap(), &(2, 2, 81, LinkType::ETHERNET));
+        // a block too big to hold any acceptable packet: skipped unbuffered
+        let huge = vec![0u8; MAX_PACKET_BODY + 8];
+        let mut g = shb(false);
+        g.extend(idb(1, Some(9), None));
+        g.extend(epb(0, 1, &huge));
+        g.extend(epb(0, 2, &frame1()));
+        let mut r = CaptureReader::new(Cursor::new(&g)).unwrap();
+        assert!(matches!(r.next_frame(), Err(CaptureError::TooLarge { .. })));
+        assert_eq!(r.next_frame().unwrap().unwrap().index, 2);
+        assert!(r.buf.len() <= MAX_PACKET_BODY);
+        // pcap: same, by skipping the announced length
+        let mut w = PcapWriter::new(Vec::new(), LinkType::ETHERNET, TsPrecision::Nano).unwrap();
+        w.write_packet(1, &big, big.len() as u32).unwrap();
+        w.write_packet(2, &frame1(), 81).unwrap();
+        let p = w.finish().unwrap();
+        let got = read_all(&p);
+        assert!(matches!(
+            &got[0],
+            Err(CaptureError::TooLarge { offset: 24, .. })
+        ));
+        assert_eq!(got[1].as_ref().unwrap(), &(2, 2, 81, LinkType::ETHERNET));
+        // pcap: an absurd length cannot be skipped
+        let mut p = p[..24].to_vec();
+        p.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+        let got = read_all(&p);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].as_ref().unwrap_err().is_fatal());
+    }
+
+    #[test]
+    fn truncated_header_and_record() {
+        let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+        w.write_packet(LinkType::ETHERNET, 5, &frame1(), 81)
+            .unwrap();
+        let f = w.finish().unwrap();
+        // SHB 28 bytes, IDB 32 bytes, then the EPB at 60
+        for cut in [61usize, 70, f.len() - 1] {
+            let got = read_all(&f[..cut]);
+            assert!(
+                matches!(
+                    got.as_slice(),
+                    [Err(CaptureError::Truncated { offset: 60 })]
+                ),
+                "{cut}: {got:?}"
+            );
+        }
+        assert!(read_all(&f[..60]).is_empty());
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f[..3])),
+            Err(CaptureError::NotACapture { .. })
+        ));
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f[..20])),
+            Err(CaptureError::Truncated { offset: 0 })
+        ));
+    }
+
+    #[test]
+    fn bad_magic_names_the_first_bytes() {
+        let e = CaptureReader::new(Cursor::new(b"GIF89a\x01\x00"))
+            .err()
+            .unwrap();
+        assert!(matches!(e, CaptureError::NotACapture { offset: 0, .. }));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("47 49 46 38 39 61 01 00") && msg.contains("GIF89a"),
+            "{msg}"
+        );
+        let e = CaptureReader::new(Cursor::new(b"")).err().unwrap();
+        assert!(e.to_string().contains("0 bytes"), "{e}");
+    }
+
+    #[test]
+    fn bad_byte_order_magic_and_version() {
+        let mut f = shb(false);
+        f[8] = 0; // byte-order magic broken
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f)),
+            Err(CaptureError::BadFraming { .. })
+        ));
+        let mut f = shb(false);
+        f[12] = 2; // version 2.0
+        assert!(matches!(
+            CaptureReader::new(Cursor::new(&f)),
+            Err(CaptureError::BadFraming { .. })
+        ));
+    }
+
+    #[test]
+    fn bytes_read_counts_progress() {
+        let mut w = PcapWriter::new(Vec::new(), LinkType::RAW, TsPrecision::Micro).unwrap();
+        w.write_packet(1_000, &[0x45; 20], 20).unwrap();
+        let p = w.finish().unwrap();
+        let mut r = CaptureReader::new(Cursor::new(&p)).unwrap();
+        assert_eq!(r.bytes_read(), 24);
+        assert_eq!(
+            r.format(),
+            CaptureFormat::Pcap {
+                nanos: false,
+                big_endian: false
+            }
+        );
+        assert_eq!(r.next_frame().unwrap().unwrap().ts_ns, 1_000);
+        assert_eq!(r.bytes_read(), 60);
+        assert!(r.next_frame().unwrap().is_none());
+    }
 }

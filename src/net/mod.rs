@@ -1,4 +1,4 @@
-//! Link, IP and UDP: turns a [`Frame`](crate::capture::Frame) into a UDP [`Datagram`].
+//! Link, IP and UDP: turns a [`Frame`] into a UDP [`Datagram`].
 //! Ethernet (802.1Q / QinQ), Linux SLL and SLL2, BSD NULL and LOOP, raw IPv4/IPv6;
 //! IPv4 fragments are reassembled; IPv6 (extension headers, Fragment header too).
 //!
@@ -278,5 +278,51 @@ pub(crate) mod tests {
         assert_eq!(got, Some((3, FRAME1[42..].to_vec())));
         let s = d.stats();
         assert_eq!((s.fragments, s.reassembled, s.udp), (3, 1, 1));
+    }
+    /// IPv6 packet ::1 -> ::1 whose payload after the fixed header is `rest`.
+    fn ipv6(next: u8, rest: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x60, 0, 0, 0];
+        v.extend_from_slice(&(rest.len() as u16).to_be_bytes());
+        v.extend_from_slice(&[next, 64]);
+        for _ in 0..2 {
+            v.extend_from_slice(&[0; 15]);
+            v.push(1);
+        }
+        v.extend_from_slice(rest);
+        v
+    }
+
+    #[test]
+    fn ipv6_extension_headers_then_udp() {
+        // frame 1's UDP header + payload behind hop-by-hop (0) and destination options (60)
+        let udp = &FRAME1[34..];
+        let mut rest = vec![60, 0, 1, 4, 0, 0, 0, 0]; // hop-by-hop: PadN
+        rest.extend_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]); // destination options: PadN
+        rest.extend_from_slice(udp);
+        let p = ipv6(0, &rest);
+        let mut d = NetDecoder::new();
+        let dg = d.decode(&frame(&p, LinkType::IPV6)).unwrap().unwrap();
+        assert_eq!(dg.src, "[::1]:27961".parse().unwrap());
+        assert_eq!(dg.payload, &FRAME1[42..]);
+    }
+
+    #[test]
+    fn ipv6_fragments_reordered() {
+        let udp = &FRAME1[34..]; // 47 bytes: fragments of 24 and 23
+        let frag = |off: usize, more: bool, data: &[u8]| {
+            let mut rest = vec![17, 0];
+            rest.extend_from_slice(&((off as u16) | u16::from(more)).to_be_bytes());
+            rest.extend_from_slice(&0xdead_beefu32.to_be_bytes());
+            rest.extend_from_slice(data);
+            ipv6(44, &rest)
+        };
+        let second = frag(24, false, &udp[24..]);
+        let first = frag(0, true, &udp[..24]);
+        let mut d = NetDecoder::new();
+        assert!(d.decode(&frame(&second, LinkType::IPV6)).unwrap().is_none());
+        let dg = d.decode(&frame(&first, LinkType::IPV6)).unwrap().unwrap();
+        assert_eq!(dg.payload, &FRAME1[42..]);
+        assert_eq!(dg.dst, "[::1]:27960".parse().unwrap());
+        assert_eq!(d.stats().reassembled, 1);
     }
 }

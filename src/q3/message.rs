@@ -1,0 +1,67 @@
+//! What the Quake 3 layer hands to sinks: one decoded message (or packet problem) per event.
+use serde::Serialize;
+
+use super::clc::ClientMessage;
+use super::oob::Oob;
+use super::svc::ServerMessage;
+use crate::flow::Dir;
+
+/// The decoded content of one message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Body {
+    Oob(Oob),
+    Server(ServerMessage),
+    Client(ClientMessage),
+    /// Nothing could be decoded (the error says why).
+    None,
+}
+
+/// One message of a flow: a connectionless packet, or a netchan message the receiving
+/// engine accepted (reassembled, descrambled, decoded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub flow: u32,
+    pub game: &'static str,
+    pub dir: Dir,
+    pub frame: u64,
+    /// Seconds since the Unix epoch (captures) or since the start (demo files: 0).
+    pub time: f64,
+    /// Netchan sequence (None for connectionless packets).
+    pub seq: Option<i32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fragmented: bool,
+    /// "oob", "server" or "client".
+    pub kind: &'static str,
+    #[serde(flatten)]
+    pub body: Body,
+    /// Set when the message (or part of it) could not be decoded: what and where.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The descrambled body as the client's demo would store it (kept only when asked).
+    #[serde(skip)]
+    pub raw: Option<Vec<u8>>,
+    /// The connection's protocol (68 or 71; demo files: from the extension).
+    #[serde(skip)]
+    pub protocol: u32,
+    /// Byte offset of the record in a demo file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_offset: Option<u64>,
+}
+
+impl Message {
+    /// The decoded server message, if this is one.
+    pub fn server(&self) -> Option<&ServerMessage> {
+        match &self.body {
+            Body::Server(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The decoded client message, if this is one.
+    pub fn client(&self) -> Option<&ClientMessage> {
+        match &self.body {
+            Body::Client(c) => Some(c),
+            _ => None,
+        }
+    }
+}

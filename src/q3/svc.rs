@@ -1,0 +1,602 @@
+//! Server→client message bodies (q3-protocol.md §6): reliableAcknowledge, then ops until
+//! svc_EOF. Parsing updates the [`ClientState`] exactly as `CL_ParseServerMessage` does, so the
+//! same code decodes captures and demo files. Every op records the bit position right after
+//! its op byte (`bit`), from which the engine's `cl_shownet` offsets follow.
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::bits::{BitError, BitReader};
+use super::delta::{
+    read_delta_entity, read_delta_playerstate, DeltaError, EntityDelta, EntityState, PlayerDelta,
+};
+use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
+use super::state::{
+    ClientState, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES,
+    MAX_SNAPSHOT_ENTITIES,
+};
+
+pub const SVC_BAD: u8 = 0;
+pub const SVC_NOP: u8 = 1;
+pub const SVC_GAMESTATE: u8 = 2;
+pub const SVC_CONFIGSTRING: u8 = 3;
+pub const SVC_BASELINE: u8 = 4;
+pub const SVC_SERVERCOMMAND: u8 = 5;
+pub const SVC_DOWNLOAD: u8 = 6;
+pub const SVC_SNAPSHOT: u8 = 7;
+pub const SVC_EOF: u8 = 8;
+pub const SVC_VOIP_SPEEX: u8 = 9;
+pub const SVC_VOIP_OPUS: u8 = 10;
+
+/// The largest area mask a snapshot may carry (MAX_MAP_AREA_BYTES).
+pub const MAX_AREAMASK: usize = 32;
+/// Largest download chunk the client accepts.
+pub const MAX_DOWNLOAD_CHUNK: i32 = 16384;
+
+/// Why a server message could not be decoded to its end.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SvcError {
+    #[error("read past end of server message ({0})")]
+    Bits(#[from] BitError),
+    #[error("{0}")]
+    Delta(#[from] DeltaError),
+    #[error("illegible server message: unknown op {op} at bit {bit}")]
+    BadOp { op: u8, bit: usize },
+    #[error("gamestate: bad command byte {op} at bit {bit}")]
+    BadGamestateOp { op: u8, bit: usize },
+    #[error("configstring index {index} out of range at bit {bit}")]
+    ConfigstringIndex { index: i32, bit: usize },
+    #[error("gamestate configstrings exceed {MAX_GAMESTATE_CHARS} characters at bit {bit}")]
+    GamestateTooBig { bit: usize },
+    #[error("snapshot area mask of {len} bytes (max {MAX_AREAMASK}) at bit {bit}")]
+    AreaMask { len: u8, bit: usize },
+    #[error("download chunk of {size} bytes at bit {bit}")]
+    DownloadSize { size: i32, bit: usize },
+    #[error("voip packet of {size} bytes at bit {bit}")]
+    VoipSize { size: i32, bit: usize },
+}
+
+impl SvcError {
+    /// The bit position the error refers to, when it names one.
+    pub fn bit(&self) -> Option<usize> {
+        match self {
+            SvcError::Bits(BitError::PastEnd { bit }) | SvcError::Bits(BitError::Nyt { bit }) => {
+                Some(*bit)
+            }
+            SvcError::BadOp { bit, .. }
+            | SvcError::BadGamestateOp { bit, .. }
+            | SvcError::ConfigstringIndex { bit, .. }
+            | SvcError::GamestateTooBig { bit }
+            | SvcError::AreaMask { bit, .. }
+            | SvcError::DownloadSize { bit, .. }
+            | SvcError::VoipSize { bit, .. } => Some(*bit),
+            SvcError::Delta(_) => None,
+        }
+    }
+}
+
+/// A configstring carried in a gamestate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigString {
+    pub index: u16,
+    pub value: String,
+}
+
+/// svc_gamestate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gamestate {
+    pub bit: usize,
+    #[serde(rename = "serverCommandSequence")]
+    pub server_command_seq: i32,
+    pub configstrings: Vec<ConfigString>,
+    pub baselines: Vec<EntityDelta>,
+    #[serde(rename = "clientNum")]
+    pub client_num: i32,
+    #[serde(rename = "checksumFeed")]
+    pub checksum_feed: i32,
+}
+
+/// svc_snapshot, with the absolute state it produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub bit: usize,
+    #[serde(rename = "serverTime")]
+    pub server_time: i32,
+    /// The delta byte as sent (0 = full snapshot).
+    #[serde(rename = "deltaNum")]
+    pub delta_num: u8,
+    /// The base message number (-1 for a full snapshot).
+    #[serde(rename = "deltaBase")]
+    pub delta_base: i32,
+    pub flags: u8,
+    pub areamask: Vec<u8>,
+    /// Whether the client accepted it (a delta needs a valid base it still holds).
+    pub valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<&'static str>,
+    /// Bit position where the playerstate starts (the engine's "playerstate" line).
+    pub ps_bit: usize,
+    pub playerstate: PlayerDelta,
+    /// Bit position where the entity list starts ("packet entities").
+    pub entities_bit: usize,
+    /// The transmitted entity deltas, in order.
+    pub entities: Vec<EntityDelta>,
+    /// Number of entities in the resulting frame.
+    pub entity_count: usize,
+    /// The whole frame after the delta (shared with the history, not serialized).
+    #[serde(skip)]
+    pub frame: Arc<SnapFrame>,
+}
+
+/// svc_download.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Download {
+    pub bit: usize,
+    pub block: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    pub size: i32,
+    /// True when this block is the one the client expected (it keeps only those).
+    pub expected: bool,
+    #[serde(skip)]
+    pub data: Vec<u8>,
+}
+
+/// svc_voipSpeex / svc_voipOpus (protocol 71).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Voip {
+    pub bit: usize,
+    pub opus: bool,
+    pub sender: i16,
+    pub generation: u8,
+    pub sequence: i32,
+    pub frames: u8,
+    pub flags: i32,
+    pub size: i16,
+}
+
+/// One server op.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op")]
+pub enum ServerOp {
+    #[serde(rename = "nop")]
+    Nop { bit: usize },
+    #[serde(rename = "serverCommand")]
+    ServerCommand {
+        bit: usize,
+        seq: i32,
+        text: String,
+        /// False for a retransmission the client already had.
+        new: bool,
+    },
+    #[serde(rename = "gamestate")]
+    Gamestate(Box<Gamestate>),
+    #[serde(rename = "snapshot")]
+    Snapshot(Box<Snapshot>),
+    #[serde(rename = "download")]
+    Download(Box<Download>),
+    #[serde(rename = "voip")]
+    Voip(Box<Voip>),
+    #[serde(rename = "EOF")]
+    Eof { bit: usize },
+}
+
+impl ServerOp {
+    /// The engine's `svc_strings` name for the op.
+    pub fn svc_name(&self) -> &'static str {
+        match self {
+            ServerOp::Nop { .. } => "svc_nop",
+            ServerOp::ServerCommand { .. } => "svc_serverCommand",
+            ServerOp::Gamestate(_) => "svc_gamestate",
+            ServerOp::Snapshot(_) => "svc_snapshot",
+            ServerOp::Download(_) => "svc_download",
+            ServerOp::Voip(v) if v.opus => "svc_voipOpus",
+            ServerOp::Voip(_) => "svc_voipSpeex",
+            ServerOp::Eof { .. } => "svc_EOF",
+        }
+    }
+
+    /// Bit position right after the op byte.
+    pub fn bit(&self) -> usize {
+        match self {
+            ServerOp::Nop { bit } | ServerOp::ServerCommand { bit, .. } | ServerOp::Eof { bit } => {
+                *bit
+            }
+            ServerOp::Gamestate(g) => g.bit,
+            ServerOp::Snapshot(s) => s.bit,
+            ServerOp::Download(d) => d.bit,
+            ServerOp::Voip(v) => v.bit,
+        }
+    }
+}
+
+/// A decoded server message. `error` is set when decoding stopped early; `ops` holds what
+/// was decoded before it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerMessage {
+    pub ack: i32,
+    pub ops: Vec<ServerOp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<SvcError>,
+}
+
+impl Serialize for SvcError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// Decode a (descrambled) server message body whose netchan sequence is `seq`, updating
+/// `st`. `r` may already be past the reliableAcknowledge (when the caller read it from the
+/// scrambled bytes); pass `ack` then.
+pub fn parse_server_message(
+    r: &mut BitReader<'_>,
+    ack: Option<i32>,
+    seq: i32,
+    st: &mut ClientState,
+) -> ServerMessage {
+    let mut msg = ServerMessage {
+        ack: ack.unwrap_or(0),
+        ops: Vec::new(),
+        error: None,
+    };
+    if ack.is_none() {
+        match r.read_long() {
+            Ok(a) => msg.ack = a,
+            Err(e) => {
+                msg.error = Some(e.into());
+                return msg;
+            }
+        }
+    }
+    loop {
+        match parse_op(r, seq, st) {
+            Ok(op) => {
+                let end = matches!(op, ServerOp::Eof { .. });
+                msg.ops.push(op);
+                if end {
+                    break;
+                }
+            }
+            Err(e) => {
+                msg.error = Some(e);
+                break;
+            }
+        }
+    }
+    msg
+}
+
+fn parse_op(r: &mut BitReader<'_>, seq: i32, st: &mut ClientState) -> Result<ServerOp, SvcError> {
+    let op = r.read_byte()?;
+    let bit = r.bit_pos();
+    Ok(match op {
+        SVC_EOF => ServerOp::Eof { bit },
+        SVC_NOP => ServerOp::Nop { bit },
+        SVC_SERVERCOMMAND => {
+            let cseq = r.read_long()?;
+            let text = r.read_string()?;
+            let new = st.receive_server_command(cseq, &text);
+            ServerOp::ServerCommand {
+                bit,
+                seq: cseq,
+                text,
+                new,
+            }
+        }
+        SVC_GAMESTATE => ServerOp::Gamestate(Box::new(parse_gamestate(r, bit, st)?)),
+        SVC_SNAPSHOT => ServerOp::Snapshot(Box::new(parse_snapshot(r, bit, seq, st)?)),
+        SVC_DOWNLOAD => ServerOp::Download(Box::new(parse_download(r, bit, st)?)),
+        SVC_VOIP_SPEEX | SVC_VOIP_OPUS => {
+            ServerOp::Voip(Box::new(parse_voip(r, bit, op == SVC_VOIP_OPUS)?))
+        }
+        _ => return Err(SvcError::BadOp { op, bit }),
+    })
+}
+
+fn parse_gamestate(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    st: &mut ClientState,
+) -> Result<Gamestate, SvcError> {
+    st.clear_for_gamestate();
+    st.gamestates += 1;
+    let server_command_seq = r.read_long()?;
+    st.server_command_seq = server_command_seq;
+    let mut configstrings = Vec::new();
+    let mut baselines = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let op = r.read_byte()?;
+        let at = r.bit_pos();
+        match op {
+            SVC_EOF => break,
+            SVC_CONFIGSTRING => {
+                let index = r.read_short()? as i32;
+                if index < 0 || index as usize >= MAX_CONFIGSTRINGS {
+                    return Err(SvcError::ConfigstringIndex { index, bit: at });
+                }
+                let value = r.read_big_string()?;
+                total += value.len() + 1;
+                if total > MAX_GAMESTATE_CHARS {
+                    return Err(SvcError::GamestateTooBig { bit: at });
+                }
+                st.set_configstring(index as usize, value.clone());
+                configstrings.push(ConfigString {
+                    index: index as u16,
+                    value,
+                });
+            }
+            SVC_BASELINE => {
+                let num = r.read_bits(GENTITYNUM_BITS)?;
+                let zero = EntityState::default();
+                let d = read_delta_entity(r, &zero, num)?;
+                if let Some(b) = st.baselines.get_mut(num as usize) {
+                    *b = d.state.clone();
+                }
+                baselines.push(d);
+            }
+            _ => return Err(SvcError::BadGamestateOp { op, bit: at }),
+        }
+    }
+    let client_num = r.read_long()?;
+    let checksum_feed = r.read_long()?;
+    st.client_num = client_num;
+    st.checksum_feed = checksum_feed;
+    Ok(Gamestate {
+        bit,
+        server_command_seq,
+        configstrings,
+        baselines,
+        client_num,
+        checksum_feed,
+    })
+}
+
+fn parse_snapshot(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    seq: i32,
+    st: &mut ClientState,
+) -> Result<Snapshot, SvcError> {
+    let server_time = r.read_long()?;
+    let delta_num = r.read_byte()?;
+    let delta_base = if delta_num == 0 {
+        -1
+    } else {
+        seq.wrapping_sub(delta_num as i32)
+    };
+    let flags = r.read_byte()?;
+    let mask_at = r.bit_pos();
+    let mask_len = r.read_byte()?;
+    if mask_len as usize > MAX_AREAMASK {
+        return Err(SvcError::AreaMask {
+            len: mask_len,
+            bit: mask_at,
+        });
+    }
+    let mut areamask = Vec::with_capacity(mask_len as usize);
+    for _ in 0..mask_len {
+        areamask.push(r.read_byte()?);
+    }
+    // The engine deltas from the slot even when it is not valid (values are then garbage,
+    // the parse stays in step); only an empty slot means "from nothing".
+    let old = if delta_base <= 0 {
+        None
+    } else {
+        st.snapshots[(delta_base as usize) & 31].clone()
+    };
+    let (valid, invalid_reason) = match &old {
+        None if delta_base <= 0 => (true, None),
+        None => (false, Some("Delta from invalid frame")),
+        Some(s) if !s.valid => (false, Some("Delta from invalid frame")),
+        Some(s) if s.frame.message_num != delta_base => (false, Some("Delta frame too old")),
+        Some(s)
+            if st.parse_entities_num - s.frame.parse_entities_num
+                > MAX_PARSE_ENTITIES - MAX_SNAPSHOT_ENTITIES =>
+        {
+            (false, Some("Delta parseEntitiesNum too old"))
+        }
+        Some(_) => (true, None),
+    };
+    let ps_bit = r.bit_pos();
+    let playerstate = read_delta_playerstate(r, old.as_ref().map(|s| &s.frame.ps))?;
+    let entities_bit = r.bit_pos();
+    let empty = Vec::new();
+    let old_ents = old.as_ref().map_or(&empty, |s| &s.frame.entities);
+    let parse_start = st.parse_entities_num;
+    let (entities, frame_ents) = parse_packet_entities(r, old_ents, &st.baselines)?;
+    st.parse_entities_num += frame_ents.len() as u64;
+    let frame = Arc::new(SnapFrame {
+        message_num: seq,
+        server_time,
+        delta_num: delta_base,
+        flags,
+        areamask: areamask.clone(),
+        ps: playerstate.state.clone(),
+        entities: frame_ents,
+        parse_entities_num: parse_start,
+    });
+    let entity_count = frame.entities.len();
+    if valid {
+        st.store_snapshot(frame.clone());
+    }
+    Ok(Snapshot {
+        bit,
+        server_time,
+        delta_num,
+        delta_base,
+        flags,
+        areamask,
+        valid,
+        invalid_reason,
+        ps_bit,
+        playerstate,
+        entities_bit,
+        entities,
+        entity_count,
+        frame,
+    })
+}
+
+/// `CL_ParsePacketEntities`: merge the old frame's sorted list with the transmitted deltas.
+fn parse_packet_entities(
+    r: &mut BitReader<'_>,
+    old: &[EntityState],
+    baselines: &[EntityState],
+) -> Result<(Vec<EntityDelta>, Vec<EntityState>), SvcError> {
+    let mut deltas = Vec::new();
+    let mut out: Vec<EntityState> = Vec::with_capacity(old.len() + 8);
+    let mut oi = 0usize;
+    loop {
+        let newnum = r.read_bits(GENTITYNUM_BITS)?;
+        if newnum == MAX_GENTITIES - 1 {
+            break;
+        }
+        while oi < old.len() && old[oi].number < newnum {
+            out.push(old[oi].clone());
+            oi += 1;
+        }
+        let from = if oi < old.len() && old[oi].number == newnum {
+            oi += 1;
+            &old[oi - 1]
+        } else {
+            baselines.get(newnum as usize).unwrap_or(&baselines[0])
+        };
+        let d = read_delta_entity(r, from, newnum)?;
+        if !d.removed {
+            out.push(d.state.clone());
+        }
+        deltas.push(d);
+    }
+    out.extend(old[oi..].iter().cloned());
+    Ok((deltas, out))
+}
+
+fn parse_download(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    st: &mut ClientState,
+) -> Result<Download, SvcError> {
+    let block = r.read_short()? as i32;
+    let mut file_size = None;
+    let mut error_message = None;
+    if block == 0 && st.download_block == 0 {
+        let size = r.read_long()?;
+        file_size = Some(size);
+        if size < 0 {
+            error_message = Some(r.read_string()?);
+            return Ok(Download {
+                bit,
+                block,
+                file_size,
+                error_message,
+                size: 0,
+                expected: false,
+                data: Vec::new(),
+            });
+        }
+    }
+    let at = r.bit_pos();
+    let size = r.read_short()? as i32;
+    if !(0..=MAX_DOWNLOAD_CHUNK).contains(&size) {
+        return Err(SvcError::DownloadSize { size, bit: at });
+    }
+    let mut data = Vec::with_capacity(size as usize);
+    for _ in 0..size {
+        data.push(r.read_byte()?);
+    }
+    let expected = (st.download_block & 0xffff) == (block & 0xffff);
+    if expected {
+        st.download_block += 1;
+        if size == 0 {
+            st.download_block = 0;
+        }
+    }
+    Ok(Download {
+        bit,
+        block,
+        file_size,
+        error_message,
+        size,
+        expected,
+        data,
+    })
+}
+
+fn parse_voip(r: &mut BitReader<'_>, bit: usize, opus: bool) -> Result<Voip, SvcError> {
+    let sender = r.read_short()?;
+    let generation = r.read_byte()?;
+    let sequence = r.read_long()?;
+    let frames = r.read_byte()?;
+    let at = r.bit_pos();
+    let size = r.read_short()?;
+    let flags = r.read_bits(2)?;
+    if !(0..=4096).contains(&(size as i32)) {
+        return Err(SvcError::VoipSize {
+            size: size as i32,
+            bit: at,
+        });
+    }
+    for _ in 0..size {
+        r.read_byte()?;
+    }
+    Ok(Voip {
+        bit,
+        opus,
+        sender,
+        generation,
+        sequence,
+        frames,
+        flags,
+        size,
+    })
+}
+
+/// Writers for the server ops a demo writer re-encodes (exact inverses of the readers above).
+pub mod emit {
+    use super::super::bits::BitWriter;
+    use super::super::delta::{write_delta_entity, write_delta_playerstate, EntityState};
+    use super::super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
+    use super::super::state::SnapFrame;
+    use super::*;
+
+    /// `long reliableAcknowledge`, the start of every server message.
+    pub fn ack(w: &mut BitWriter, ack: i32) {
+        w.write_long(ack);
+    }
+
+    /// svc_serverCommand.
+    pub fn server_command(w: &mut BitWriter, seq: i32, text: &str) {
+        w.write_byte(SVC_SERVERCOMMAND);
+        w.write_long(seq);
+        w.write_string(text);
+    }
+
+    /// svc_EOF.
+    pub fn eof(w: &mut BitWriter) {
+        w.write_byte(SVC_EOF);
+    }
+
+    /// svc_snapshot as a full (non-delta) snapshot of `frame`: playerstate from zero, every
+    /// entity from its baseline, as a server with no delta base writes it.
+    pub fn full_snapshot(w: &mut BitWriter, frame: &SnapFrame, baselines: &[EntityState]) {
+        w.write_byte(SVC_SNAPSHOT);
+        w.write_long(frame.server_time);
+        w.write_byte(0);
+        w.write_byte(frame.flags);
+        w.write_byte(frame.areamask.len() as u8);
+        for &b in &frame.areamask {
+            w.write_byte(b);
+        }
+        write_delta_playerstate(w, None, &frame.ps);
+        let zero = EntityState::default();
+        for e in &frame.entities {
+            let base = baselines.get(e.number as usize).unwrap_or(&zero);
+            write_delta_entity(w, base, Some(e), true);
+        }
+        w.write_bits(MAX_GENTITIES - 1, GENTITYNUM_BITS);
+    }
+}

@@ -1,0 +1,35 @@
+//! JSON Lines: one object per message.
+//!
+//! Keys: `flow`, `game` ("q3"), `dir` ("c2s"/"s2c"), `frame` (capture frame, or demo record
+//! number), `time` (s since the Unix epoch; 0 for demo files), `seq` (netchan sequence, null
+//! for connectionless), `kind` ("oob"/"server"/"client"), `fragmented`, then the body:
+//! server messages `ack` and `ops`; client messages `serverId`, `messageAcknowledge`,
+//! `reliableAcknowledge` and `ops`; connectionless `command`, `args`, `text`, `userinfo`.
+//! Each op has `op` (`gamestate`, `serverCommand`, `snapshot`, `download`, `nop`, `voip`,
+//! `EOF`, `clientCommand`, `move`) and its fields; `bit` is the bit offset after the op byte.
+//! A message that failed carries `error` (what and at which bit) and the ops before it.
+use std::io::{self, Write};
+
+use crate::pipeline::Sink;
+use crate::q3::message::Message;
+
+/// Writes one JSON object per message.
+pub struct JsonLines<W: Write> {
+    out: W,
+}
+
+impl<W: Write> JsonLines<W> {
+    pub fn new(out: W) -> Self {
+        JsonLines { out }
+    }
+}
+
+impl<W: Write> Sink for JsonLines<W> {
+    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, m)?;
+        self.out.write_all(b"\n")
+    }
+    fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
+        self.out.flush()
+    }
+}

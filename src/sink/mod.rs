@@ -1,0 +1,41 @@
+//! Implementations of [`pipeline::Sink`](crate::pipeline::Sink): the flow table, JSON Lines,
+//! readable text, the engine's `cl_shownet 4` trace, and demo writers. Sinks see decoded
+//! events only.
+pub mod demo;
+pub mod json;
+pub mod shownet;
+pub mod table;
+pub mod text;
+
+use crate::q3::delta::{FieldChange, FieldEnc};
+use crate::q3::fields::{ENTITY_FIELDS, PLAYER_FIELDS};
+
+/// Format one changed field as the engine prints it (`name:value `): integers with `%i`,
+/// full floats with `%f`; entity fields that went to zero are not printed.
+pub(crate) fn push_change(out: &mut String, c: &FieldChange, entity: bool) {
+    let table = if entity {
+        &ENTITY_FIELDS[..]
+    } else {
+        &PLAYER_FIELDS[..]
+    };
+    let Some(f) = table.get(c.index as usize) else {
+        return;
+    };
+    match c.enc {
+        FieldEnc::Zero => {}
+        FieldEnc::Int => {
+            out.push_str(f.name);
+            out.push(':');
+            out.push_str(&c.value.to_string());
+            out.push(' ');
+        }
+        FieldEnc::Float => {
+            out.push_str(f.name);
+            out.push(':');
+            out.push_str(&crate::q3::cfloat::c_printf_f(f32::from_bits(
+                c.value as u32,
+            )));
+            out.push(' ');
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The engine's own `cl_shownet 4` trace (ioquake3 `CL_ParseServerMessage`,
+//! `MSG_ReadDeltaEntity`, `MSG_ReadDeltaPlayerstate`), line for line, so quakecap can be
+//! diffed against the engine. Offsets are the engine's `readcount` values; `(N bits)` uses its
+//! formula on the absolute bit position. One difference by design: delta entity lines print
+//! the real entity number where the engine prints a stale parse-buffer value.
+use std::io::{self, Write};
+
+use super::push_change;
+use crate::pipeline::Sink;
+use crate::q3::delta::{EntityDelta, PlayerDelta};
+use crate::q3::message::{Body, Message};
+use crate::q3::svc::ServerOp;
+
+/// `msg->readcount` right after a read that ended at absolute bit `bit`.
+fn readcount(bit: usize) -> usize {
+    (bit >> 3) + 1
+}
+
+/// The engine's start/end bit formula (`(readcount-1)*8 + msg->bit`, msg->bit absolute).
+fn engine_bits(bit: usize) -> i64 {
+    ((bit >> 3) * 8 + bit) as i64
+}
+
+/// Lines of one entity delta (none for an unchanged entity).
+pub fn entity_line(d: &EntityDelta) -> Option<String> {
+    if d.removed {
+        return Some(format!(
+            "{:3}: #{:<3} remove",
+            readcount(d.bit_after_flag),
+            d.state.number
+        ));
+    }
+    if !d.has_delta {
+        return None;
+    }
+    let mut s = format!("{:3}: #{:<3} ", readcount(d.bit_after_flag), d.state.number);
+    for c in &d.changes {
+        push_change(&mut s, c, true);
+    }
+    s.push_str(&format!(
+        " ({} bits)",
+        engine_bits(d.end_bit) - engine_bits(d.start_bit)
+    ));
+    Some(s)
+}
+
+/// The playerstate line.
+pub fn playerstate_line(p: &PlayerDelta) -> String {
+    let mut s = format!("{:3}: playerstate ", readcount(p.start_bit));
+    for c in &p.changes {
+        push_change(&mut s, c, false);
+    }
+    for (present, name) in
+        p.arrays
+            .iter()
+            .zip(["PS_STATS", "PS_PERSISTANT", "PS_AMMO", "PS_POWERUPS"])
+    {
+        if *present {
+            s.push_str(name);
+            s.push(' ');
+        }
+    }
+    s.push_str(&format!(
+        " ({} bits)",
+        engine_bits(p.end_bit) - engine_bits(p.start_bit)
+    ));
+    s
+}
+
+/// Append the trace lines of one server message to `out`.
+pub fn message_lines(m: &Message, out: &mut Vec<String>) {
+    let Body::Server(sm) = &m.body else { return };
+    for op in &sm.ops {
+        let at = op.bit() >> 3;
+        match op {
+            ServerOp::Eof { .. } => out.push(format!("{at:3}:END OF MESSAGE")),
+            ServerOp::Gamestate(g) => {
+                out.push(format!("{at:3}:svc_gamestate"));
+                out.extend(g.baselines.iter().filter_map(entity_line));
+            }
+            ServerOp::Snapshot(s) => {
+                out.push(format!("{at:3}:svc_snapshot"));
+                out.push(format!("{:3}:playerstate", s.ps_bit >> 3));
+                out.push(playerstate_line(&s.playerstate));
+                out.push(format!("{:3}:packet entities", s.entities_bit >> 3));
+                out.extend(s.entities.iter().filter_map(entity_line));
+            }
+            other => out.push(format!("{at:3}:{}", other.svc_name())),
+        }
+    }
+    if let Some(e) = &sm.error {
+        out.push(format!("ERROR: {e}"));
+    }
+}
+
+/// Writes the trace of every server message.
+pub struct Shownet<W: Write> {
+    out: W,
+    lines: Vec<String>,
+}
+
+impl<W: Write> Shownet<W> {
+    pub fn new(out: W) -> Self {
+        Shownet {
+            out,
+            lines: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> Sink for Shownet<W> {
+    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
+        self.lines.clear();
+        message_lines(m, &mut self.lines);
+        for l in &self.lines {
+            writeln!(self.out, "{l}")?;
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
+        self.out.flush()
+    }
+}

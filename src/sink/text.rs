@@ -1,0 +1,178 @@
+//! Readable text, one block per message: frame, time, flow, direction, sequence, then each op
+//! with its fields.
+use std::io::{self, Write};
+
+use super::push_change;
+use crate::pipeline::Sink;
+use crate::q3::clc::ClientOp;
+use crate::q3::message::{Body, Message};
+use crate::q3::svc::ServerOp;
+
+/// Writes messages as text.
+pub struct Text<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Text<W> {
+    pub fn new(out: W) -> Self {
+        Text { out }
+    }
+}
+
+fn header(m: &Message) -> String {
+    let seq = m
+        .seq
+        .map_or_else(|| "oob".to_string(), |s| format!("seq {s}"));
+    let frag = if m.fragmented { " fragmented" } else { "" };
+    let loc = match m.file_offset {
+        Some(o) => format!("record {} @{o}", m.frame),
+        None => format!("frame {} {:.6}", m.frame, m.time),
+    };
+    format!("{loc} flow {} {} {seq}{frag}", m.flow, m.dir.as_str())
+}
+
+fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
+    for op in ops {
+        match op {
+            ServerOp::ServerCommand { seq, text, new, .. } => {
+                let re = if *new { "" } else { " (again)" };
+                out.push(format!("  serverCommand {seq}{re}: {text:?}"))
+            }
+            ServerOp::Gamestate(g) => {
+                out.push(format!(
+                    "  gamestate serverCommandSequence {} clientNum {} checksumFeed {} ({} configstrings, {} baselines)",
+                    g.server_command_seq,
+                    g.client_num,
+                    g.checksum_feed,
+                    g.configstrings.len(),
+                    g.baselines.len()
+                ));
+                for cs in &g.configstrings {
+                    out.push(format!("    cs {} {:?}", cs.index, cs.value));
+                }
+                for b in &g.baselines {
+                    let mut s = format!("    baseline #{} ", b.state.number);
+                    b.changes.iter().for_each(|c| push_change(&mut s, c, true));
+                    out.push(s.trim_end().to_string());
+                }
+            }
+            ServerOp::Snapshot(s) => {
+                let base = if s.delta_num == 0 {
+                    "full".to_string()
+                } else {
+                    format!("delta from {}", s.delta_base)
+                };
+                let valid = match s.invalid_reason {
+                    Some(r) => format!(" INVALID ({r})"),
+                    None => String::new(),
+                };
+                out.push(format!(
+                    "  snapshot serverTime {} {base} flags {} areamask {} entities {} ({} sent){valid}",
+                    s.server_time,
+                    s.flags,
+                    s.areamask.len(),
+                    s.entity_count,
+                    s.entities.len()
+                ));
+                let mut p = "    playerstate ".to_string();
+                s.playerstate
+                    .changes
+                    .iter()
+                    .for_each(|c| push_change(&mut p, c, false));
+                out.push(p.trim_end().to_string());
+                for e in &s.entities {
+                    if e.removed {
+                        out.push(format!("    #{} remove", e.state.number));
+                    } else {
+                        let mut l = format!("    #{} ", e.state.number);
+                        e.changes.iter().for_each(|c| push_change(&mut l, c, true));
+                        out.push(l.trim_end().to_string());
+                    }
+                }
+            }
+            ServerOp::Download(d) => out.push(format!(
+                "  download block {} size {}{}{}",
+                d.block,
+                d.size,
+                d.file_size
+                    .map(|s| format!(" fileSize {s}"))
+                    .unwrap_or_default(),
+                d.error_message
+                    .as_ref()
+                    .map(|e| format!(" error {e:?}"))
+                    .unwrap_or_default()
+            )),
+            ServerOp::Voip(v) => out.push(format!("  voip sender {} size {}", v.sender, v.size)),
+            ServerOp::Nop { .. } => out.push("  nop".into()),
+            ServerOp::Eof { .. } => out.push("  EOF".into()),
+        }
+    }
+}
+
+fn client_ops(ops: &[ClientOp], out: &mut Vec<String>) {
+    for op in ops {
+        match op {
+            ClientOp::ClientCommand { seq, text, new, .. } => {
+                let re = if *new { "" } else { " (again)" };
+                out.push(format!("  clientCommand {seq}{re}: {text:?}"))
+            }
+            ClientOp::Move { no_delta, cmds, .. } => {
+                let kind = if *no_delta { "moveNoDelta" } else { "move" };
+                out.push(format!("  {kind} {} cmds", cmds.len()));
+                for c in cmds {
+                    out.push(format!(
+                        "    serverTime {} angles {} {} {} move {} {} {} buttons {} weapon {}",
+                        c.server_time,
+                        c.angles[0],
+                        c.angles[1],
+                        c.angles[2],
+                        c.forwardmove,
+                        c.rightmove,
+                        c.upmove,
+                        c.buttons,
+                        c.weapon
+                    ));
+                }
+            }
+            ClientOp::Voip { size, .. } => out.push(format!("  voip size {size}")),
+            ClientOp::Nop { .. } => out.push("  nop".into()),
+            ClientOp::Eof { .. } => out.push("  EOF".into()),
+        }
+    }
+}
+
+/// The text lines of one message.
+pub fn message_lines(m: &Message) -> Vec<String> {
+    let mut out = vec![header(m)];
+    match &m.body {
+        Body::Oob(o) => out.push(format!("  connectionless {:?}", o.text)),
+        Body::Server(s) => {
+            out.push(format!("  ack {}", s.ack));
+            server_ops(&s.ops, &mut out);
+        }
+        Body::Client(c) => {
+            out.push(format!(
+                "  serverId {} messageAcknowledge {} reliableAcknowledge {}",
+                c.server_id, c.message_ack, c.reliable_ack
+            ));
+            client_ops(&c.ops, &mut out);
+        }
+        Body::None => {}
+    }
+    if let Some(e) = &m.error {
+        out.push(format!("  ERROR: {e}"));
+    }
+    out
+}
+
+impl<W: Write> Sink for Text<W> {
+    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
+        for l in message_lines(m) {
+            writeln!(self.out, "{l}")?;
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
+        self.out.flush()
+    }
+}

@@ -1,0 +1,81 @@
+//! Shared helpers for the Quake 3 end-to-end tests.
+#![allow(dead_code)]
+use std::io;
+use std::path::PathBuf;
+
+use quakecap::pipeline::{self, Options, Report, Sink};
+use quakecap::q3::message::Message;
+
+/// A file under the repository's `captures/`.
+pub fn cap(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("captures")
+        .join(rel)
+}
+
+/// A file under `../shared/` (the shared corpus beside the repository).
+pub fn shared(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared")
+        .join(rel)
+}
+
+/// Every Quake 3 capture folder in `captures/`.
+pub const Q3_CAPTURES: [&str; 6] = [
+    "q3-basic",
+    "q3-two-clients",
+    "q3-mapchange",
+    "q3-impaired",
+    "q3-proto71",
+    "q3-download",
+];
+
+/// Keeps every message.
+#[derive(Default)]
+pub struct Collect {
+    pub msgs: Vec<Message>,
+}
+
+impl Sink for Collect {
+    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
+        self.msgs.push(m.clone());
+        Ok(())
+    }
+}
+
+/// Decode a capture or demo file, keeping every message (and raw bodies when asked).
+pub fn decode(path: &std::path::Path, keep_raw: bool) -> (Report, Vec<Message>) {
+    let opts = Options {
+        emit: true,
+        keep_raw,
+        flows: None,
+    };
+    let mut c = Collect::default();
+    let report = if pipeline::demo_protocol(path).is_some() {
+        pipeline::run_q3_demo(path, &opts, &mut c)
+    } else {
+        pipeline::run_capture(path, &opts, &mut c, &mut |_| {})
+    }
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (report, c.msgs)
+}
+
+/// The client demos recorded in a capture folder (`clientN-demoM.dm_NN`), sorted.
+pub fn client_demos(folder: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(cap(folder))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| pipeline::demo_protocol(p).is_some())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The records of a demo file as (sequence, body).
+pub fn demo_records(data: &[u8]) -> Vec<(i32, Vec<u8>)> {
+    quakecap::q3::demo::Reader::new(data)
+        .filter_map(Result::ok)
+        .map(|r| (r.seq, r.body.to_vec()))
+        .collect()
+}
