@@ -244,3 +244,83 @@ fn qw_mapchange_client1_qwd_equals_capture() {
 fn qw_mapchange_client2_qwd_equals_capture() {
     check("qw-mapchange-reconnect", "client2-demo0.qwd", 3);
 }
+
+/// The commands the client recorded (dem_cmd, one per outgoing sequence from its dem_set on)
+/// are the newest usercmds of its clc_moves in the capture: same msec, moves, buttons and
+/// impulse; angles equal up to the wire's 16-bit angle precision.
+fn check_cmds(dir: &str, demo: &str, flow: u32) {
+    use quakecap::qw::clc::ClientOp;
+    let run = run_capture(
+        dir,
+        qw::Options {
+            decode: true,
+            keep_raw: false,
+        },
+    );
+    let mut sent = BTreeMap::new();
+    for m in qw_common::messages(&run.events)
+        .filter(|m| m.flow == flow && m.dir == quakecap::flow::Dir::C2s)
+    {
+        for o in &m.ops {
+            if let OpKind::Client(ClientOp::Move { cmds, .. }) = &o.kind {
+                sent.insert(m.seq.unwrap() as u32, cmds[2]);
+            }
+        }
+    }
+    let data = std::fs::read(path(dir, demo)).unwrap();
+    let mut ev = Vec::new();
+    qw::decode_demo_file(demo, &data, &mut ev);
+    let mut out_seq: Option<u32> = None;
+    let mut checked = 0;
+    for m in qw_common::messages(&ev) {
+        match m.block {
+            Some("set") => out_seq = m.ack.map(|a| a as u32),
+            Some("cmd") => {
+                let Some(seq) = out_seq else { continue };
+                out_seq = Some(seq + 1);
+                let OpKind::Client(ClientOp::Democmd { cmd, .. }) = &m.ops[0].kind else {
+                    panic!()
+                };
+                let Some(c) = sent.get(&seq) else { continue };
+                assert_eq!(
+                    (c.msec, c.forward, c.side, c.up, c.buttons, c.impulse),
+                    (
+                        cmd.msec,
+                        cmd.forward,
+                        cmd.side,
+                        cmd.up,
+                        cmd.buttons,
+                        cmd.impulse
+                    ),
+                    "{demo}: cmd of sequence {seq}"
+                );
+                for i in 0..3 {
+                    let d = (c.angles[i] - cmd.angles[i]).rem_euclid(360.0);
+                    assert!(
+                        d.min(360.0 - d) <= 360.0 / 65536.0 + 1e-3,
+                        "{demo}: angle {i} of {seq}: {} vs {}",
+                        c.angles[i],
+                        cmd.angles[i]
+                    );
+                }
+                checked += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(checked > 500, "{demo}: {checked} commands compared");
+}
+
+#[test]
+fn qw_basic_qwd_commands_equal_capture_moves() {
+    check_cmds("qw-basic", "client1-demo0.qwd", 2);
+}
+#[test]
+fn qw_noext_qwd_commands_equal_capture_moves() {
+    check_cmds("qw-noext", "client1-demo0.qwd", 2);
+}
+#[test]
+fn qw_mapchange_qwd_commands_equal_capture_moves() {
+    check_cmds("qw-mapchange-reconnect", "client1-demo0.qwd", 2);
+    check_cmds("qw-mapchange-reconnect", "client2-demo0.qwd", 3);
+}

@@ -495,3 +495,25 @@ fn info_value(info: &str, key: &str) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RelTrack;
+
+    #[test]
+    fn reliable_lost_then_retransmitted() {
+        // Sender-side view (spec §2.4.3): reliable packet 10 goes out; the peer acks 10 with
+        // its parity unchanged → lost; the next reliable packet (12) repeats the block.
+        let mut t = RelTrack::default();
+        assert!(!t.sent_reliable(10));
+        t.peer_ack(9, false); // older ack: no verdict yet
+        assert!(t.pending.is_some());
+        t.peer_ack(10, false);
+        assert!(t.sent_reliable(12));
+        // This time the peer flips its parity: delivered, the next block is new.
+        t.peer_ack(12, true);
+        assert!(!t.sent_reliable(14));
+        // A capture duplicate of 14 is not a new send.
+        assert!(!t.sent_reliable(14));
+    }
+}
