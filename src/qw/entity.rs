@@ -175,6 +175,9 @@ pub struct PacketEntities {
     pub removed: Vec<u16>,
     /// Number of entities in the resulting frame.
     pub count: usize,
+    /// A delta whose base frame is not held: read and dropped (no entity values).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub base_missing: bool,
 }
 
 /// Merge `old` (sorted, the base frame; empty for a full update) with the update words

@@ -358,6 +358,8 @@ pub struct ServerState {
     mvd_players: [PlayerInfo; 32],
     /// Netchan streams: the latest playerinfo per slot (for state comparisons).
     pub players: [Option<PlayerInfo>; 32],
+    /// A problem that did not stop the message (reported after the message is read).
+    soft_error: Option<DecodeError>,
 }
 
 impl ServerState {
@@ -372,6 +374,7 @@ impl ServerState {
             last_frame: Vec::new(),
             mvd_players: [PlayerInfo::default(); 32],
             players: [None; 32],
+            soft_error: None,
         }
     }
 
@@ -429,14 +432,18 @@ pub fn parse_message(
     r: &mut Reader<'_>,
 ) -> (Vec<(usize, ServerOp)>, Option<DecodeError>) {
     let mut ops = Vec::new();
+    st.soft_error = None;
     while !r.is_empty() {
         let at = r.pos();
         match parse_op(st, r) {
             Ok(op) => ops.push((at, op)),
-            Err(e) => return (ops, Some(e)),
+            Err(e) => {
+                st.soft_error = None;
+                return (ops, Some(e));
+            }
         }
     }
-    (ops, None)
+    (ops, st.soft_error.take())
 }
 
 fn coords(r: &mut Reader<'_>, ext: &Ext) -> Result<[f32; 3]> {
@@ -814,7 +821,13 @@ fn parse_op(st: &mut ServerState, r: &mut Reader<'_>) -> Result<ServerOp> {
             if !delta || base.is_some() {
                 st.store_frame(ents);
             } else {
-                return Err(DecodeError {
+                // Like ezQuake's FlushEntityPacket: the bytes are read (their length does not
+                // depend on the base) but the frame is unusable; the message goes on.
+                pe.entities.clear();
+                pe.removed.clear();
+                pe.count = 0;
+                pe.base_missing = true;
+                st.soft_error.get_or_insert(DecodeError {
                     what: format!(
                         "delta packetentities from {} but that frame is not held",
                         from.unwrap_or(0)
@@ -974,10 +987,13 @@ mod tests {
             }
             o => panic!("{o:?}"),
         }
-        // Delta from a frame never seen: an error, not a guess.
+        // Delta from a frame never seen: an error, not a guess — and the message goes on
+        // (here with an svc_nop after it), as ezQuake reads and drops such a frame.
         st.seq = 12;
-        let (_, err) = parse_message(&mut st, &mut Reader::new(&[48, 200, 0, 0]));
-        assert!(err.is_some());
+        let (ops, err) = parse_message(&mut st, &mut Reader::new(&[48, 200, 1, 0x20, 3, 0, 0, 1]));
+        assert!(err.is_some_and(|e| e.what.contains("not held")));
+        assert!(matches!(&ops[0].1, ServerOp::Deltapacketentities(pe) if pe.base_missing));
+        assert_eq!(ops[1].1, ServerOp::Nop);
     }
 
     #[test]
