@@ -175,6 +175,10 @@ pub struct PacketEntities {
     pub removed: Vec<u16>,
     /// Number of entities in the resulting frame.
     pub count: usize,
+    /// Decoded against a stand-in base (the real one is missing from the capture), or against
+    /// a frame that was: values may be off until the entities are updated again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub approximate: bool,
     /// A delta whose base frame is not held: read and dropped (no entity values).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub base_missing: bool,

@@ -352,7 +352,9 @@ pub struct ServerState {
     /// Sequence of the s2c packet being decoded (entity frames are stored under it).
     pub seq: u32,
     baselines: Vec<EntityState>,
-    frames: Vec<Option<(u32, Vec<EntityState>)>>,
+    /// (sequence, entities, exact): `exact` is false for a frame decoded against a stand-in
+    /// base because its real base was in a packet the capture does not have.
+    frames: Vec<Option<(u32, Vec<EntityState>, bool)>>,
     /// MVD: the last frame (deltas always come from the previous frame there).
     last_frame: Vec<EntityState>,
     mvd_players: [PlayerInfo; 32],
@@ -381,7 +383,7 @@ impl ServerState {
     /// The entity frame stored for s2c sequence `seq`, if still held.
     pub fn frame(&self, seq: u32) -> Option<&[EntityState]> {
         match self.frames.get(seq as usize % UPDATE_BACKUP) {
-            Some(Some((s, ents))) if *s == seq => Some(ents),
+            Some(Some((s, ents, _))) if *s == seq => Some(ents),
             _ => None,
         }
     }
@@ -398,30 +400,40 @@ impl ServerState {
         self.players = [None; 32];
     }
 
-    fn store_frame(&mut self, ents: Vec<EntityState>) {
+    fn store_frame(&mut self, ents: Vec<EntityState>, exact: bool) {
         if self.mvd {
             self.last_frame = ents;
         } else if let Some(slot) = self.frames.get_mut(self.seq as usize % UPDATE_BACKUP) {
-            *slot = Some((self.seq, ents));
+            *slot = Some((self.seq, ents, exact));
         }
     }
 
     /// Find the delta base for `from` (spec §6.4): the held frame whose sequence has the low
     /// 8 bits `from`, older than the current packet and less than 63 behind it.
-    fn delta_base(&self, from: u8) -> Option<(u32, Vec<EntityState>)> {
+    /// Returns (sequence, entities, exact, found): when that frame is not held (the capture
+    /// lacks its packet), the newest older frame stands in (`found` false) — what vanilla
+    /// clients do on a mismatch — so one missing packet does not spoil every later delta.
+    fn delta_base(&self, from: u8) -> Option<(u32, Vec<EntityState>, bool, bool)> {
         if self.mvd {
-            return Some((self.seq.wrapping_sub(1), self.last_frame.clone()));
+            return Some((
+                self.seq.wrapping_sub(1),
+                self.last_frame.clone(),
+                true,
+                true,
+            ));
         }
-        match self.frames.get(usize::from(from) % UPDATE_BACKUP) {
-            Some(Some((s, ents)))
-                if (*s & 0xff) as u8 == from
-                    && *s < self.seq
-                    && self.seq - *s < (UPDATE_BACKUP as u32 - 1) =>
-            {
-                Some((*s, ents.clone()))
+        let recent = |s: u32| s < self.seq && self.seq - s < (UPDATE_BACKUP as u32 - 1);
+        if let Some(Some((s, ents, exact))) = self.frames.get(usize::from(from) % UPDATE_BACKUP) {
+            if (*s & 0xff) as u8 == from && recent(*s) {
+                return Some((*s, ents.clone(), *exact, true));
             }
-            _ => None,
         }
+        self.frames
+            .iter()
+            .flatten()
+            .filter(|(s, _, _)| recent(*s))
+            .max_by_key(|(s, _, _)| *s)
+            .map(|(s, ents, _)| (*s, ents.clone(), false, false))
     }
 }
 
@@ -818,8 +830,21 @@ fn parse_op(st: &mut ServerState, r: &mut Reader<'_>) -> Result<ServerOp> {
                 entity::read_packet_entities(r, &old, &st.baselines, !delta, &ext)?;
             pe.from = from;
             pe.base_seq = base.as_ref().map(|b| b.0);
+            if let Some((_, _, exact, found)) = &base {
+                pe.approximate = !exact;
+                if !found {
+                    st.soft_error.get_or_insert(DecodeError {
+                        what: format!(
+                            "delta packetentities from {} but that frame is not in the capture; decoded against frame {}",
+                            from.unwrap_or(0),
+                            pe.base_seq.unwrap_or(0)
+                        ),
+                        at: id_at,
+                    });
+                }
+            }
             if !delta || base.is_some() {
-                st.store_frame(ents);
+                st.store_frame(ents, !pe.approximate);
             } else {
                 // Like ezQuake's FlushEntityPacket: the bytes are read (their length does not
                 // depend on the base) but the frame is unusable; the message goes on.
@@ -987,12 +1012,14 @@ mod tests {
             }
             o => panic!("{o:?}"),
         }
-        // Delta from a frame never seen: an error, not a guess — and the message goes on
-        // (here with an svc_nop after it), as ezQuake reads and drops such a frame.
+        // Delta from a frame never seen: reported, decoded against the newest frame held
+        // (flagged approximate), and the message goes on (here with an svc_nop after it).
         st.seq = 12;
         let (ops, err) = parse_message(&mut st, &mut Reader::new(&[48, 200, 1, 0x20, 3, 0, 0, 1]));
-        assert!(err.is_some_and(|e| e.what.contains("not held")));
-        assert!(matches!(&ops[0].1, ServerOp::Deltapacketentities(pe) if pe.base_missing));
+        assert!(err.is_some_and(|e| e.what.contains("not in the capture")));
+        assert!(
+            matches!(&ops[0].1, ServerOp::Deltapacketentities(pe) if pe.approximate && pe.base_seq == Some(11))
+        );
         assert_eq!(ops[1].1, ServerOp::Nop);
     }
 
