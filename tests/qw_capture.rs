@@ -278,5 +278,8 @@ fn qw_basic_with_missing_server_packets() {
         assert!(m.ops.iter().any(|o| matches!(&o.kind, OpKind::Server(quakecap::qw::svc::ServerOp::Deltapacketentities(pe)) if pe.approximate)));
     }
     assert_eq!(conn.errors as usize, errors.len());
-    println!("{} errored messages for {removed} missing packets", errors.len());
+    println!(
+        "{} errored messages for {removed} missing packets",
+        errors.len()
+    );
 }

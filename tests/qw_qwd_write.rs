@@ -42,6 +42,23 @@ fn write_all(dir: &str) -> Vec<(u32, Vec<u8>)> {
         w.push(e);
     }
     let out = w.finish();
+    // Streaming into a file writer gives the same bytes, and the map is known for naming.
+    for (flow, data) in &out {
+        let mut one = qwd::Writer::new(std::io::Cursor::new(Vec::new()));
+        for e in &run.events {
+            if let Event::Raw(r) = e {
+                if r.flow == *flow {
+                    one.push(r).unwrap();
+                }
+            }
+        }
+        assert!(
+            one.map().is_some_and(|m| m == "lqdm2" || m == "lqdm5"),
+            "{:?}",
+            one.map()
+        );
+        assert_eq!(&one.finish().unwrap().into_inner(), data);
+    }
     let conns = run.flows.iter().filter(|f| f.kind == "connection").count();
     assert_eq!(out.len(), conns, "{dir}: one .qwd per connection");
     let odir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("qwd-out");

@@ -20,6 +20,7 @@ use super::usercmd::Usercmd;
 use super::Event;
 use crate::flow::Dir;
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 
 /// One packet of a connection as the .qwd writer needs it ([`super::Event::Raw`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -45,15 +46,17 @@ pub struct RawPacket {
 const SVC_DISCONNECT: u8 = 2;
 const SVC_DOWNLOAD: u8 = 41;
 const SVC_SERVERDATA: u8 = 11;
+const SVC_MODELLIST: u8 = 45;
 const DEM_CMD: u8 = 0;
 const DEM_READ: u8 = 1;
 /// ezQuake rejects dem_read blocks larger than this.
 const MAX_DEM_READ: usize = 8192;
 
-/// Builds one .qwd from the [`RawPacket`]s of one connection, fed in capture order.
-#[derive(Debug, Default)]
-pub struct Writer {
-    buf: Vec<u8>,
+/// Builds one .qwd from the [`RawPacket`]s of one connection, fed in capture order, streaming
+/// it into `W` (memory: the few packets of one client frame).
+#[derive(Debug)]
+pub struct Writer<W: Write = Vec<u8>> {
+    out: W,
     t0: Option<i64>,
     last_time: f32,
     next_cmd_seq: u32,
@@ -61,14 +64,35 @@ pub struct Writer {
     reads: usize,
     cmds: usize,
     signon: bool,
+    map: Option<String>,
     /// dem_read bodies parsed since the last command, waiting for that frame's time.
     pending: Vec<Vec<u8>>,
     ended: bool,
+    block: Vec<u8>,
 }
 
-impl Writer {
-    pub fn new() -> Self {
-        Writer::default()
+impl Default for Writer<Vec<u8>> {
+    fn default() -> Self {
+        Writer::new(Vec::new())
+    }
+}
+
+impl<W: Write> Writer<W> {
+    pub fn new(out: W) -> Self {
+        Writer {
+            out,
+            t0: None,
+            last_time: 0.0,
+            next_cmd_seq: 0,
+            last_cmd: Usercmd::default(),
+            reads: 0,
+            cmds: 0,
+            signon: false,
+            map: None,
+            pending: Vec::new(),
+            ended: false,
+            block: Vec::with_capacity(MAX_DEM_READ + 16),
+        }
     }
 
     fn time(&mut self, ts_ns: i64) -> f32 {
@@ -79,67 +103,72 @@ impl Writer {
         self.last_time
     }
 
-    fn block_header(&mut self, time: f32, kind: u8) {
-        self.buf.extend_from_slice(&time.to_le_bytes());
-        self.buf.push(kind);
+    fn write_block(&mut self, time: f32, kind: u8, body: &[&[u8]]) -> io::Result<()> {
+        self.block.clear();
+        self.block.extend_from_slice(&time.to_le_bytes());
+        self.block.push(kind);
+        for b in body {
+            self.block.extend_from_slice(b);
+        }
+        self.out.write_all(&self.block)
     }
 
-    fn write_cmd(&mut self, time: f32, cmd: &Usercmd) {
-        self.block_header(time, DEM_CMD);
-        self.buf.extend_from_slice(&cmd.to_qwd_bytes());
-        for a in cmd.angles {
-            self.buf.extend_from_slice(&a.to_le_bytes());
+    fn write_cmd(&mut self, time: f32, cmd: &Usercmd) -> io::Result<()> {
+        let mut va = [0u8; 12];
+        for (i, a) in cmd.angles.iter().enumerate() {
+            va[4 * i..4 * i + 4].copy_from_slice(&a.to_le_bytes());
         }
+        self.write_block(time, DEM_CMD, &[&cmd.to_qwd_bytes(), &va])?;
         self.cmds += 1;
+        Ok(())
     }
 
-    fn write_read(&mut self, time: f32, data: &[u8]) {
-        self.block_header(time, DEM_READ);
-        self.buf
-            .extend_from_slice(&(data.len() as i32).to_le_bytes());
-        self.buf.extend_from_slice(data);
+    fn write_read(&mut self, time: f32, data: &[u8]) -> io::Result<()> {
+        self.write_block(time, DEM_READ, &[&(data.len() as i32).to_le_bytes(), data])?;
         self.reads += 1;
+        Ok(())
     }
 
-    fn flush_reads(&mut self, time: f32) {
+    fn flush_reads(&mut self, time: f32) -> io::Result<()> {
         for data in std::mem::take(&mut self.pending) {
-            self.write_read(time, &data);
+            self.write_read(time, &data)?;
         }
+        Ok(())
     }
 
     /// Feed one packet of the connection (others' packets must not be fed).
-    pub fn push(&mut self, p: &RawPacket) {
+    pub fn push(&mut self, p: &RawPacket) -> io::Result<()> {
         if self.ended {
-            return;
+            return Ok(());
         }
         match p.dir {
             Dir::C2s => {
                 if p.drop {
                     self.ended = true;
-                    return;
+                    return Ok(());
                 }
-                let Some(cmd) = p.cmd else { return };
+                let Some(cmd) = p.cmd else { return Ok(()) };
                 if p.seq < self.next_cmd_seq {
-                    return; // a duplicate of a command already written
+                    return Ok(()); // a duplicate of a command already written
                 }
                 let t = self.time(p.ts_ns);
-                self.flush_reads(t);
+                self.flush_reads(t)?;
                 // Sequences the client skipped (cl_c2spps) still had a dem_cmd: repeat the last.
                 while self.next_cmd_seq < p.seq && p.seq - self.next_cmd_seq < 64 {
                     let last = self.last_cmd;
-                    self.write_cmd(t, &last);
+                    self.write_cmd(t, &last)?;
                     self.next_cmd_seq += 1;
                 }
-                self.write_cmd(t, &cmd);
+                self.write_cmd(t, &cmd)?;
                 self.last_cmd = cmd;
                 self.next_cmd_seq = p.seq + 1;
             }
             Dir::S2c => {
                 if !p.accepted || p.spans.is_empty() {
-                    return;
+                    return Ok(());
                 }
                 let Some(header) = p.payload.get(..8) else {
-                    return;
+                    return Ok(());
                 };
                 let mut data = header.to_vec();
                 for &(start, end, id) in &p.spans {
@@ -150,42 +179,61 @@ impl Writer {
                     if id == SVC_DOWNLOAD {
                         continue;
                     }
+                    let msg = p.payload.get(start..end).unwrap_or(&[]);
                     if id == SVC_SERVERDATA {
                         self.signon = true;
                     }
-                    data.extend_from_slice(p.payload.get(start..end).unwrap_or(&[]));
+                    if id == SVC_MODELLIST && self.map.is_none() {
+                        self.map = map_name(msg);
+                    }
+                    data.extend_from_slice(msg);
                 }
                 // Only the header left: the packet held svc_disconnect alone.
                 if data.len() > MAX_DEM_READ || (self.ended && data.len() == 8) {
-                    return;
+                    return Ok(());
                 }
                 self.time(p.ts_ns);
                 self.pending.push(data);
             }
         }
+        Ok(())
     }
 
     /// Did the stream contain an svc_serverdata (without it the demo cannot be played)?
     pub fn has_signon(&self) -> bool {
         self.signon
     }
+    /// The map of the first model list (`maps/<name>.bsp` → `<name>`), for file names.
+    pub fn map(&self) -> Option<&str> {
+        self.map.as_deref()
+    }
     /// dem_read and dem_cmd blocks written so far.
     pub fn counts(&self) -> (usize, usize) {
         (self.reads, self.cmds)
     }
 
-    /// Close the demo with the `EndOfDemo` block and return the file.
-    pub fn finish(mut self) -> Vec<u8> {
+    /// Close the demo with the `EndOfDemo` block and hand back the output.
+    pub fn finish(mut self) -> io::Result<W> {
         let t = self.last_time;
-        self.flush_reads(t);
+        self.flush_reads(t)?;
         let mut eod = vec![0xFF, 0xFF, 0xFF, 0xFF, 2];
         eod.extend_from_slice(b"EndOfDemo\0");
-        self.block_header(t, DEM_READ);
-        self.buf
-            .extend_from_slice(&(eod.len() as i32).to_le_bytes());
-        self.buf.extend_from_slice(&eod);
-        self.buf
+        self.write_read(t, &eod)?;
+        self.out.flush()?;
+        Ok(self.out)
     }
+}
+
+/// `maps/<name>.bsp` from an svc_modellist message that starts the list (index 1 = the map).
+fn map_name(msg: &[u8]) -> Option<String> {
+    let (&start, rest) = msg.get(1..)?.split_first()?;
+    if start != 0 {
+        return None;
+    }
+    let end = rest.iter().position(|&b| b == 0)?;
+    let s = String::from_utf8_lossy(rest.get(..end)?).into_owned();
+    let name = s.strip_prefix("maps/")?.strip_suffix(".bsp")?;
+    Some(name.to_string())
 }
 
 /// One [`Writer`] per connection, fed from the tracker's events.
@@ -201,7 +249,8 @@ impl Writers {
     /// Route a tracker event (only [`Event::Raw`] matters).
     pub fn push(&mut self, e: &Event) {
         if let Event::Raw(p) = e {
-            self.by_flow.entry(p.flow).or_default().push(p);
+            // Writing into memory cannot fail.
+            let _ = self.by_flow.entry(p.flow).or_default().push(p);
         }
     }
     /// The .qwd of every connection that had a signon, by flow id.
@@ -209,7 +258,7 @@ impl Writers {
         self.by_flow
             .into_iter()
             .filter(|(_, w)| w.has_signon())
-            .map(|(id, w)| (id, w.finish()))
+            .filter_map(|(id, w)| w.finish().ok().map(|d| (id, d)))
             .collect()
     }
 }
