@@ -24,7 +24,19 @@ fn said(dir: &str) -> Vec<String> {
 /// `datagrams`: the capture's UDP datagram count (`tshark -r capture.pcapng -Y udp | wc -l`).
 /// `accepts`: the `j` replies in it; `qports`: the qport of each connection in order.
 fn check(dir: &str, datagrams: u64, accepts: usize, qports: &[u16]) {
-    let run = run_capture(dir, opts());
+    check_file(dir, "capture.pcapng", datagrams, accepts, qports, true);
+}
+
+/// `lossless`: the session had no loss, so the netchan facts of a clean session hold exactly.
+fn check_file(
+    dir: &str,
+    file: &str,
+    datagrams: u64,
+    accepts: usize,
+    qports: &[u16],
+    lossless: bool,
+) {
+    let run = qw_common::run_capture_file(dir, file, opts());
     assert_eq!(run.datagrams, datagrams, "{dir}: UDP datagrams read");
     assert_eq!(
         run.taken, datagrams,
@@ -32,7 +44,7 @@ fn check(dir: &str, datagrams: u64, accepts: usize, qports: &[u16]) {
     );
     let total: u64 = run.flows.iter().map(|f| f.packets.total()).sum();
     // Flows only (no decoding) finds the same flows with the same counters.
-    let cheap = run_capture(dir, qw::Options::default());
+    let cheap = qw_common::run_capture_file(dir, file, qw::Options::default());
     assert!(cheap.events.is_empty());
     let key = |f: &quakecap::flow::FlowSummary| {
         (
@@ -99,6 +111,31 @@ fn check(dir: &str, datagrams: u64, accepts: usize, qports: &[u16]) {
     }
     assert!(moves > 1000, "{dir}: {moves} moves checked");
 
+    if lossless {
+        check_lossless_netchan(dir, &run, accepts, &conns);
+    }
+
+    let cmds: Vec<String> = messages(&run.events)
+        .filter(|m| m.dir == Dir::C2s)
+        .flat_map(|m| m.ops.iter())
+        .filter_map(|o| match &o.kind {
+            OpKind::Client(ClientOp::Stringcmd { text }) => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    for s in said(dir) {
+        let (verb, rest) = s.split_once(' ').unwrap();
+        let found = cmds.iter().any(|c| c.starts_with(verb) && c.contains(rest));
+        assert!(found, "{dir}: `{s}` decoded as a client stringcmd");
+    }
+}
+
+fn check_lossless_netchan(
+    dir: &str,
+    run: &qw_common::Run,
+    accepts: usize,
+    conns: &[&quakecap::flow::FlowSummary],
+) {
     // Netchan: the first c2s packet (seq 0, reliable "new") is dropped by the server as
     // seq 0 <= 0 (spec §2.4.6); the retransmission of "new" is the only retransmitted block.
     let rt: Vec<&qw::Message> = messages(&run.events)
@@ -115,26 +152,12 @@ fn check(dir: &str, datagrams: u64, accepts: usize, qports: &[u16]) {
             matches!(&m.ops.first().map(|o| &o.kind), Some(OpKind::Client(ClientOp::Stringcmd { text })) if text == "new")
         );
     }
-    for c in &conns {
+    for c in conns {
         assert_eq!(
             c.duplicates.c2s, 1,
             "{dir}: flow {}: the seq-0 packet is the one c2s duplicate",
             c.id
         );
-    }
-
-    let cmds: Vec<String> = messages(&run.events)
-        .filter(|m| m.dir == Dir::C2s)
-        .flat_map(|m| m.ops.iter())
-        .filter_map(|o| match &o.kind {
-            OpKind::Client(ClientOp::Stringcmd { text }) => Some(text.clone()),
-            _ => None,
-        })
-        .collect();
-    for s in said(dir) {
-        let (verb, rest) = s.split_once(' ').unwrap();
-        let found = cmds.iter().any(|c| c.starts_with(verb) && c.contains(rest));
-        assert!(found, "{dir}: `{s}` decoded as a client stringcmd");
     }
 }
 
@@ -282,4 +305,40 @@ fn qw_basic_with_missing_server_packets() {
         "{} errored messages for {removed} missing packets",
         errors.len()
     );
+}
+
+/// The impaired session (shared/lab/qw `run_capture.py impaired`: 5 % loss, 20±15 ms jitter,
+/// 1 % duplicates, NAT rebinding of the relay after 20 s) from both taps: the clients' side
+/// of the relay and the server's side (where each client shows up from two ports).
+#[test]
+fn qw_impaired_flows_and_decode_both_sides() {
+    check_file(
+        "qw-impaired",
+        "capture.pcapng",
+        11471,
+        2,
+        &[35740, 436],
+        false,
+    );
+    check_file(
+        "qw-impaired",
+        "server-side.pcapng",
+        11397,
+        2,
+        &[35740, 436],
+        false,
+    );
+    let run = qw_common::run_capture_file("qw-impaired", "server-side.pcapng", opts());
+    for c in run.flows.iter().filter(|f| f.kind == "connection") {
+        assert_eq!(c.client_ports.len(), 2, "flow {}: NAT rebinding seen", c.id);
+        assert!(c.dropped.c2s > 0 && c.out_of_order.c2s > 0 && c.duplicates.c2s > 1);
+    }
+    let run = run_capture("qw-impaired", opts());
+    for c in run.flows.iter().filter(|f| f.kind == "connection") {
+        assert!(
+            c.out_of_order.s2c > 0 && c.duplicates.s2c > 0,
+            "flow {}: reordered and duplicated s2c",
+            c.id
+        );
+    }
 }

@@ -43,3 +43,10 @@ fn qw_mapchange_server_mvds_match_shownet() {
     check("qw-mapchange-reconnect", "server-demo0.mvd");
     check("qw-mapchange-reconnect", "server-demo1.mvd");
 }
+
+#[test]
+fn qw_impaired_demos_match_shownet() {
+    check("qw-impaired", "client1-demo0.qwd");
+    check("qw-impaired", "client2-demo0.qwd");
+    check("qw-impaired", "server-demo0.mvd");
+}

@@ -8,6 +8,8 @@
 //!   qw-mapchange-reconnect flow 3   frames 1436   (client2-demo0.qwd: 1329)
 //!   qw-mapchange-reconnect flow 6   frames 748    (no client demo: after the reconnect)
 //!   qw-mapchange-reconnect flow 7   frames 314    (no client demo: after the new connect)
+//!   qw-impaired flow 2              frames 3619   (client1-demo0.qwd, recorded from later on: 1971)
+//!   qw-impaired flow 3              frames 2281   (client2-demo0.qwd: 2131)
 mod qw_common;
 use quakecap::qw::{self, qwd};
 use std::path::Path;
@@ -22,7 +24,12 @@ fn written_demos_play_in_ezquake() {
     assert!(Path::new(&script).exists(), "no {script}");
     let odir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("qwd-play");
     std::fs::create_dir_all(&odir).unwrap();
-    for dir in ["qw-basic", "qw-noext", "qw-mapchange-reconnect"] {
+    for dir in [
+        "qw-basic",
+        "qw-noext",
+        "qw-mapchange-reconnect",
+        "qw-impaired",
+    ] {
         let run = qw_common::run_capture(
             dir,
             qw::Options {

@@ -324,3 +324,13 @@ fn qw_mapchange_qwd_commands_equal_capture_moves() {
     check_cmds("qw-mapchange-reconnect", "client1-demo0.qwd", 2);
     check_cmds("qw-mapchange-reconnect", "client2-demo0.qwd", 3);
 }
+
+/// The impaired session (loss, jitter, duplicates, NAT rebinding at the relay), from the
+/// clients' side of the relay: what each client recorded is what the capture holds.
+#[test]
+fn qw_impaired_qwd_equals_capture() {
+    check("qw-impaired", "client1-demo0.qwd", 2);
+    check("qw-impaired", "client2-demo0.qwd", 3);
+    check_cmds("qw-impaired", "client1-demo0.qwd", 2);
+    check_cmds("qw-impaired", "client2-demo0.qwd", 3);
+}

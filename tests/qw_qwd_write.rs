@@ -138,3 +138,10 @@ fn qw_mapchange_writes_playable_qwds() {
     compare_with_client_demo("qw-mapchange-reconnect", "client1-demo0.qwd", &out, 2);
     compare_with_client_demo("qw-mapchange-reconnect", "client2-demo0.qwd", &out, 3);
 }
+
+#[test]
+fn qw_impaired_writes_playable_qwds() {
+    let out = write_all("qw-impaired");
+    compare_with_client_demo("qw-impaired", "client1-demo0.qwd", &out, 2);
+    compare_with_client_demo("qw-impaired", "client2-demo0.qwd", &out, 3);
+}

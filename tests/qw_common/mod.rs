@@ -22,7 +22,11 @@ pub struct Run {
 }
 
 pub fn run_capture(dir: &str, opts: qw::Options) -> Run {
-    let mut reader = CaptureReader::open(&path(dir, "capture.pcapng")).unwrap();
+    run_capture_file(dir, "capture.pcapng", opts)
+}
+
+pub fn run_capture_file(dir: &str, file: &str, opts: qw::Options) -> Run {
+    let mut reader = CaptureReader::open(&path(dir, file)).unwrap();
     let mut net = NetDecoder::new();
     let mut tracker = qw::Tracker::new(opts);
     let mut events = Vec::new();
