@@ -296,6 +296,7 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
                 error,
                 raw: opts.keep_raw.then(|| rec.body.to_vec()),
                 protocol: summary.protocol.unwrap_or(68),
+                client_gone: false,
                 file_offset: Some(rec.offset),
             };
             sink.q3_message(&m).map_err(io_err)?;

@@ -14,6 +14,11 @@ use super::svc;
 use crate::flow::{Dir, FlowError, FlowSummary};
 use crate::net::Datagram;
 
+/// `disconnect` (with or without a reason) as a reliable command in either direction.
+fn is_disconnect(text: &str) -> bool {
+    text.split_whitespace().next() == Some("disconnect")
+}
+
 /// What the connection should produce.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -38,6 +43,8 @@ pub struct Connection {
     pub state: ClientState,
     client_cmds: Vec<String>,
     last_client_cmd: i32,
+    /// The client left (sent `disconnect` or was told to): it processes nothing more.
+    client_gone: bool,
     opts: Options,
 }
 
@@ -64,6 +71,7 @@ impl Connection {
             state: ClientState::default(),
             client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
             last_client_cmd: 0,
+            client_gone: false,
             opts,
         }
     }
@@ -96,6 +104,7 @@ impl Connection {
             body,
             error: None,
             raw: None,
+            client_gone: self.client_gone,
             protocol: self.proto.number(),
             file_offset: None,
         }
@@ -140,6 +149,7 @@ impl Connection {
                 self.rx_client.reset();
                 self.client_cmds.iter_mut().for_each(String::clear);
                 self.last_client_cmd = 0;
+                self.client_gone = false;
                 self.state = ClientState::default();
                 if let Some(c) = oob.arg_int(0) {
                     self.challenge.get_or_insert(c as i32);
@@ -253,6 +263,11 @@ impl Connection {
                 let text = format!("server message {seq}: {e}");
                 self.error(d, Dir::S2c, text.clone());
                 m.error = Some(text);
+            }
+            // A `disconnect` server command ends the client's session (the engine drops on it).
+            if parsed.ops.iter().any(|op| matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))) {
+                self.client_gone = true;
+                m.client_gone = true;
             }
             m.body = Body::Server(parsed);
         }
