@@ -18,7 +18,14 @@ struct Mem {
 
 impl DemoOutput for Mem {
     type W = Vec<u8>;
-    fn open(&mut self, _: u32, _: u32, _: u32, _: Option<&str>, _: Option<&str>) -> io::Result<Vec<u8>> {
+    fn open(
+        &mut self,
+        _: u32,
+        _: u32,
+        _: u32,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> io::Result<Vec<u8>> {
         Ok(Vec::new())
     }
     fn closed(&mut self, flow: u32, part: u32, w: Vec<u8>, stats: &DemoStats) -> io::Result<()> {
@@ -29,7 +36,11 @@ impl DemoOutput for Mem {
 
 fn write_demos(path: &Path, opts: DemoOptions) -> (pipeline::Report, Mem) {
     let mut sink = DemoSink::new(Mem::default(), opts);
-    let o = Options { emit: false, keep_raw: true, flows: None };
+    let o = Options {
+        emit: false,
+        keep_raw: true,
+        flows: None,
+    };
     let report = if pipeline::demo_protocol(path).is_some() {
         pipeline::run_q3_demo(path, &o, &mut sink)
     } else {
@@ -43,8 +54,16 @@ fn write_demos(path: &Path, opts: DemoOptions) -> (pipeline::Report, Mem) {
 fn client_demo_records_appear_byte_identical_with_the_same_sequence() {
     let mut compared = 0;
     for folder in Q3_CAPTURES {
-        let (report, mem) = write_demos(&cap(&format!("{folder}/capture.pcapng")), DemoOptions::default());
-        let conns: Vec<u32> = report.flows.iter().filter(|f| f.kind == "connection").map(|f| f.id).collect();
+        let (report, mem) = write_demos(
+            &cap(&format!("{folder}/capture.pcapng")),
+            DemoOptions::default(),
+        );
+        let conns: Vec<u32> = report
+            .flows
+            .iter()
+            .filter(|f| f.kind == "connection")
+            .map(|f| f.id)
+            .collect();
         for demo in client_demos(folder) {
             let name = demo.file_name().unwrap().to_string_lossy().to_string();
             let client: usize = name[6..7].parse().unwrap();
@@ -54,7 +73,11 @@ fn client_demo_records_appear_byte_identical_with_the_same_sequence() {
             assert!(theirs.len() > 250, "{name}");
             // The first record is the client's synthetic gamestate (CL_Record_f).
             for (seq, body) in &theirs[1..] {
-                assert_eq!(ours.get(seq), Some(body), "{folder}/{name} record seq {seq}");
+                assert_eq!(
+                    ours.get(seq),
+                    Some(body),
+                    "{folder}/{name} record seq {seq}"
+                );
                 compared += 1;
             }
         }
@@ -70,7 +93,11 @@ fn check_playable(bytes: &[u8], what: &str) -> usize {
     std::fs::write(&path, bytes).unwrap();
     let (report, msgs) = decode(&path, false);
     std::fs::remove_dir_all(&dir).ok();
-    assert_eq!(report.flows[0].errors, 0, "{what}: {:?}", report.flows[0].error_details);
+    assert_eq!(
+        report.flows[0].errors, 0,
+        "{what}: {:?}",
+        report.flows[0].error_details
+    );
     let mut snaps = 0;
     let mut last = i32::MIN;
     for m in &msgs {
@@ -82,7 +109,11 @@ fn check_playable(bytes: &[u8], what: &str) -> usize {
                     // The engine checks time only from the first active snapshot on
                     // (CL_FirstSnapshot skips SNAPFLAG_NOT_ACTIVE ones after a gamestate).
                     if s.flags & 2 == 0 {
-                        assert!(s.server_time >= last, "{what}: serverTime went back at seq {:?}", m.seq);
+                        assert!(
+                            s.server_time >= last,
+                            "{what}: serverTime went back at seq {:?}",
+                            m.seq
+                        );
                         last = s.server_time;
                     }
                     snaps += 1;
@@ -162,7 +193,10 @@ fn lossy_capture_still_gives_a_demo_without_broken_deltas() {
 
 #[test]
 fn rewriting_a_client_demo_keeps_it_byte_identical() {
-    for demo in client_demos("q3-basic").into_iter().chain(client_demos("q3-proto71")) {
+    for demo in client_demos("q3-basic")
+        .into_iter()
+        .chain(client_demos("q3-proto71"))
+    {
         let input = std::fs::read(&demo).unwrap();
         let (_, mem) = write_demos(&demo, DemoOptions::default());
         assert_eq!(mem.files[&(1, 0)].0, input, "{}", demo.display());
@@ -171,9 +205,18 @@ fn rewriting_a_client_demo_keeps_it_byte_identical() {
 
 #[test]
 fn full_snapshot_reencoding_decodes_to_the_same_states() {
-    for demo in client_demos("q3-basic").into_iter().chain(client_demos("q3-mapchange")) {
+    for demo in client_demos("q3-basic")
+        .into_iter()
+        .chain(client_demos("q3-mapchange"))
+    {
         let (_, orig) = decode(&demo, false);
-        let (_, mem) = write_demos(&demo, DemoOptions { full_snapshots: true, split_maps: false });
+        let (_, mem) = write_demos(
+            &demo,
+            DemoOptions {
+                full_snapshots: true,
+                split_maps: false,
+            },
+        );
         let (bytes, stats) = &mem.files[&(1, 0)];
         assert!(stats.reencoded > 200, "{stats:?}");
         let dir = std::env::temp_dir().join(format!("quakecap-full-{}", std::process::id()));
@@ -186,14 +229,23 @@ fn full_snapshot_reencoding_decodes_to_the_same_states() {
             msgs.iter()
                 .flat_map(|m| m.server().unwrap().ops.iter().map(move |op| (m.seq, op)))
                 .filter_map(|(seq, op)| match op {
-                    ServerOp::Snapshot(s) if s.valid => Some((seq, s.frame.server_time, s.frame.ps.clone(), s.frame.entities.clone())),
+                    ServerOp::Snapshot(s) if s.valid => Some((
+                        seq,
+                        s.frame.server_time,
+                        s.frame.ps.clone(),
+                        s.frame.entities.clone(),
+                    )),
                     _ => None,
                 })
                 .collect()
         };
         let (a, b) = (frames(&orig), frames(&full));
         assert_eq!(a.len(), b.len(), "{}", demo.display());
-        assert!(a == b, "{}: states differ after re-encoding", demo.display());
+        assert!(
+            a == b,
+            "{}: states differ after re-encoding",
+            demo.display()
+        );
         // Every snapshot of the re-encoded demo is a full one.
         for m in &full {
             for op in &m.server().unwrap().ops {

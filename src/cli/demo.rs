@@ -190,7 +190,9 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
         s.snapshots,
         s.gamestates
     )?;
-    if s.reencoded + s.dropped_snapshots + s.skipped_bad + s.before_gamestate + s.downloads_removed > 0 {
+    if s.reencoded + s.dropped_snapshots + s.skipped_bad + s.before_gamestate + s.downloads_removed
+        > 0
+    {
         writeln!(
             out,
             "  repaired: {} delta snapshots re-encoded as full, {} snapshots dropped (state unknown), {} undecodable messages skipped, {} messages before the gamestate skipped, {} download blocks removed",

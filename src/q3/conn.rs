@@ -45,6 +45,8 @@ pub struct Connection {
     last_client_cmd: i32,
     /// The client left (sent `disconnect` or was told to): it processes nothing more.
     client_gone: bool,
+    /// The capture started after the handshake: challenge and reliable commands unknown.
+    mid_session: bool,
     opts: Options,
 }
 
@@ -72,6 +74,7 @@ impl Connection {
             client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
             last_client_cmd: 0,
             client_gone: false,
+            mid_session: false,
             opts,
         }
     }
@@ -222,10 +225,30 @@ impl Connection {
             fragmented,
         } = res
         {
+            if self.mid_session {
+                return self.undecoded(d, dir, seq, fragmented, out);
+            }
             match dir {
                 Dir::S2c => self.server_message(d, seq, body, fragmented, out),
                 Dir::C2s => self.client_message(d, seq, body, fragmented, out),
             }
+        }
+    }
+
+    /// A message of a connection that cannot be descrambled: reported with its header only.
+    fn undecoded(
+        &mut self,
+        d: &Datagram<'_>,
+        dir: Dir,
+        seq: i32,
+        fragmented: bool,
+        out: &mut Vec<Message>,
+    ) {
+        if self.opts.emit {
+            let kind = if dir == Dir::S2c { "server" } else { "client" };
+            let mut m = self.message(d, dir, Some(seq), kind, Body::None);
+            m.fragmented = fragmented;
+            out.push(m);
         }
     }
 
@@ -338,6 +361,19 @@ impl Connection {
         }
     }
 
+    /// The capture missed this connection's handshake: the netchan is followed, but protocol
+    /// 68 bodies cannot be descrambled without the challenge and the reliable commands.
+    pub fn mark_mid_session(&mut self, frame: u64) {
+        self.mid_session = true;
+        self.connected = true;
+        self.summary.kind = "connection";
+        self.summary.push_error(FlowError {
+            frame,
+            dir: None,
+            message: "capture starts after the connection's handshake: challenge and reliable commands unknown, messages counted but not decoded".into(),
+        });
+    }
+
     /// True once netchan messages flowed (a later handshake is a new connection).
     pub fn established(&self) -> bool {
         self.rx_server.stats.accepted > 0
@@ -347,7 +383,7 @@ impl Connection {
     pub fn summary(&self) -> FlowSummary {
         let mut s = self.summary.clone();
         s.challenge = self.challenge.map(i64::from);
-        if s.kind == "connection" && s.protocol.is_none() {
+        if s.kind == "connection" && s.protocol.is_none() && !self.mid_session {
             s.protocol = Some(self.proto.number());
         }
         s

@@ -141,8 +141,15 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<En
 ///
 /// Re-encoded: messages with svc_download (a playing client has requested no download and
 /// would stop parsing there), and delta snapshots whose base is not in the demo.
-fn plan(m: &Message, fd: &FlowDemo<impl Write>, opts: DemoOptions, stats: &mut DemoStats) -> (Option<Vec<u8>>, Option<i32>) {
-    let Some(sm) = m.server() else { return (None, None) };
+fn plan(
+    m: &Message,
+    fd: &FlowDemo<impl Write>,
+    opts: DemoOptions,
+    stats: &mut DemoStats,
+) -> (Option<Vec<u8>>, Option<i32>) {
+    let Some(sm) = m.server() else {
+        return (None, None);
+    };
     let seq = m.seq.unwrap_or(0);
     let snap = sm.ops.iter().find_map(|op| match op {
         ServerOp::Snapshot(s) => Some(s),
@@ -163,7 +170,9 @@ fn plan(m: &Message, fd: &FlowDemo<impl Write>, opts: DemoOptions, stats: &mut D
     for op in &sm.ops {
         match op {
             ServerOp::ServerCommand { seq, text, .. } => emit::server_command(&mut w, *seq, text),
-            ServerOp::Snapshot(s) if keep_snapshot => emit::full_snapshot(&mut w, &s.frame, &fd.baselines),
+            ServerOp::Snapshot(s) if keep_snapshot => {
+                emit::full_snapshot(&mut w, &s.frame, &fd.baselines)
+            }
             _ => {}
         }
     }
