@@ -202,7 +202,7 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
     if s.gamestates > 1 {
         writeln!(
             out,
-            "  note: {} gamestates (map changes) in one file; ioquake3 stops playing at the second one — use --split-maps for one playable demo per map",
+            "  note: {} gamestates (map changes) in one file; ioquake3 reads past the second one but renders little of it — use --split-maps for one fully playable demo per map",
             s.gamestates
         )?;
     }
