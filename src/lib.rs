@@ -21,7 +21,6 @@ pub mod capture;
 pub mod flow;
 pub mod net;
 pub mod pipeline;
-pub mod pos;
 pub mod q3;
 pub mod qw;
 pub mod sink;

@@ -172,8 +172,10 @@ fn lossy_capture_still_gives_a_demo_without_broken_deltas() {
     std::fs::write(&path, &lossy).unwrap();
     // Every snapshot the decoder could reconstruct from the lossy capture must be in the demo.
     let (_, msgs) = decode(&path, false);
+    // (Messages after the client left are never part of its demo.)
     let reconstructable = msgs
         .iter()
+        .filter(|m| !m.client_gone)
         .filter_map(|m| m.server())
         .flat_map(|s| &s.ops)
         .filter(|op| matches!(op, ServerOp::Snapshot(s) if s.valid))
@@ -188,7 +190,7 @@ fn lossy_capture_still_gives_a_demo_without_broken_deltas() {
     // but every one that can is in the demo, and every message keeps its server commands.
     assert_eq!(stats.before_gamestate, 0);
     assert_eq!(snaps, reconstructable, "{stats:?}");
-    assert!(snaps > 50 && stats.records > 450, "{stats:?}");
+    assert!(snaps > 20 && stats.records > 450, "{stats:?}");
 }
 
 #[test]

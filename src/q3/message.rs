@@ -41,6 +41,10 @@ pub struct Message {
     /// The descrambled body as the client's demo would store it (kept only when asked).
     #[serde(skip)]
     pub raw: Option<Vec<u8>>,
+    /// The client had already left (it sent `disconnect`, or this message tells it to): the
+    /// real client never processed this message, so a demo stops before it.
+    #[serde(skip)]
+    pub client_gone: bool,
     /// The connection's protocol (68 or 71; demo files: from the extension).
     #[serde(skip)]
     pub protocol: u32,

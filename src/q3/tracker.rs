@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
+use super::bits::BitReader;
 use super::conn::{Connection, Options};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
@@ -44,6 +45,37 @@ fn is_q3_connect(payload: &[u8]) -> bool {
         .get(12..)
         .and_then(|b| super::huffman::adaptive_decompress(b).ok())
         .is_some_and(|t| t.starts_with(b"\"\\"))
+}
+
+/// The direction a sequenced Quake 3 packet travels, judged from its shape alone (for
+/// connections whose handshake was not captured): a client packet's body starts with three
+/// Huffman-coded longs (serverId, messageAcknowledge, reliableAcknowledge) that are never
+/// scrambled; a server packet's with a small reliableAcknowledge followed by a server op.
+/// Random or QuakeWorld bytes almost never pass (q3-protocol.md §3.6).
+pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
+    if p.len() < 8 || oob::is_oob(p) {
+        return None;
+    }
+    let small = |v: i32, max: i32| (0..max).contains(&v);
+    if let Ok(h) = Header::parse(p, Dir::C2s, Protocol::V68) {
+        let mut r = BitReader::new(h.payload);
+        if let (false, Ok(sid), Ok(ack), Ok(rel)) =
+            (h.fragmented, r.read_long(), r.read_long(), r.read_long())
+        {
+            if sid >= 0 && small(ack, 1 << 26) && small(rel, 1 << 16) && h.sequence > 0 {
+                return Some(Dir::C2s);
+            }
+        }
+    }
+    let h = Header::parse(p, Dir::S2c, Protocol::V68).ok()?;
+    if h.fragmented || h.sequence <= 0 {
+        return None;
+    }
+    let mut r = BitReader::new(h.payload);
+    let ack = r.read_long().ok()?;
+    let op = r.read_byte().ok()?;
+    (small(ack, 1 << 16) && matches!(op, 1 | 5 | 6 | 7 | 8) && r.bit_pos() <= 32)
+        .then_some(Dir::S2c)
 }
 
 /// Tracks every Quake 3 flow of a capture.
@@ -106,11 +138,24 @@ impl Tracker {
             return Some((self.new_flow(server, client, next_id), dir));
         }
         // A sequenced client packet from a new port with a known qport: NAT rebinding.
-        let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
-        let q = h.qport?;
-        let &i = self.by_qport.get(&(d.dst, d.src.ip(), q))?;
-        self.by_pair.insert((d.dst, d.src), i);
-        Some((i, Dir::C2s))
+        if let Some(q) = Header::parse(d.payload, Dir::C2s, Protocol::V68)
+            .ok()
+            .and_then(|h| h.qport)
+        {
+            if let Some(&i) = self.by_qport.get(&(d.dst, d.src.ip(), q)) {
+                self.by_pair.insert((d.dst, d.src), i);
+                return Some((i, Dir::C2s));
+            }
+        }
+        // A connection whose handshake the capture missed, recognised by its netchan shape.
+        let dir = netchan_shape(d.payload)?;
+        let (server, client) = match dir {
+            Dir::C2s => (d.dst, d.src),
+            Dir::S2c => (d.src, d.dst),
+        };
+        let i = self.new_flow(server, client, next_id);
+        self.flows[i].mark_mid_session(d.frame);
+        Some((i, dir))
     }
 
     fn new_flow(&mut self, server: SocketAddr, client: SocketAddr, next_id: &mut u32) -> usize {
