@@ -83,7 +83,7 @@ impl Flow {
             id,
             game: "qw",
             kind: if handshake { "connection" } else { "query" },
-            server: crate::flow::addr_string(&server),
+            server: server.to_string(),
             client_ip: client.ip().to_string(),
             ..Default::default()
         };
