@@ -74,7 +74,9 @@ struct Flow {
     rx_s2c: Receiver,
     rx_c2s: Receiver,
     rel: [RelTrack; 2],
-    state: ServerState,
+    /// Decoder state of the server stream; allocated at the `j` reply (a query never needs it,
+    /// and it holds 2048 baselines).
+    state: Option<Box<ServerState>>,
 }
 
 impl Flow {
@@ -98,7 +100,7 @@ impl Flow {
             rx_s2c: Receiver::default(),
             rx_c2s: Receiver::default(),
             rel: [RelTrack::default(), RelTrack::default()],
-            state: ServerState::new(false),
+            state: None,
         }
     }
 }
@@ -262,7 +264,7 @@ impl Tracker {
                         f.rx_c2s = Receiver::default();
                         f.rx_s2c = Receiver::default();
                         f.rel = [RelTrack::default(), RelTrack::default()];
-                        f.state = ServerState::new(false);
+                        f.state = Some(Box::new(ServerState::new(false)));
                     }
                     Oob::Challenge { challenge, .. } => {
                         f.sum.challenge = Some(*challenge);
@@ -381,7 +383,8 @@ impl Tracker {
                 // Client messages carry no state, so even packets the server drops are decoded
                 // (their moves are still checksummed).
                 let mut r = Reader::with_base(h.payload(), base);
-                let (ops, err) = clc::parse_message(&mut r, h.sequence(), &f.state.ext);
+                let ext = f.state.as_ref().map(|st| st.ext).unwrap_or_default();
+                let (ops, err) = clc::parse_message(&mut r, h.sequence(), &ext);
                 for (_, op) in &ops {
                     if matches!(op, clc::ClientOp::Stringcmd { text } if text == "drop") {
                         drop = true;
@@ -409,9 +412,12 @@ impl Tracker {
                 }
             }
             Dir::S2c if accepted => {
-                f.state.seq = h.sequence();
+                let st = f
+                    .state
+                    .get_or_insert_with(|| Box::new(ServerState::new(false)));
+                st.seq = h.sequence();
                 let mut r = Reader::with_base(h.payload(), base);
-                let (ops, err) = svc::parse_message(&mut f.state, &mut r);
+                let (ops, err) = svc::parse_message(st, &mut r);
                 let ends: Vec<usize> = ops
                     .iter()
                     .skip(1)
