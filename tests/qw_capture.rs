@@ -342,3 +342,26 @@ fn qw_impaired_flows_and_decode_both_sides() {
         );
     }
 }
+
+/// Quake 3 traffic is not QuakeWorld: the tracker takes none of the q3-* captures' datagrams
+/// (Q3's `getchallenge` has no newline, its `connect` no protocol 28, its replies go to no QW flow).
+#[test]
+fn quake3_captures_are_not_taken() {
+    for dir in [
+        "q3-basic",
+        "q3-two-clients",
+        "q3-mapchange",
+        "q3-impaired",
+        "q3-proto71",
+        "q3-download",
+    ] {
+        if !path(dir, "capture.pcapng").exists() {
+            continue;
+        }
+        let run = run_capture(dir, opts());
+        assert!(run.datagrams > 1000, "{dir}");
+        println!("{dir}: {} datagrams, none taken", run.datagrams);
+        assert_eq!(run.taken, 0, "{dir}");
+        assert!(run.flows.is_empty() && run.events.is_empty(), "{dir}");
+    }
+}
