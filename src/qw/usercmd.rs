@@ -57,7 +57,7 @@ impl Usercmd {
         Ok(c)
     }
 
-    /// The raw 24-byte `usercmd_t` of a .qwd dem_cmd block (byte msec, 3 pad, float angles[3],
+    /// The raw 24-byte `usercmd_t` of a .qwd dem_cmd block (byte msec, 3 pad, float angles ×3,
     /// short forward/side/up, byte buttons, byte impulse).
     pub fn to_qwd_bytes(&self) -> [u8; 24] {
         let mut b = [0u8; 24];
