@@ -44,6 +44,7 @@ pub mod netchan;
 pub mod oob;
 pub mod playerinfo;
 pub mod qwd;
+pub mod state;
 pub mod svc;
 mod tracker;
 pub mod usercmd;
