@@ -10,6 +10,8 @@
 //!   qw-mapchange-reconnect flow 7   frames 314    (no client demo: after the new connect)
 //!   qw-impaired flow 2              frames 3619   (client1-demo0.qwd, recorded from later on: 1971)
 //!   qw-impaired flow 3              frames 2281   (client2-demo0.qwd: 2131)
+//!   qw-impaired server-side flow 2  frames 3059   (from the server's tap; lost reliables left out)
+//!   qw-impaired server-side flow 3  frames 1954
 mod qw_common;
 use quakecap::qw::{self, qwd};
 use std::path::Path;
@@ -42,7 +44,7 @@ fn written_demos_play_in_ezquake() {
             w.push(e);
         }
         for (flow, data) in w.finish() {
-            let f = odir.join(format!("{dir}-flow{flow}.qwd"));
+            let f = odir.join(format!("{dir}-{file}-flow{flow}.qwd"));
             std::fs::write(&f, data).unwrap();
             let out = Command::new(&script).arg(&f).output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);

@@ -145,3 +145,60 @@ fn qw_impaired_writes_playable_qwds() {
     compare_with_client_demo("qw-impaired", "client1-demo0.qwd", &out, 2);
     compare_with_client_demo("qw-impaired", "client2-demo0.qwd", &out, 3);
 }
+
+/// Reliable-flagged dem_reads of a demo, by sequence.
+fn reliable_reads(data: &[u8]) -> std::collections::BTreeSet<u32> {
+    let mut ev = Vec::new();
+    let sums = qw::decode_demo_file("x.qwd", data, &mut ev);
+    assert_eq!(sums[0].errors, 0, "{:?}", sums[0].error_details);
+    qw_common::messages(&ev)
+        .filter(|m| m.block == Some("read") && !m.connectionless && m.reliable == Some(true))
+        .map(|m| m.seq.unwrap() as u32)
+        .collect()
+}
+
+/// From the server's side of the impaired relay, the writer leaves out the reliable packets
+/// the clients' acks prove lost: the demo holds exactly the reliable packets the client
+/// accepted (as the demo written from the clients' side of the relay shows), so no reliable
+/// block is executed twice on playback.
+#[test]
+fn qw_impaired_server_side_demo_has_the_clients_reliable_packets() {
+    let write = |file: &str| {
+        let run = qw_common::run_capture_file(
+            "qw-impaired",
+            file,
+            qw::Options {
+                decode: false,
+                keep_raw: true,
+            },
+        );
+        let lost = run
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Raw(r) if r.lost_s2c.is_some()))
+            .count();
+        let mut w = qwd::Writers::new();
+        run.events.iter().for_each(|e| w.push(e));
+        (w.finish(), lost)
+    };
+    let (client_side, _) = write("capture.pcapng");
+    let (server_side, lost) = write("server-side.pcapng");
+    assert!(
+        lost > 10,
+        "{lost} reliable packets proven lost after the server tap"
+    );
+    assert_eq!(client_side.len(), 2);
+    for ((fc, c), (fs, s)) in client_side.iter().zip(&server_side) {
+        assert_eq!(fc, fs);
+        let (rc, rs) = (reliable_reads(c), reliable_reads(s));
+        assert!(rc.len() > 100);
+        assert_eq!(rc, rs, "flow {fc}: reliable packets in the demo");
+        let odir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("qwd-out");
+        std::fs::create_dir_all(&odir).unwrap();
+        std::fs::write(
+            odir.join(format!("qw-impaired-server-side-flow{fs}.qwd")),
+            s,
+        )
+        .unwrap();
+    }
+}

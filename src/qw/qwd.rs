@@ -16,10 +16,16 @@
 //!   connectionless `FF FF FF FF 02 "EndOfDemo"` block.
 //!
 //! A recording that starts with the connection has no dem_set: both netchans start at 0.
+//!
+//! On a capture taken at the server's side, a reliable packet lost after the tap is left out
+//! once the client's ack proves the loss (its block comes again in a later packet; written
+//! twice it would be executed twice). Blocks are held back for [`HOLD_CMDS`] client frames
+//! for that evidence to arrive. Unreliable packets lost after such a tap cannot be told
+//! (acks only name the newest packet) and stay in.
 use super::usercmd::Usercmd;
 use super::Event;
 use crate::flow::Dir;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Write};
 
 /// One packet of a connection as the .qwd writer needs it ([`super::Event::Raw`]).
@@ -41,6 +47,9 @@ pub struct RawPacket {
     pub cmd: Option<Usercmd>,
     /// c2s: the packet carries the client's `drop` (it disconnects).
     pub drop: bool,
+    /// c2s: this packet's ack proves that the reliable s2c packet with this sequence never
+    /// reached the client (spec §2.4.3; only seen on captures taken on the server's side).
+    pub lost_s2c: Option<u32>,
 }
 
 const SVC_DISCONNECT: u8 = 2;
@@ -49,6 +58,8 @@ const SVC_SERVERDATA: u8 = 11;
 const SVC_MODELLIST: u8 = 45;
 const DEM_CMD: u8 = 0;
 const DEM_READ: u8 = 1;
+/// Client frames a block is held back before it is written (about 1–2 s of play).
+pub const HOLD_CMDS: usize = 128;
 /// ezQuake rejects dem_read blocks larger than this.
 const MAX_DEM_READ: usize = 8192;
 
@@ -65,10 +76,20 @@ pub struct Writer<W: Write = Vec<u8>> {
     cmds: usize,
     signon: bool,
     map: Option<String>,
-    /// dem_read bodies parsed since the last command, waiting for that frame's time.
-    pending: Vec<Vec<u8>>,
+    /// dem_read bodies (sequence, bytes) parsed since the last command, waiting for that
+    /// frame's time.
+    pending: Vec<(u32, Vec<u8>)>,
+    /// Timed blocks not written yet: (time, command or (sequence, dem_read body)).
+    held: VecDeque<(f32, Held)>,
+    held_cmds: usize,
     ended: bool,
     block: Vec<u8>,
+}
+
+#[derive(Debug)]
+enum Held {
+    Cmd(Usercmd),
+    Read(u32, Vec<u8>),
 }
 
 impl Default for Writer<Vec<u8>> {
@@ -90,6 +111,8 @@ impl<W: Write> Writer<W> {
             signon: false,
             map: None,
             pending: Vec::new(),
+            held: VecDeque::new(),
+            held_cmds: 0,
             ended: false,
             block: Vec::with_capacity(MAX_DEM_READ + 16),
         }
@@ -129,11 +152,38 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    fn flush_reads(&mut self, time: f32) -> io::Result<()> {
-        for data in std::mem::take(&mut self.pending) {
-            self.write_read(time, &data)?;
+    /// The reads of the frame that ends now get its time and join the held blocks.
+    fn flush_reads(&mut self, time: f32) {
+        for (seq, data) in std::mem::take(&mut self.pending) {
+            self.held.push_back((time, Held::Read(seq, data)));
+        }
+    }
+
+    fn hold_cmd(&mut self, time: f32, cmd: Usercmd) -> io::Result<()> {
+        self.held.push_back((time, Held::Cmd(cmd)));
+        self.held_cmds += 1;
+        while self.held_cmds > HOLD_CMDS {
+            self.write_oldest()?;
         }
         Ok(())
+    }
+
+    fn write_oldest(&mut self) -> io::Result<()> {
+        match self.held.pop_front() {
+            Some((t, Held::Cmd(c))) => {
+                self.held_cmds -= 1;
+                self.write_cmd(t, &c)
+            }
+            Some((t, Held::Read(_, data))) => self.write_read(t, &data),
+            None => Ok(()),
+        }
+    }
+
+    /// The reliable s2c packet `seq` never reached the client: leave it out.
+    fn forget(&mut self, seq: u32) {
+        self.pending.retain(|(s, _)| *s != seq);
+        self.held
+            .retain(|(_, b)| !matches!(b, Held::Read(s, _) if *s == seq));
     }
 
     /// Feed one packet of the connection (others' packets must not be fed).
@@ -143,6 +193,9 @@ impl<W: Write> Writer<W> {
         }
         match p.dir {
             Dir::C2s => {
+                if let Some(seq) = p.lost_s2c {
+                    self.forget(seq);
+                }
                 if p.drop {
                     self.ended = true;
                     return Ok(());
@@ -152,14 +205,14 @@ impl<W: Write> Writer<W> {
                     return Ok(()); // a duplicate of a command already written
                 }
                 let t = self.time(p.ts_ns);
-                self.flush_reads(t)?;
+                self.flush_reads(t);
                 // Sequences the client skipped (cl_c2spps) still had a dem_cmd: repeat the last.
                 while self.next_cmd_seq < p.seq && p.seq - self.next_cmd_seq < 64 {
                     let last = self.last_cmd;
-                    self.write_cmd(t, &last)?;
+                    self.hold_cmd(t, last)?;
                     self.next_cmd_seq += 1;
                 }
-                self.write_cmd(t, &cmd)?;
+                self.hold_cmd(t, cmd)?;
                 self.last_cmd = cmd;
                 self.next_cmd_seq = p.seq + 1;
             }
@@ -193,7 +246,7 @@ impl<W: Write> Writer<W> {
                     return Ok(());
                 }
                 self.time(p.ts_ns);
-                self.pending.push(data);
+                self.pending.push((p.seq, data));
             }
         }
         Ok(())
@@ -215,7 +268,10 @@ impl<W: Write> Writer<W> {
     /// Close the demo with the `EndOfDemo` block and hand back the output.
     pub fn finish(mut self) -> io::Result<W> {
         let t = self.last_time;
-        self.flush_reads(t)?;
+        self.flush_reads(t);
+        while !self.held.is_empty() {
+            self.write_oldest()?;
+        }
         let mut eod = vec![0xFF, 0xFF, 0xFF, 0xFF, 2];
         eod.extend_from_slice(b"EndOfDemo\0");
         self.write_read(t, &eod)?;

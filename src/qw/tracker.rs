@@ -48,16 +48,19 @@ impl RelTrack {
         retransmit
     }
     /// A packet of the other direction acknowledged `ack` with parity bit `bit`.
-    fn peer_ack(&mut self, ack: u32, bit: bool) {
-        if let Some(p) = self.pending {
-            if ack >= p {
-                if bit != self.parity {
-                    self.parity = bit;
-                } else {
-                    self.lost = true;
-                }
-                self.pending = None;
-            }
+    /// Returns the sequence of the reliable packet this ack proves lost, if any.
+    fn peer_ack(&mut self, ack: u32, bit: bool) -> Option<u32> {
+        let p = self.pending?;
+        if ack < p {
+            return None;
+        }
+        self.pending = None;
+        if bit != self.parity {
+            self.parity = bit;
+            None
+        } else {
+            self.lost = true;
+            Some(p)
         }
     }
 }
@@ -327,12 +330,16 @@ impl Tracker {
             self.by_accepted_pair.insert((d.dst, d.src), i);
         }
         // Reliable delivery bookkeeping: this packet's ack tells the other direction's fate.
+        let mut lost_s2c = None;
         let other = match dir {
             Dir::C2s => Dir::S2c,
             Dir::S2c => Dir::C2s,
         };
         if let Some(t) = f.rel.get_mut(dir_index(other)) {
-            t.peer_ack(h.ack(), h.ack_reliable());
+            let lost = t.peer_ack(h.ack(), h.ack_reliable());
+            if dir == Dir::C2s {
+                lost_s2c = lost;
+            }
         }
         let rx = match dir {
             Dir::C2s => &mut f.rx_c2s,
@@ -465,8 +472,9 @@ impl Tracker {
                 spans,
                 cmd: raw_cmd,
                 drop,
+                lost_s2c,
             };
-            if (dir == Dir::S2c && accepted) || raw.cmd.is_some() || drop {
+            if (dir == Dir::S2c && accepted) || raw.cmd.is_some() || drop || lost_s2c.is_some() {
                 out.push(Event::Raw(raw));
             }
         }
@@ -512,12 +520,12 @@ mod tests {
         // its parity unchanged → lost; the next reliable packet (12) repeats the block.
         let mut t = RelTrack::default();
         assert!(!t.sent_reliable(10));
-        t.peer_ack(9, false); // older ack: no verdict yet
+        assert_eq!(t.peer_ack(9, false), None); // older ack: no verdict yet
         assert!(t.pending.is_some());
-        t.peer_ack(10, false);
+        assert_eq!(t.peer_ack(10, false), Some(10));
         assert!(t.sent_reliable(12));
         // This time the peer flips its parity: delivered, the next block is new.
-        t.peer_ack(12, true);
+        assert_eq!(t.peer_ack(12, true), None);
         assert!(!t.sent_reliable(14));
         // A capture duplicate of 14 is not a new send.
         assert!(!t.sent_reliable(14));
