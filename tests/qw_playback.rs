@@ -44,7 +44,7 @@ fn written_demos_play_in_ezquake() {
             w.push(e);
         }
         for (flow, data) in w.finish() {
-            let f = odir.join(format!("{dir}-{file}-flow{flow}.qwd"));
+            let f = odir.join(format!("{dir}-{cap}-flow{flow}.qwd"));
             std::fs::write(&f, data).unwrap();
             let out = Command::new(&script).arg(&f).output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
