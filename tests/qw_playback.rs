@@ -26,19 +26,18 @@ fn written_demos_play_in_ezquake() {
     assert!(Path::new(&script).exists(), "no {script}");
     let odir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("qwd-play");
     std::fs::create_dir_all(&odir).unwrap();
-    for dir in [
-        "qw-basic",
-        "qw-noext",
-        "qw-mapchange-reconnect",
-        "qw-impaired",
+    for (dir, cap) in [
+        ("qw-basic", "capture.pcapng"),
+        ("qw-noext", "capture.pcapng"),
+        ("qw-mapchange-reconnect", "capture.pcapng"),
+        ("qw-impaired", "capture.pcapng"),
+        ("qw-impaired", "server-side.pcapng"),
     ] {
-        let run = qw_common::run_capture(
-            dir,
-            qw::Options {
-                decode: false,
-                keep_raw: true,
-            },
-        );
+        let opts = qw::Options {
+            decode: false,
+            keep_raw: true,
+        };
+        let run = qw_common::run_capture_file(dir, cap, opts);
         let mut w = qwd::Writers::new();
         for e in &run.events {
             w.push(e);
@@ -48,10 +47,10 @@ fn written_demos_play_in_ezquake() {
             std::fs::write(&f, data).unwrap();
             let out = Command::new(&script).arg(&f).output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
-            println!("{dir} flow {flow}: {}", text.trim());
+            println!("{dir} {cap} flow {flow}: {}", text.trim());
             assert!(
                 out.status.success() && text.starts_with("frames "),
-                "{dir} flow {flow}: {text}"
+                "{dir} {cap} flow {flow}: {text}"
             );
         }
     }
