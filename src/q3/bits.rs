@@ -628,7 +628,7 @@ mod tests {
 
 /// Real data: the first record of a demo recorded by ioq3 (`q3-basic` capture).
 #[cfg(test)]
-mod demo_tests {
+pub(crate) mod demo_tests {
     use super::*;
 
     /// The shared capture directory sits next to the worktree (`/work/shared`); tests using it

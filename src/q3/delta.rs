@@ -972,3 +972,6 @@ mod tests {
         assert!(json.contains(r#""pos.trBase[0]":1.5"#), "{json}");
     }
 }
+
+#[cfg(test)]
+mod demo_trace;
