@@ -41,18 +41,30 @@ pub const BIG_INFO_STRING: usize = 8192;
 #[derive(Clone, Debug)]
 pub struct BitReader<'a> {
     data: &'a [u8],
+    /// The last (up to) 8 bytes of `data` followed by zeros, so a 64-bit window near the end
+    /// is one load instead of a byte loop (messages are short, the tail is hit often).
+    tail: [u8; 16],
+    /// Byte index in `data` of `tail[0]`.
+    tail_start: usize,
     bit: usize,
-    /// False until the first read: the engine's `readcount` is 0 right after `MSG_BeginReading`.
-    touched: bool,
+    /// `8 * data.len()`: a read must end strictly before this bit (engine `readcount <= cursize`).
+    limit: usize,
 }
 
 impl<'a> BitReader<'a> {
     /// Start reading `data` at bit 0 (`MSG_BeginReading`); `cursize` = `data.len()`.
     pub fn new(data: &'a [u8]) -> Self {
+        let tail_start = data.len().saturating_sub(8);
+        let mut tail = [0u8; 16];
+        for (t, &b) in tail.iter_mut().zip(data.get(tail_start..).unwrap_or(&[])) {
+            *t = b;
+        }
         BitReader {
             data,
+            tail,
+            tail_start,
             bit: 0,
-            touched: false,
+            limit: data.len() * 8,
         }
     }
 
@@ -62,13 +74,9 @@ impl<'a> BitReader<'a> {
         self.bit
     }
 
-    /// Move to an absolute bit position, e.g. to re-read. Position 0 also resets
-    /// [`readcount`](Self::readcount) to 0 like `MSG_BeginReading`.
+    /// Move to an absolute bit position, e.g. to re-read (0 = `MSG_BeginReading`).
     pub fn set_bit_pos(&mut self, bit: usize) {
         self.bit = bit;
-        if bit == 0 {
-            self.touched = false;
-        }
     }
 
     /// Message length in bytes (engine `cursize`).
@@ -83,12 +91,13 @@ impl<'a> BitReader<'a> {
     }
 
     /// Engine `msg->readcount`: `(bit >> 3) + 1` after any read, 0 before the first.
+    /// (Every read advances at least one bit, so "before the first read" is `bit == 0`.)
     #[inline]
     pub fn readcount(&self) -> usize {
-        if self.touched {
-            (self.bit >> 3) + 1
-        } else {
+        if self.bit == 0 {
             0
+        } else {
+            (self.bit >> 3) + 1
         }
     }
 
@@ -116,15 +125,38 @@ impl<'a> BitReader<'a> {
     #[inline(always)]
     pub fn read_bit(&mut self) -> Result<bool, BitError> {
         let pos = self.bit;
-        match self.data.get(pos >> 3) {
-            // Same end rule as read_bits: the bit after this one must still be inside.
-            Some(&b) if pos + 1 < self.data.len() * 8 => {
+        // Same end rule as read_bits: the bit after this one must still be inside.
+        if pos + 1 < self.limit {
+            if let Some(&b) = self.data.get(pos >> 3) {
                 self.bit = pos + 1;
-                self.touched = true;
-                Ok((b >> (pos & 7)) & 1 != 0)
+                return Ok((b >> (pos & 7)) & 1 != 0);
             }
-            _ => Err(BitError::PastEnd { bit: pos }),
         }
+        Err(BitError::PastEnd { bit: pos })
+    }
+
+    /// Consume consecutive 0 bits, at most `max`, stopping before the first 1 bit; returns how
+    /// many were consumed. Equivalent to calling [`read_bit`](Self::read_bit) while it returns
+    /// `false` (same end rule, same error position), but a whole run per window: the delta
+    /// decoders use it to skip the "unchanged" bits of long field lists.
+    #[inline]
+    pub fn skip_zero_bits(&mut self, max: usize) -> Result<usize, BitError> {
+        let mut done = 0;
+        while done < max {
+            let w = self.window64(self.bit);
+            // Only 57 bits of the window are guaranteed; bytes past the end read as zero.
+            let z = (w.trailing_zeros() as usize).min(57).min(max - done);
+            if self.bit + z >= self.limit {
+                let bit = self.bit.max(self.limit.saturating_sub(1));
+                return Err(BitError::PastEnd { bit });
+            }
+            self.bit += z;
+            done += z;
+            if z < 57 {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     /// Raw read of `n` (1..=32) bits at the cursor, no Huffman (for callers that need the
@@ -144,8 +176,26 @@ impl<'a> BitReader<'a> {
             lo | (hi << 16)
         };
         self.bit = end;
-        self.touched = true;
         Ok(v)
+    }
+
+    /// At least 57 valid stream bits starting at `pos`, LSB first; bytes past the end read as 0.
+    /// One load covers any `read_bits`: 7 raw bits + 4 codes of at most 11 bits = 51 bits.
+    #[inline(always)]
+    fn window64(&self, pos: usize) -> u64 {
+        let i = pos >> 3;
+        let bytes = match self.data.get(i..i + 8) {
+            Some(&[a, b, c, d, e, f, g, h]) => [a, b, c, d, e, f, g, h],
+            _ => {
+                // Within the last 8 bytes (or past the end: the caller rejects that read).
+                let k = i.wrapping_sub(self.tail_start);
+                match self.tail.get(k..k + 8) {
+                    Some(&[a, b, c, d, e, f, g, h]) => [a, b, c, d, e, f, g, h],
+                    _ => [0; 8],
+                }
+            }
+        };
+        u64::from_le_bytes(bytes) >> (pos & 7)
     }
 
     /// `MSG_ReadBits` in bitstream mode: `n` in 1..=32 reads unsigned, -1..=-32 reads signed
@@ -155,7 +205,41 @@ impl<'a> BitReader<'a> {
     /// On error the cursor is left where the read started.
     #[inline]
     pub fn read_bits(&mut self, n: i32) -> Result<i32, BitError> {
-        let signed = n < 0;
+        let bits = n.unsigned_abs().min(32);
+        let start = self.bit;
+        // Fast path: one 64-bit window, table decode, a single end/NYT check at the end.
+        let mut w = self.window64(start);
+        let nraw = bits & 7;
+        let mut value = (w as u32) & mask(nraw);
+        w >>= nraw;
+        let mut consumed = nraw;
+        let mut flags = 0u16;
+        let mut shift = nraw;
+        while shift < bits {
+            let e = huffman::lut_entry(w as u32);
+            let len = u32::from(e >> 9);
+            flags |= e;
+            value |= u32::from(e & 0xff) << shift;
+            w >>= len;
+            consumed += len;
+            shift += 8;
+        }
+        let end = start + consumed as usize;
+        if end >= self.limit || flags & NYT != 0 {
+            // Rare: let the step-by-step reader classify the error precisely.
+            return self.read_bits_checked(n);
+        }
+        self.bit = end;
+        if n < 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
+            value |= !mask(bits);
+        }
+        Ok(value as i32)
+    }
+
+    /// Step-by-step `read_bits` with the exact error rules: a code crossing the end is
+    /// `PastEnd` (the engine stops walking the tree there), a complete NYT code is `Nyt`.
+    #[cold]
+    fn read_bits_checked(&mut self, n: i32) -> Result<i32, BitError> {
         let bits = n.unsigned_abs().min(32);
         let start = self.bit;
         let limit = self.data.len() * 8;
@@ -172,8 +256,6 @@ impl<'a> BitReader<'a> {
                 return Err(BitError::PastEnd { bit: start });
             }
             let (sym, len) = huffman::decode_window(self.window(pos));
-            // A code running past the end is PastEnd even if the zero fill makes it look like
-            // NYT (the engine stops walking the tree at the end of the buffer).
             if pos + len as usize > limit {
                 return Err(BitError::PastEnd { bit: start });
             }
@@ -188,8 +270,7 @@ impl<'a> BitReader<'a> {
             return Err(BitError::PastEnd { bit: start });
         }
         self.bit = pos;
-        self.touched = true;
-        if signed && bits > 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
+        if n < 0 && bits > 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
             value |= !mask(bits);
         }
         Ok(value as i32)
@@ -240,19 +321,34 @@ impl<'a> BitReader<'a> {
     }
 
     fn read_string_max(&mut self, max: usize) -> Result<String, BitError> {
-        let mut s = String::new();
-        loop {
-            let c = self.read_byte()?;
-            if c == 0 {
-                break;
+        let mut out: Vec<u8> = Vec::new();
+        'window: loop {
+            // Up to 5 codes per 64-bit window (5 * 11 = 55 <= 57 valid bits).
+            let mut w = self.window64(self.bit);
+            let mut pos = self.bit;
+            for _ in 0..5 {
+                let e = huffman::lut_entry(w as u32);
+                let len = usize::from(e >> 9);
+                if pos + len >= self.limit || e & NYT != 0 {
+                    // End of buffer or NYT: let the exact reader produce the error.
+                    self.bit = pos;
+                    self.read_bits_checked(8)?;
+                    // Unreachable in practice (the checked read fails); resume generically.
+                    continue 'window;
+                }
+                pos += len;
+                w >>= len;
+                let c = e as u8;
+                // ioq3: a character that no longer fits is consumed, the rest is not.
+                if c == 0 || out.len() >= max {
+                    self.bit = pos;
+                    break 'window;
+                }
+                out.push(if c == b'%' || c > 127 { b'.' } else { c });
             }
-            let c = if c == b'%' || c > 127 { b'.' } else { c };
-            if s.len() >= max {
-                break;
-            }
-            s.push(char::from(c));
+            self.bit = pos;
         }
-        Ok(s)
+        Ok(String::from_utf8(out).unwrap_or_default()) // all bytes are ASCII by construction
     }
 }
 

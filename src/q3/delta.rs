@@ -235,7 +235,7 @@ impl Serialize for PlayerState {
 }
 
 /// Result of [`read_delta_entity`].
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct EntityDelta {
     /// Absolute state after the delta. `number` is always the real entity number; for a
     /// removal the fields are all zero (the engine itself stores number `MAX_GENTITIES - 1`,
@@ -301,56 +301,59 @@ pub fn read_delta_entity(
     from: &EntityState,
     number: i32,
 ) -> Result<EntityDelta, DeltaError> {
-    let start_bit = r.bit_pos();
+    let mut out = EntityDelta::default();
+    read_delta_entity_into(r, from, number, &mut out)?;
+    Ok(out)
+}
+
+/// [`read_delta_entity`] into a reused result (no allocation once `out.changes` has grown):
+/// the hot-path form for whole-capture decoding. On error `out` is partly overwritten.
+pub fn read_delta_entity_into(
+    r: &mut BitReader,
+    from: &EntityState,
+    number: i32,
+    out: &mut EntityDelta,
+) -> Result<(), DeltaError> {
+    out.start_bit = r.bit_pos();
+    out.changes.clear();
+    out.lc = 0;
+    out.state.number = number;
     if r.read_bit()? {
-        let bit = r.bit_pos();
-        return Ok(EntityDelta {
-            state: EntityState::zeroed(number),
-            removed: true,
-            has_delta: false,
-            lc: 0,
-            changes: Vec::new(),
-            bit_after_flag: bit,
-            start_bit,
-            end_bit: bit,
-        });
+        out.state.fields = [0; NUM_ENTITY_FIELDS];
+        out.removed = true;
+        out.has_delta = false;
+        out.bit_after_flag = r.bit_pos();
+        out.end_bit = out.bit_after_flag;
+        return Ok(());
     }
+    out.removed = false;
+    out.state.fields = from.fields;
     if !r.read_bit()? {
-        let bit = r.bit_pos();
-        return Ok(EntityDelta {
-            state: EntityState {
-                number,
-                fields: from.fields,
-            },
-            removed: false,
-            has_delta: false,
-            lc: 0,
-            changes: Vec::new(),
-            bit_after_flag: bit,
-            start_bit,
-            end_bit: bit,
-        });
+        out.has_delta = false;
+        out.bit_after_flag = r.bit_pos();
+        out.end_bit = out.bit_after_flag;
+        return Ok(());
     }
+    out.has_delta = true;
     let lc_bit = r.bit_pos();
     let lc = r.read_byte()?;
     if lc as usize > NUM_ENTITY_FIELDS {
         return Err(DeltaError::FieldCount { lc, bit: lc_bit });
     }
-    let bit_after_flag = r.bit_pos();
-    let mut state = EntityState {
-        number,
-        fields: from.fields,
-    };
-    let mut changes = Vec::with_capacity(lc as usize);
-    for (i, (field, slot)) in ENTITY_FIELDS
-        .iter()
-        .zip(state.fields.iter_mut())
-        .take(lc as usize)
-        .enumerate()
-    {
-        if !r.read_bit()? {
-            continue;
+    out.lc = lc;
+    out.bit_after_flag = r.bit_pos();
+    let lc = lc as usize;
+    let mut i = 0;
+    loop {
+        // Runs of unchanged fields are runs of 0 bits: skip them a window at a time.
+        i += r.skip_zero_bits(lc - i)?;
+        if i >= lc {
+            break;
         }
+        r.read_bit()?; // the changed bit, known to be 1
+        let (Some(field), Some(slot)) = (ENTITY_FIELDS.get(i), out.state.fields.get_mut(i)) else {
+            break;
+        };
         let (raw, enc, value) = if !r.read_bit()? {
             (0, FieldEnc::Zero, 0)
         } else if field.is_float() {
@@ -360,22 +363,15 @@ pub fn read_delta_entity(
             (v, FieldEnc::Int, v)
         };
         *slot = raw;
-        changes.push(FieldChange {
+        out.changes.push(FieldChange {
             index: i as u8,
             enc,
             value,
         });
+        i += 1;
     }
-    Ok(EntityDelta {
-        state,
-        removed: false,
-        has_delta: true,
-        lc,
-        changes,
-        bit_after_flag,
-        start_bit,
-        end_bit: r.bit_pos(),
-    })
+    out.end_bit = r.bit_pos();
+    Ok(())
 }
 
 /// True when the engine would send this float in the 13-bit integer form:
@@ -463,7 +459,7 @@ fn write_float_body(w: &mut BitWriter, full: f32, raw: i32) {
 }
 
 /// Result of [`read_delta_playerstate`].
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct PlayerDelta {
     /// Absolute state after the delta.
     pub state: PlayerState,
@@ -510,22 +506,49 @@ pub fn read_delta_playerstate(
     r: &mut BitReader,
     from: Option<&PlayerState>,
 ) -> Result<PlayerDelta, DeltaError> {
-    let start_bit = r.bit_pos();
-    let mut state = from.cloned().unwrap_or_default();
+    let mut out = PlayerDelta::default();
+    read_delta_playerstate_into(r, from, &mut out)?;
+    Ok(out)
+}
+
+/// [`read_delta_playerstate`] into a reused result (no allocation once `out.changes` has
+/// grown). On error `out` is partly overwritten.
+pub fn read_delta_playerstate_into(
+    r: &mut BitReader,
+    from: Option<&PlayerState>,
+    out: &mut PlayerDelta,
+) -> Result<(), DeltaError> {
+    out.start_bit = r.bit_pos();
+    out.changes.clear();
+    match from {
+        Some(f) => out.state.clone_from(f),
+        None => out.state = PlayerState::default(),
+    }
+    out.arrays = [false; 4];
+    out.arrays_changed = false;
+    out.changed_stats = 0;
+    out.changed_persistant = 0;
+    out.changed_ammo = 0;
+    out.changed_powerups = 0;
     let lc = r.read_byte()?;
     if lc as usize > NUM_PLAYER_FIELDS {
-        return Err(DeltaError::FieldCount { lc, bit: start_bit });
+        return Err(DeltaError::FieldCount {
+            lc,
+            bit: out.start_bit,
+        });
     }
-    let mut changes = Vec::with_capacity(lc as usize);
-    for (i, (field, slot)) in PLAYER_FIELDS
-        .iter()
-        .zip(state.fields.iter_mut())
-        .take(lc as usize)
-        .enumerate()
-    {
-        if !r.read_bit()? {
-            continue;
+    out.lc = lc;
+    let lc = lc as usize;
+    let mut i = 0;
+    loop {
+        i += r.skip_zero_bits(lc - i)?;
+        if i >= lc {
+            break;
         }
+        r.read_bit()?; // the changed bit, known to be 1
+        let (Some(field), Some(slot)) = (PLAYER_FIELDS.get(i), out.state.fields.get_mut(i)) else {
+            break;
+        };
         let (raw, enc, value) = if field.is_float() {
             read_float_body(r)?
         } else {
@@ -533,34 +556,34 @@ pub fn read_delta_playerstate(
             (v, FieldEnc::Int, v)
         };
         *slot = raw;
-        changes.push(FieldChange {
+        out.changes.push(FieldChange {
             index: i as u8,
             enc,
             value,
         });
+        i += 1;
     }
-    let mut arrays = [false; 4];
-    let mut masks = [0u16; 4];
-    let arrays_changed = r.read_bit()?;
-    if arrays_changed {
+    out.arrays_changed = r.read_bit()?;
+    if out.arrays_changed {
         let PlayerState {
             stats,
             persistant,
             ammo,
             powerups,
             ..
-        } = &mut state;
+        } = &mut out.state;
         let targets: [(&mut [i32; 16], bool); 4] = [
             (stats, false),
             (persistant, false),
             (ammo, false),
             (powerups, true),
         ];
+        let mut masks = [0u16; 4];
         for (k, (arr, long)) in targets.into_iter().enumerate() {
             if !r.read_bit()? {
                 continue;
             }
-            arrays[k] = true;
+            out.arrays[k] = true;
             let mask = r.read_bits(16)? as u16;
             masks[k] = mask;
             for (i, v) in arr.iter_mut().enumerate() {
@@ -573,21 +596,15 @@ pub fn read_delta_playerstate(
                 }
             }
         }
+        [
+            out.changed_stats,
+            out.changed_persistant,
+            out.changed_ammo,
+            out.changed_powerups,
+        ] = masks;
     }
-    let [changed_stats, changed_persistant, changed_ammo, changed_powerups] = masks;
-    Ok(PlayerDelta {
-        state,
-        lc,
-        changes,
-        arrays_changed,
-        arrays,
-        changed_stats,
-        changed_persistant,
-        changed_ammo,
-        changed_powerups,
-        start_bit,
-        end_bit: r.bit_pos(),
-    })
+    out.end_bit = r.bit_pos();
+    Ok(())
 }
 
 /// `MSG_WriteDeltaPlayerstate`; `from = None` deltas from an all-zero state.

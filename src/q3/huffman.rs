@@ -321,6 +321,12 @@ pub fn decode_window(window: u32) -> (u16, u32) {
     (e & 0x1ff, u32::from(e >> 9))
 }
 
+/// Raw LUT entry for an LSB-first window: `symbol | (len << 9)`; bit 8 set means NYT.
+#[inline(always)]
+pub fn lut_entry(window: u32) -> u16 {
+    DECODE_LUT[(window & ((1 << LUT_BITS) - 1)) as usize]
+}
+
 /// Static code of `sym` (0..=255) as `(code, len)`, see [`CODES`].
 #[inline(always)]
 pub fn code_of(sym: u8) -> (u16, u8) {
