@@ -121,6 +121,12 @@ impl<'a> BitReader<'a> {
         w >> (pos & 7)
     }
 
+    /// Reference one-bit read for tests (no fast paths at all).
+    #[cfg(test)]
+    pub(crate) fn read_bit_ref(&mut self) -> Result<bool, BitError> {
+        self.read_bits_checked(1).map(|v| v != 0)
+    }
+
     /// One raw bit (`MSG_ReadBits(msg, 1)`), the hot path of the delta decoders.
     #[inline(always)]
     pub fn read_bit(&mut self) -> Result<bool, BitError> {
@@ -133,6 +139,27 @@ impl<'a> BitReader<'a> {
             }
         }
         Err(BitError::PastEnd { bit: pos })
+    }
+
+    /// The next stream bits at the cursor, LSB first, without consuming them. At least 57 bits
+    /// are valid; bits past the end of the message read as 0. For table-driven callers that
+    /// then commit with [`advance`](Self::advance).
+    #[inline(always)]
+    pub fn peek64(&self) -> u64 {
+        self.window64(self.bit)
+    }
+
+    /// Consume `n` bits already inspected with [`peek64`](Self::peek64). Returns false (and
+    /// consumes nothing) if that would be past the end in the engine's sense.
+    #[inline(always)]
+    pub fn advance(&mut self, n: usize) -> bool {
+        let end = self.bit + n;
+        if end < self.limit {
+            self.bit = end;
+            true
+        } else {
+            false
+        }
     }
 
     /// Consume consecutive 0 bits, at most `max`, stopping before the first 1 bit; returns how
@@ -205,9 +232,57 @@ impl<'a> BitReader<'a> {
     /// On error the cursor is left where the read started.
     #[inline]
     pub fn read_bits(&mut self, n: i32) -> Result<i32, BitError> {
+        // The widths used by the protocol get straight-line code.
+        match n {
+            1 => self.read_bit().map(i32::from),
+            8 => self.read_const::<8>(false),
+            10 => self.read_const::<10>(false),
+            13 => self.read_const::<13>(false),
+            16 => self.read_const::<16>(false),
+            32 => self.read_const::<32>(false),
+            _ => self.read_var(n),
+        }
+    }
+
+    /// `read_bits` for a width known at compile time (1..=32): the decode loop unrolls.
+    #[inline(always)]
+    fn read_const<const BITS: u32>(&mut self, signed: bool) -> Result<i32, BitError> {
+        let start = self.bit;
+        // One 64-bit window, table decode, a single end/NYT check at the end.
+        let mut w = self.window64(start);
+        let nraw = BITS & 7;
+        let mut value = (w as u32) & mask(nraw);
+        w >>= nraw;
+        let mut consumed = nraw;
+        let mut flags = 0u16;
+        let mut k = 0;
+        while k < BITS >> 3 {
+            let e = huffman::lut_entry(w as u32);
+            let len = u32::from(e >> 9);
+            flags |= e;
+            value |= u32::from(e & 0xff) << (nraw + 8 * k);
+            w >>= len;
+            consumed += len;
+            k += 1;
+        }
+        let end = start + consumed as usize;
+        if end >= self.limit || flags & NYT != 0 {
+            // Rare: let the step-by-step reader classify the error precisely.
+            let n = if signed { -(BITS as i32) } else { BITS as i32 };
+            return self.read_bits_checked(n);
+        }
+        self.bit = end;
+        if signed && BITS < 32 && value & (1 << (BITS - 1)) != 0 {
+            value |= !mask(BITS);
+        }
+        Ok(value as i32)
+    }
+
+    /// `read_bits` for any width.
+    #[inline]
+    fn read_var(&mut self, n: i32) -> Result<i32, BitError> {
         let bits = n.unsigned_abs().min(32);
         let start = self.bit;
-        // Fast path: one 64-bit window, table decode, a single end/NYT check at the end.
         let mut w = self.window64(start);
         let nraw = bits & 7;
         let mut value = (w as u32) & mask(nraw);
@@ -226,7 +301,6 @@ impl<'a> BitReader<'a> {
         }
         let end = start + consumed as usize;
         if end >= self.limit || flags & NYT != 0 {
-            // Rare: let the step-by-step reader classify the error precisely.
             return self.read_bits_checked(n);
         }
         self.bit = end;
@@ -239,7 +313,7 @@ impl<'a> BitReader<'a> {
     /// Step-by-step `read_bits` with the exact error rules: a code crossing the end is
     /// `PastEnd` (the engine stops walking the tree there), a complete NYT code is `Nyt`.
     #[cold]
-    fn read_bits_checked(&mut self, n: i32) -> Result<i32, BitError> {
+    pub(crate) fn read_bits_checked(&mut self, n: i32) -> Result<i32, BitError> {
         let bits = n.unsigned_abs().min(32);
         let start = self.bit;
         let limit = self.data.len() * 8;
@@ -277,21 +351,27 @@ impl<'a> BitReader<'a> {
     }
 
     /// `MSG_ReadByte` (8 bits unsigned).
-    #[inline]
+    #[inline(always)]
     pub fn read_byte(&mut self) -> Result<u8, BitError> {
-        Ok(self.read_bits(8)? as u8)
+        Ok(self.read_const::<8>(false)? as u8)
     }
 
     /// `MSG_ReadShort` (16 bits, as a signed short).
     #[inline]
     pub fn read_short(&mut self) -> Result<i16, BitError> {
-        Ok(self.read_bits(16)? as i16)
+        Ok(self.read_const::<16>(false)? as i16)
+    }
+
+    /// The 13-bit (`FLOAT_INT_BITS`) integral-float body, unsigned and still biased.
+    #[inline(always)]
+    pub fn read_float_int(&mut self) -> Result<i32, BitError> {
+        self.read_const::<13>(false)
     }
 
     /// `MSG_ReadLong` (32 bits).
     #[inline]
     pub fn read_long(&mut self) -> Result<i32, BitError> {
-        self.read_bits(32)
+        self.read_const::<32>(false)
     }
 
     /// `MSG_ReadString`: bytes up to NUL, `%` and bytes > 127 become `.`.

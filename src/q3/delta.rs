@@ -284,13 +284,20 @@ pub const REMOVED_NUMBER: i32 = MAX_GENTITIES - 1;
 
 /// Float field decode shared by both readers after the changed (and, for entities, non-zero)
 /// bit: 0 -> 13-bit biased integer, 1 -> 32 raw bits.
-#[inline]
+#[inline(always)]
 fn read_float_body(r: &mut BitReader) -> Result<(i32, FieldEnc, i32), BitError> {
-    if !r.read_bit()? {
-        let trunc = r.read_bits(FLOAT_INT_BITS)? - FLOAT_INT_BIAS;
+    let raw = r.read_bit()?;
+    read_float_value(r, raw)
+}
+
+/// The value part of a float field once its int/raw flag is known.
+#[inline(always)]
+fn read_float_value(r: &mut BitReader, raw: bool) -> Result<(i32, FieldEnc, i32), BitError> {
+    if !raw {
+        let trunc = r.read_float_int()? - FLOAT_INT_BIAS;
         Ok(((trunc as f32).to_bits() as i32, FieldEnc::Int, trunc))
     } else {
-        let raw = r.read_bits(32)?;
+        let raw = r.read_long()?;
         Ok((raw, FieldEnc::Float, raw))
     }
 }
@@ -344,8 +351,47 @@ pub fn read_delta_entity_into(
     out.bit_after_flag = r.bit_pos();
     let lc = lc as usize;
     let mut i = 0;
-    loop {
-        // Runs of unchanged fields are runs of 0 bits: skip them a window at a time.
+    while i < lc {
+        // Fast path: from one 64-bit window take the run of "unchanged" 0 bits, the changed
+        // bit and the "nonzero" flag (and for floats the int/raw flag) in one step. Whenever
+        // the window is too short or the end of the buffer is near, the bit-by-bit path
+        // below does the same reads with the exact error positions.
+        let w = r.peek64();
+        let z = (w.trailing_zeros() as usize).min(lc - i);
+        if i + z == lc {
+            if z < 57 && r.advance(z) {
+                break;
+            }
+        } else if z + 3 <= 57 {
+            let nonzero = (w >> (z + 1)) & 1 != 0;
+            let float_raw = (w >> (z + 2)) & 1 != 0;
+            let (Some(field), Some(slot)) =
+                (ENTITY_FIELDS.get(i + z), out.state.fields.get_mut(i + z))
+            else {
+                break;
+            };
+            let flags = if nonzero && field.is_float() { 3 } else { 2 };
+            if r.advance(z + flags) {
+                i += z;
+                let (raw, enc, value) = if !nonzero {
+                    (0, FieldEnc::Zero, 0)
+                } else if field.is_float() {
+                    read_float_value(r, float_raw)?
+                } else {
+                    let v = r.read_bits(field.bits)?;
+                    (v, FieldEnc::Int, v)
+                };
+                *slot = raw;
+                out.changes.push(FieldChange {
+                    index: i as u8,
+                    enc,
+                    value,
+                });
+                i += 1;
+                continue;
+            }
+        }
+        // Slow path: one field (or one window of zeros) at a time.
         i += r.skip_zero_bits(lc - i)?;
         if i >= lc {
             break;
@@ -540,7 +586,41 @@ pub fn read_delta_playerstate_into(
     out.lc = lc;
     let lc = lc as usize;
     let mut i = 0;
-    loop {
+    while i < lc {
+        // Fast path as in the entity reader: zero run + changed bit (+ float int/raw flag)
+        // from one window; the slow path below handles short windows and the buffer end.
+        let w = r.peek64();
+        let z = (w.trailing_zeros() as usize).min(lc - i);
+        if i + z == lc {
+            if z < 57 && r.advance(z) {
+                break;
+            }
+        } else if z + 2 <= 57 {
+            let float_raw = (w >> (z + 1)) & 1 != 0;
+            let (Some(field), Some(slot)) =
+                (PLAYER_FIELDS.get(i + z), out.state.fields.get_mut(i + z))
+            else {
+                break;
+            };
+            let flags = if field.is_float() { 2 } else { 1 };
+            if r.advance(z + flags) {
+                i += z;
+                let (raw, enc, value) = if field.is_float() {
+                    read_float_value(r, float_raw)?
+                } else {
+                    let v = r.read_bits(field.bits)?;
+                    (v, FieldEnc::Int, v)
+                };
+                *slot = raw;
+                out.changes.push(FieldChange {
+                    index: i as u8,
+                    enc,
+                    value,
+                });
+                i += 1;
+                continue;
+            }
+        }
         i += r.skip_zero_bits(lc - i)?;
         if i >= lc {
             break;
@@ -895,6 +975,203 @@ mod tests {
                 Err(DeltaError::Bits(BitError::PastEnd { bit })) => prop_assert!(bit <= cut * 8),
                 other => prop_assert!(false, "expected PastEnd, got {:?}", other),
             }
+        }
+    }
+
+    /// Straightforward transcription of `MSG_ReadDeltaEntity` on the reference (step-by-step)
+    /// bit reader: the fast paths must give identical results, positions and errors.
+    #[allow(clippy::needless_range_loop)] // mirrors the C loop on purpose
+    fn ref_entity(
+        r: &mut BitReader,
+        from: &EntityState,
+        number: i32,
+    ) -> Result<(EntityState, Vec<FieldChange>, usize), DeltaError> {
+        let mut st = EntityState {
+            number,
+            fields: from.fields,
+        };
+        let mut ch = Vec::new();
+        if r.read_bit_ref()? {
+            return Ok((EntityState::zeroed(number), ch, r.bit_pos()));
+        }
+        if !r.read_bit_ref()? {
+            return Ok((st, ch, r.bit_pos()));
+        }
+        let lc_bit = r.bit_pos();
+        let lc = r.read_bits_checked(8)? as u8;
+        if lc as usize > NUM_ENTITY_FIELDS {
+            return Err(DeltaError::FieldCount { lc, bit: lc_bit });
+        }
+        for i in 0..lc as usize {
+            if !r.read_bit_ref()? {
+                continue;
+            }
+            let f = &ENTITY_FIELDS[i];
+            let (raw, enc, value) = if !r.read_bit_ref()? {
+                (0, FieldEnc::Zero, 0)
+            } else if f.is_float() {
+                if !r.read_bit_ref()? {
+                    let t = r.read_bits_checked(13)? - 4096;
+                    ((t as f32).to_bits() as i32, FieldEnc::Int, t)
+                } else {
+                    let v = r.read_bits_checked(32)?;
+                    (v, FieldEnc::Float, v)
+                }
+            } else {
+                let v = r.read_bits_checked(f.bits)?;
+                (v, FieldEnc::Int, v)
+            };
+            st.fields[i] = raw;
+            ch.push(FieldChange {
+                index: i as u8,
+                enc,
+                value,
+            });
+        }
+        Ok((st, ch, r.bit_pos()))
+    }
+
+    #[allow(clippy::needless_range_loop)] // mirrors the C loop on purpose
+    fn ref_player(r: &mut BitReader) -> Result<(PlayerState, Vec<FieldChange>, usize), DeltaError> {
+        let mut st = PlayerState::default();
+        let mut ch = Vec::new();
+        let start = r.bit_pos();
+        let lc = r.read_bits_checked(8)? as u8;
+        if lc as usize > NUM_PLAYER_FIELDS {
+            return Err(DeltaError::FieldCount { lc, bit: start });
+        }
+        for i in 0..lc as usize {
+            if !r.read_bit_ref()? {
+                continue;
+            }
+            let f = &PLAYER_FIELDS[i];
+            let (raw, enc, value) = if f.is_float() {
+                if !r.read_bit_ref()? {
+                    let t = r.read_bits_checked(13)? - 4096;
+                    ((t as f32).to_bits() as i32, FieldEnc::Int, t)
+                } else {
+                    let v = r.read_bits_checked(32)?;
+                    (v, FieldEnc::Float, v)
+                }
+            } else {
+                let v = r.read_bits_checked(f.bits)?;
+                (v, FieldEnc::Int, v)
+            };
+            st.fields[i] = raw;
+            ch.push(FieldChange {
+                index: i as u8,
+                enc,
+                value,
+            });
+        }
+        if r.read_bit_ref()? {
+            for k in 0..4 {
+                if !r.read_bit_ref()? {
+                    continue;
+                }
+                let mask = r.read_bits_checked(16)?;
+                for i in 0..16 {
+                    if mask & (1 << i) != 0 {
+                        let v = if k == 3 {
+                            r.read_bits_checked(32)?
+                        } else {
+                            r.read_bits_checked(16)? as i16 as i32
+                        };
+                        match k {
+                            0 => st.stats[i] = v,
+                            1 => st.persistant[i] = v,
+                            2 => st.ammo[i] = v,
+                            _ => st.powerups[i] = v,
+                        }
+                    }
+                }
+            }
+        }
+        Ok((st, ch, r.bit_pos()))
+    }
+
+    /// Byte strings that look like real deltas (mostly valid encodings, then damaged).
+    fn delta_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..80),
+            (
+                from_to(&ENTITY_FIELDS),
+                any::<prop::sample::Index>(),
+                any::<u8>(),
+                any::<prop::sample::Index>()
+            )
+                .prop_map(|((a, b), cut, x, at)| {
+                    let mut w = BitWriter::new();
+                    write_delta_entity(&mut w, &entity(9, &a), Some(&entity(9, &b)), true);
+                    let mut out = w.finish();
+                    if x & 1 == 1 {
+                        let i = at.index(out.len());
+                        out[i] ^= x;
+                    }
+                    let c = cut.index(out.len() + 1);
+                    out.truncate(c.max(out.len() * (x as usize & 2) / 2));
+                    out
+                }),
+        ]
+    }
+
+    fn player_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..120),
+            (
+                fields_strategy(&PLAYER_FIELDS),
+                proptest::collection::vec(any::<i16>(), 16),
+                any::<prop::sample::Index>(),
+                any::<u8>(),
+                any::<prop::sample::Index>()
+            )
+                .prop_map(|(f, st, cut, x, at)| {
+                    let mut to = PlayerState::default();
+                    to.fields.copy_from_slice(&f);
+                    for (i, v) in st.iter().enumerate() {
+                        if i % 3 == 0 {
+                            to.stats[i] = i32::from(*v);
+                            to.powerups[i] = i32::from(*v) << 8;
+                        }
+                    }
+                    let mut w = BitWriter::new();
+                    write_delta_playerstate(&mut w, None, &to);
+                    let mut out = w.finish();
+                    if x & 1 == 1 {
+                        let i = at.index(out.len());
+                        out[i] ^= x;
+                    }
+                    let c = cut.index(out.len() + 1);
+                    out.truncate(c.max(out.len() * (x as usize & 2) / 2));
+                    out
+                }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        #[test]
+        fn prop_fast_entity_reader_equals_reference(data in delta_bytes(), skip in 0usize..12) {
+            let from = EntityState::zeroed(9);
+            let mut a = BitReader::new(&data);
+            let mut b = BitReader::new(&data);
+            a.set_bit_pos(skip);
+            b.set_bit_pos(skip);
+            let fast = read_delta_entity(&mut a, &from, 9).map(|d| (d.state, d.changes, d.end_bit));
+            let slow = ref_entity(&mut b, &from, 9);
+            prop_assert_eq!(fast, slow);
+        }
+
+        #[test]
+        fn prop_fast_player_reader_equals_reference(data in player_bytes(), skip in 0usize..12) {
+            let mut a = BitReader::new(&data);
+            let mut b = BitReader::new(&data);
+            a.set_bit_pos(skip);
+            b.set_bit_pos(skip);
+            let fast = read_delta_playerstate(&mut a, None).map(|d| (d.state, d.changes, d.end_bit));
+            let slow = ref_player(&mut b);
+            prop_assert_eq!(fast, slow);
         }
     }
 
