@@ -471,22 +471,20 @@ impl BitWriter {
     /// Append `n` (0..=32) raw bits of `value`, LSB first (the engine's `Huff_putBit` loop).
     #[inline]
     pub fn put_raw(&mut self, value: u32, n: u32) {
-        let mut n = n.min(32);
-        let mut v = u64::from(value) & u64::from(mask(n));
-        while n > 0 {
-            let i = self.bit >> 3;
-            if i >= self.buf.len() {
-                self.buf.push(0);
-            }
-            let off = (self.bit & 7) as u32;
-            let take = (8 - off).min(n);
-            if let Some(b) = self.buf.get_mut(i) {
-                *b |= ((v & ((1u64 << take) - 1)) << off) as u8;
-            }
-            v >>= take;
-            n -= take;
-            self.bit += take as usize;
+        let n = n.min(32);
+        let v = (u64::from(value) & u64::from(mask(n))) << (self.bit & 7);
+        let i = self.bit >> 3;
+        // Keep 8 zero bytes of slack past the cursor so the OR below is one 64-bit store;
+        // `finish` trims to the engine's cursize. Bytes past the cursor are always zero.
+        if self.buf.len() < i + 8 {
+            self.buf.resize(i + 64, 0);
         }
+        if let Some(chunk) = self.buf.get_mut(i..i + 8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            chunk.copy_from_slice(&(u64::from_le_bytes(b) | v).to_le_bytes());
+        }
+        self.bit += n as usize;
     }
 
     /// `MSG_WriteBits` in bitstream mode: `n` in 1..=32 or -1..=-31 (sign only matters to the

@@ -829,7 +829,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        #![proptest_config(ProptestConfig::with_cases(256))]
 
         #[test]
         fn prop_entity_delta_roundtrip((a, b) in from_to(&ENTITY_FIELDS), number in 0i32..1023, force in any::<bool>()) {
@@ -1149,7 +1149,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1024))]
+        #![proptest_config(ProptestConfig::with_cases(512))]
 
         #[test]
         fn prop_fast_entity_reader_equals_reference(data in delta_bytes(), skip in 0usize..12) {
