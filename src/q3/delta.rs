@@ -263,6 +263,19 @@ impl EntityDelta {
     pub fn readcount_after_flag(&self) -> usize {
         (self.bit_after_flag >> 3) + 1
     }
+
+    /// The engine's `(N bits)` figure for this delta, see [`shownet_bits`].
+    pub fn shownet_bits(&self) -> usize {
+        shownet_bits(self.start_bit, self.end_bit)
+    }
+}
+
+/// The `(N bits)` number of the engine's `cl_shownet` delta lines: it computes
+/// `(readcount - 1) * 8 + bit` at both ends with an absolute `bit`, i.e. `f(end) - f(start)`
+/// with `f(b) = (b >> 3) * 8 + b` (for `b != 0`; the readers never start at bit 0).
+pub fn shownet_bits(start_bit: usize, end_bit: usize) -> usize {
+    let f = |b: usize| (b >> 3) * 8 + b;
+    f(end_bit).saturating_sub(f(start_bit))
 }
 
 impl Serialize for EntityDelta {
@@ -530,6 +543,18 @@ pub struct PlayerDelta {
     pub start_bit: usize,
     /// Bit position at exit.
     pub end_bit: usize,
+}
+
+impl PlayerDelta {
+    /// The engine's `readcount` when the reader started (printed before `playerstate`).
+    pub fn readcount_at_start(&self) -> usize {
+        (self.start_bit >> 3) + 1
+    }
+
+    /// The engine's `(N bits)` figure for this delta, see [`shownet_bits`].
+    pub fn shownet_bits(&self) -> usize {
+        shownet_bits(self.start_bit, self.end_bit)
+    }
 }
 
 impl Serialize for PlayerDelta {

@@ -48,6 +48,7 @@ fn entity_line(d: &EntityDelta, number: i32) -> Option<String> {
     let mut s = format!("{:3}: #?   ", d.readcount_after_flag());
     fmt_changes(&mut s, &d.changes, &ENTITY_FIELDS);
     s.push_str(&format!(" ({} bits)", engine_bits(d.start_bit, d.end_bit)));
+    assert_eq!(d.shownet_bits(), engine_bits(d.start_bit, d.end_bit));
     Some(s)
 }
 
@@ -139,7 +140,7 @@ fn parse_demo(demo: &[u8]) -> Vec<String> {
                     lines.push(shownet(&r, "playerstate"));
                     let pd = read_delta_playerstate(&mut r, old.as_ref().map(|o| &o.ps))
                         .expect("playerstate");
-                    let mut s = format!("{:3}: playerstate ", (pd.start_bit >> 3) + 1);
+                    let mut s = format!("{:3}: playerstate ", pd.readcount_at_start());
                     fmt_changes(&mut s, &pd.changes, &PLAYER_FIELDS);
                     for (k, name) in ["PS_STATS", "PS_PERSISTANT", "PS_AMMO", "PS_POWERUPS"]
                         .iter()
