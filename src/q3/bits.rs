@@ -74,9 +74,10 @@ impl<'a> BitReader<'a> {
         self.bit
     }
 
-    /// Move to an absolute bit position, e.g. to re-read (0 = `MSG_BeginReading`).
+    /// Move to an absolute bit position, e.g. to re-read (0 = `MSG_BeginReading`). Positions
+    /// past the end are clamped to the end (every further read is then `PastEnd`).
     pub fn set_bit_pos(&mut self, bit: usize) {
-        self.bit = bit;
+        self.bit = bit.min(self.limit);
     }
 
     /// Message length in bytes (engine `cursize`).
@@ -387,6 +388,14 @@ impl<'a> BitReader<'a> {
     /// mapping of bytes > 127; id 1.32 maps only `%` here).
     pub fn read_big_string(&mut self) -> Result<String, BitError> {
         self.read_string_max(BIG_INFO_STRING - 1)
+    }
+
+    /// `MSG_ReadData`: fill `out` with consecutive 8-bit reads.
+    pub fn read_data(&mut self, out: &mut [u8]) -> Result<(), BitError> {
+        for b in out.iter_mut() {
+            *b = self.read_byte()?;
+        }
+        Ok(())
     }
 
     /// Raw bytes of a NUL-terminated string (no mapping, no length limit, NUL consumed).
@@ -877,5 +886,29 @@ pub(crate) mod demo_tests {
         let lc = r.read_byte().expect("lc");
         assert!(lc <= 51);
         assert_eq!(r.readcount(), 1776);
+    }
+}
+
+#[cfg(test)]
+mod more_tests {
+    use super::*;
+
+    #[test]
+    fn set_bit_pos_clamps_and_read_data() {
+        let mut w = BitWriter::new();
+        w.write_raw_bytes_huffman(&[1, 2, 3, 250]);
+        let out = w.finish();
+        let mut r = BitReader::new(&out);
+        let mut buf = [0u8; 4];
+        assert_eq!(r.read_data(&mut buf), Ok(()));
+        assert_eq!(buf, [1, 2, 3, 250]);
+        r.set_bit_pos(usize::MAX);
+        assert_eq!(r.bit_pos(), out.len() * 8);
+        assert!(matches!(r.read_bit(), Err(BitError::PastEnd { .. })));
+        assert!(matches!(r.read_long(), Err(BitError::PastEnd { .. })));
+        assert!(matches!(r.skip_zero_bits(5), Err(BitError::PastEnd { .. })));
+        assert!(!r.advance(1));
+        assert_eq!(r.readcount(), out.len() + 1);
+        assert!(r.is_past_end());
     }
 }
