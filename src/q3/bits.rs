@@ -236,7 +236,12 @@ impl<'a> BitReader<'a> {
         // The widths used by the protocol get straight-line code.
         match n {
             1 => self.read_bit().map(i32::from),
+            4 => self.read_const::<4>(false),
+            5 => self.read_const::<5>(false),
             8 => self.read_const::<8>(false),
+            -8 => self.read_const::<8>(true),
+            12 => self.read_const::<12>(false),
+            -16 => self.read_const::<16>(true),
             10 => self.read_const::<10>(false),
             13 => self.read_const::<13>(false),
             16 => self.read_const::<16>(false),

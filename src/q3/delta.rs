@@ -363,6 +363,8 @@ pub fn read_delta_entity_into(
     out.lc = lc;
     out.bit_after_flag = r.bit_pos();
     let lc = lc as usize;
+    // At most one allocation per delta for a fresh result, none for a reused one.
+    out.changes.reserve(lc);
     let mut i = 0;
     while i < lc {
         // Fast path: from one 64-bit window take the run of "unchanged" 0 bits, the changed
@@ -610,6 +612,7 @@ pub fn read_delta_playerstate_into(
     }
     out.lc = lc;
     let lc = lc as usize;
+    out.changes.reserve(lc);
     let mut i = 0;
     while i < lc {
         // Fast path as in the entity reader: zero run + changed bit (+ float int/raw flag)
@@ -691,8 +694,12 @@ pub fn read_delta_playerstate_into(
             out.arrays[k] = true;
             let mask = r.read_bits(16)? as u16;
             masks[k] = mask;
-            for (i, v) in arr.iter_mut().enumerate() {
-                if mask & (1 << i) != 0 {
+            // Visit only the set bits of the mask.
+            let mut m = mask;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if let Some(v) = arr.get_mut(i) {
                     *v = if long {
                         r.read_long()?
                     } else {
