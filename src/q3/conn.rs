@@ -346,6 +346,9 @@ impl Connection {
             {
                 self.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.clone();
                 self.last_client_cmd = *cs;
+                if is_disconnect(text) {
+                    self.client_gone = true;
+                }
             }
         }
         let mut m = self.message(d, Dir::C2s, Some(seq), "client", Body::None);
