@@ -128,7 +128,7 @@ impl Connection {
     }
 
     fn handle_oob(&mut self, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Message>) {
-        let oob = match Oob::parse(d.payload) {
+        let oob = match Oob::parse(d.payload, dir) {
             Ok(o) => o,
             Err(e) => {
                 self.error(d, dir, e.to_string());
