@@ -128,7 +128,7 @@ impl Connection {
     }
 
     fn handle_oob(&mut self, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Message>) {
-        let oob = match Oob::parse(d.payload) {
+        let oob = match Oob::parse(d.payload, dir) {
             Ok(o) => o,
             Err(e) => {
                 self.error(d, dir, e.to_string());
@@ -346,6 +346,9 @@ impl Connection {
             {
                 self.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.clone();
                 self.last_client_cmd = *cs;
+                if is_disconnect(text) {
+                    self.client_gone = true;
+                }
             }
         }
         let mut m = self.message(d, Dir::C2s, Some(seq), "client", Body::None);
