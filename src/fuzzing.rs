@@ -120,9 +120,11 @@ pub fn netchan(data: &[u8]) {
 pub fn oob(data: &[u8]) {
     let mut p = vec![0xff; 4];
     p.extend_from_slice(data);
-    if let Ok(o) = q3::oob::Oob::parse(&p) {
-        let _ = o.info("name");
-        let _ = o.arg_int(0);
+    for dir in [Dir::C2s, Dir::S2c] {
+        if let Ok(o) = q3::oob::Oob::parse(&p, dir) {
+            let _ = o.info("name");
+            let _ = o.arg_int(0);
+        }
     }
     let _ = q3::huffman::adaptive_decompress(data);
     let _ = q3::oob::parse_info(&String::from_utf8_lossy(data));

@@ -22,7 +22,6 @@ pub mod flow;
 pub mod fuzzing;
 pub mod net;
 pub mod pipeline;
-pub mod pos;
 pub mod q3;
 pub mod qw;
 pub mod sink;

@@ -377,6 +377,7 @@ pub fn run_q3_demo_bytes(
                 error,
                 raw: opts.keep_raw.then(|| rec.body.to_vec()),
                 protocol: summary.protocol.unwrap_or(68),
+                client_gone: false,
                 file_offset: Some(rec.offset),
             };
             sink.q3_message(&m).map_err(io_err)?;
@@ -396,8 +397,53 @@ pub fn demo_protocol(path: &Path) -> Option<u32> {
         .ok()
 }
 
-/// Run several capture files as one stream (flow ids and state continue across files, in the
-/// order given). Files are expected to follow each other in time.
+/// One input of a merged run: its reader, its own IP reassembly, and the next frame, owned.
+struct Source {
+    file: String,
+    reader: CaptureReader<std::fs::File>,
+    net: NetDecoder,
+    next: Option<OwnedFrame>,
+}
+
+/// A frame copied out of its reader's buffer so several files can be interleaved.
+struct OwnedFrame {
+    index: u64,
+    ts_ns: i64,
+    link: crate::capture::LinkType,
+    data: Vec<u8>,
+    orig_len: u32,
+    file_offset: u64,
+}
+
+impl Source {
+    /// Read ahead one frame; problems go to the report's warnings.
+    fn refill(&mut self, report: &mut Report) {
+        self.next = loop {
+            match self.reader.next_frame() {
+                Ok(Some(f)) => {
+                    break Some(OwnedFrame {
+                        index: f.index,
+                        ts_ns: f.ts_ns,
+                        link: f.link,
+                        data: f.data.to_vec(),
+                        orig_len: f.orig_len,
+                        file_offset: f.file_offset,
+                    })
+                }
+                Ok(None) => break None,
+                Err(e) => {
+                    push_warning(report, format!("{}: {e}", self.file));
+                    if e.is_fatal() {
+                        break None;
+                    }
+                }
+            }
+        };
+    }
+}
+
+/// Run several capture files as one stream in time order (like mergecap): flow ids and
+/// connection state continue across files; equal times keep the order the files were given.
 pub fn run_merged(
     paths: &[std::path::PathBuf],
     opts: &Options,
@@ -409,42 +455,58 @@ pub fn run_merged(
         file: names.join("+"),
         ..Default::default()
     };
+    let mut sources = Vec::new();
     for path in paths {
         let file = path.display().to_string();
-        let io_err = |source| InputError::Io {
-            file: file.clone(),
-            source,
-        };
-        let mut reader = CaptureReader::open(path).map_err(|source| InputError::Capture {
+        let reader = CaptureReader::open(path).map_err(|source| InputError::Capture {
             file: file.clone(),
             source,
         })?;
-        let mut net = NetDecoder::new();
-        loop {
-            let frame = match reader.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(e) => {
-                    push_warning(&mut report, format!("{file}: {e}"));
-                    if e.is_fatal() {
-                        break;
-                    }
-                    continue;
-                }
-            };
-            report.frames += 1;
-            match net.decode(&frame) {
-                Ok(Some(d)) => {
-                    report.udp_datagrams += 1;
-                    trackers.datagram(&d, sink).map_err(io_err)?;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    report.net_errors += 1;
-                    push_warning(&mut report, format!("{file}: frame {}: {e}", frame.index));
-                }
+        let mut src = Source {
+            file,
+            reader,
+            net: NetDecoder::new(),
+            next: None,
+        };
+        src.refill(&mut report);
+        sources.push(src);
+    }
+    while let Some(i) = (0..sources.len())
+        .filter(|&i| sources[i].next.is_some())
+        .min_by_key(|&i| sources[i].next.as_ref().map(|f| f.ts_ns))
+    {
+        let src = &mut sources[i];
+        let Some(of) = src.next.take() else { break };
+        let frame = crate::capture::Frame {
+            index: of.index,
+            ts_ns: of.ts_ns,
+            link: of.link,
+            data: &of.data,
+            orig_len: of.orig_len,
+            file_offset: of.file_offset,
+        };
+        report.frames += 1;
+        match src.net.decode(&frame) {
+            Ok(Some(d)) => {
+                report.udp_datagrams += 1;
+                let file = &src.file;
+                trackers
+                    .datagram(&d, sink)
+                    .map_err(|source| InputError::Io {
+                        file: file.clone(),
+                        source,
+                    })?;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                report.net_errors += 1;
+                push_warning(
+                    &mut report,
+                    format!("{}: frame {}: {e}", src.file, of.index),
+                );
             }
         }
+        src.refill(&mut report);
     }
     trackers.fill_report(&mut report);
     sink.finish(&report).map_err(|source| InputError::Io {

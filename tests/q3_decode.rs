@@ -261,3 +261,47 @@ fn usercmd_times_never_go_back_and_follow_snapshot_times() {
         }
     }
 }
+
+#[test]
+fn connectionless_messages_decode_to_known_commands() {
+    use quakecap::q3::message::Body;
+    let known = [
+        "getchallenge",
+        "challengeResponse",
+        "connect",
+        "connectResponse",
+        "getstatus",
+        "statusResponse",
+        "getinfo",
+        "infoResponse",
+        "disconnect",
+        "print",
+    ];
+    for folder in Q3_CAPTURES {
+        let (_, msgs) = decode(&cap(&format!("{folder}/capture.pcapng")), false);
+        let mut connects = 0;
+        for m in msgs.iter().filter(|m| m.kind == "oob") {
+            let Body::Oob(o) = &m.body else {
+                panic!("{folder}: undecoded connectionless packet")
+            };
+            assert!(
+                known.contains(&o.command.as_str()),
+                "{folder}: {:?}",
+                o.text
+            );
+            assert!(
+                o.text.chars().all(|c| !c.is_control() || c == '\n'),
+                "{folder}: {:?}",
+                o.text
+            );
+            if o.command == "connect" {
+                connects += 1;
+                assert!(
+                    o.info("name").is_some_and(|n| n.starts_with("LabPlayer")),
+                    "{folder}"
+                );
+            }
+        }
+        assert!(connects >= 1, "{folder}");
+    }
+}

@@ -145,3 +145,77 @@ fn impaired_capture_counts_the_engines_drops() {
     let f = &s.flows[0];
     assert!(f.out_of_order.c2s > 0 && f.dropped.c2s > 0, "{f:?}");
 }
+
+/// The capture cut to start at `first` (1-based frame), written with the project's writer.
+fn cut_from(rel: &str, first: u64) -> std::path::PathBuf {
+    use quakecap::capture::{CaptureReader, PcapNgWriter};
+    let mut r = CaptureReader::open(&cap(rel)).unwrap();
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    while let Some(f) = r.next_frame().unwrap() {
+        if f.index >= first {
+            w.write_packet(f.link, f.ts_ns, f.data, f.orig_len).unwrap();
+        }
+    }
+    let path = std::env::temp_dir().join(format!(
+        "quakecap-mid-{}-{first}.pcapng",
+        std::process::id()
+    ));
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn connections_without_a_handshake_are_found_by_netchan_shape() {
+    let path = cut_from("q3-two-clients/capture.pcapng", 1500);
+    let r = pipeline::run_capture(&path, &Options::default(), &mut Nothing, &mut |_| {}).unwrap();
+    std::fs::remove_file(&path).ok();
+    let mut qports: Vec<_> = r.flows.iter().map(|f| (f.kind, f.game, f.qport)).collect();
+    qports.sort();
+    assert_eq!(
+        qports,
+        vec![
+            ("connection", "q3", Some(39992)),
+            ("connection", "q3", Some(50400))
+        ]
+    );
+    let sum: u64 = r.flows.iter().map(|f| f.packets.total()).sum();
+    assert_eq!(sum, 4410 - 1499);
+    // One error per flow says why its messages are not decoded.
+    for f in &r.flows {
+        assert_eq!(f.errors, 1, "{:?}", f.error_details);
+        assert!(f.error_details[0].message.contains("handshake"));
+        assert_eq!(f.challenge, None);
+    }
+}
+
+/// Frames `range` of a capture written to a temporary pcapng.
+fn slice(rel: &str, range: std::ops::RangeInclusive<u64>, tag: &str) -> std::path::PathBuf {
+    use quakecap::capture::{CaptureReader, PcapNgWriter};
+    let mut r = CaptureReader::open(&cap(rel)).unwrap();
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    while let Some(f) = r.next_frame().unwrap() {
+        if range.contains(&f.index) {
+            w.write_packet(f.link, f.ts_ns, f.data, f.orig_len).unwrap();
+        }
+    }
+    let path = std::env::temp_dir().join(format!("quakecap-{tag}-{}.pcapng", std::process::id()));
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn merge_reads_several_files_as_one_capture_in_time_order() {
+    let whole = flows("q3-basic/capture.pcapng");
+    let a = slice("q3-basic/capture.pcapng", 1..=900, "merge-a");
+    let b = slice("q3-basic/capture.pcapng", 901..=1893, "merge-b");
+    // Given in the wrong order on purpose: the merge follows the timestamps.
+    let merged =
+        pipeline::run_merged(&[b.clone(), a.clone()], &Options::default(), &mut Nothing).unwrap();
+    let separate =
+        pipeline::run_capture(&b, &Options::default(), &mut Nothing, &mut |_| {}).unwrap();
+    std::fs::remove_file(&a).ok();
+    std::fs::remove_file(&b).ok();
+    assert_eq!(merged.flows, whole.flows);
+    // Alone, the second half has no handshake.
+    assert!(separate.flows[0].challenge.is_none());
+}

@@ -76,7 +76,7 @@ impl fmt::Display for LinkType {
             LinkType::IPV4 => "IPV4",
             LinkType::IPV6 => "IPV6",
             LinkType::LINUX_SLL2 => "LINUX_SLL2",
-            _ => return write!(f, "link type {}", self.0),
+            _ => return write!(f, "{}", self.0),
         };
         write!(f, "{name} ({})", self.0)
     }

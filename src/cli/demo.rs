@@ -190,11 +190,20 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
         s.snapshots,
         s.gamestates
     )?;
-    if s.reencoded + s.dropped_snapshots + s.skipped_bad + s.before_gamestate > 0 {
+    if s.reencoded + s.dropped_snapshots + s.skipped_bad + s.before_gamestate + s.downloads_removed
+        > 0
+    {
         writeln!(
             out,
-            "  repaired: {} delta snapshots re-encoded as full, {} snapshots dropped (state unknown), {} undecodable messages skipped, {} messages before the gamestate skipped",
-            s.reencoded, s.dropped_snapshots, s.skipped_bad, s.before_gamestate
+            "  repaired: {} delta snapshots re-encoded as full, {} snapshots dropped (state unknown), {} undecodable messages skipped, {} messages before the gamestate skipped, {} download blocks removed",
+            s.reencoded, s.dropped_snapshots, s.skipped_bad, s.before_gamestate, s.downloads_removed
+        )?;
+    }
+    if s.gamestates > 1 {
+        writeln!(
+            out,
+            "  note: {} gamestates (map changes) in one file; ioquake3 reads past the second one but renders little of it — use --split-maps for one fully playable demo per map",
+            s.gamestates
         )?;
     }
     Ok(())

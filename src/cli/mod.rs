@@ -76,12 +76,13 @@ pub fn run(cli: Cli) -> i32 {
             if e.chain().any(broken_pipe) {
                 return 0;
             }
+            // Our errors already carry their causes in their text: print them once.
+            eprintln!("quakecap: {e}");
             if e.downcast_ref::<InputError>().is_some() {
-                eprintln!("quakecap: {e:#}");
-                return 2;
+                2
+            } else {
+                1
             }
-            eprintln!("quakecap: {e:#}");
-            1
         }
     }
 }

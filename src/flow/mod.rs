@@ -119,8 +119,3 @@ impl FlowSummary {
         }
     }
 }
-
-/// Format a socket address the way flows print it.
-pub fn addr_string(a: &std::net::SocketAddr) -> String {
-    a.to_string()
-}

@@ -41,18 +41,30 @@ pub const BIG_INFO_STRING: usize = 8192;
 #[derive(Clone, Debug)]
 pub struct BitReader<'a> {
     data: &'a [u8],
+    /// The last (up to) 8 bytes of `data` followed by zeros, so a 64-bit window near the end
+    /// is one load instead of a byte loop (messages are short, the tail is hit often).
+    tail: [u8; 16],
+    /// Byte index in `data` of `tail[0]`.
+    tail_start: usize,
     bit: usize,
-    /// False until the first read: the engine's `readcount` is 0 right after `MSG_BeginReading`.
-    touched: bool,
+    /// `8 * data.len()`: a read must end strictly before this bit (engine `readcount <= cursize`).
+    limit: usize,
 }
 
 impl<'a> BitReader<'a> {
     /// Start reading `data` at bit 0 (`MSG_BeginReading`); `cursize` = `data.len()`.
     pub fn new(data: &'a [u8]) -> Self {
+        let tail_start = data.len().saturating_sub(8);
+        let mut tail = [0u8; 16];
+        for (t, &b) in tail.iter_mut().zip(data.get(tail_start..).unwrap_or(&[])) {
+            *t = b;
+        }
         BitReader {
             data,
+            tail,
+            tail_start,
             bit: 0,
-            touched: false,
+            limit: data.len() * 8,
         }
     }
 
@@ -62,13 +74,10 @@ impl<'a> BitReader<'a> {
         self.bit
     }
 
-    /// Move to an absolute bit position, e.g. to re-read. Position 0 also resets
-    /// [`readcount`](Self::readcount) to 0 like `MSG_BeginReading`.
+    /// Move to an absolute bit position, e.g. to re-read (0 = `MSG_BeginReading`). Positions
+    /// past the end are clamped to the end (every further read is then `PastEnd`).
     pub fn set_bit_pos(&mut self, bit: usize) {
-        self.bit = bit;
-        if bit == 0 {
-            self.touched = false;
-        }
+        self.bit = bit.min(self.limit);
     }
 
     /// Message length in bytes (engine `cursize`).
@@ -83,12 +92,13 @@ impl<'a> BitReader<'a> {
     }
 
     /// Engine `msg->readcount`: `(bit >> 3) + 1` after any read, 0 before the first.
+    /// (Every read advances at least one bit, so "before the first read" is `bit == 0`.)
     #[inline]
     pub fn readcount(&self) -> usize {
-        if self.touched {
-            (self.bit >> 3) + 1
-        } else {
+        if self.bit == 0 {
             0
+        } else {
+            (self.bit >> 3) + 1
         }
     }
 
@@ -112,19 +122,69 @@ impl<'a> BitReader<'a> {
         w >> (pos & 7)
     }
 
+    /// Reference one-bit read for tests (no fast paths at all).
+    #[cfg(test)]
+    pub(crate) fn read_bit_ref(&mut self) -> Result<bool, BitError> {
+        self.read_bits_checked(1).map(|v| v != 0)
+    }
+
     /// One raw bit (`MSG_ReadBits(msg, 1)`), the hot path of the delta decoders.
     #[inline(always)]
     pub fn read_bit(&mut self) -> Result<bool, BitError> {
         let pos = self.bit;
-        match self.data.get(pos >> 3) {
-            // Same end rule as read_bits: the bit after this one must still be inside.
-            Some(&b) if pos + 1 < self.data.len() * 8 => {
+        // Same end rule as read_bits: the bit after this one must still be inside.
+        if pos + 1 < self.limit {
+            if let Some(&b) = self.data.get(pos >> 3) {
                 self.bit = pos + 1;
-                self.touched = true;
-                Ok((b >> (pos & 7)) & 1 != 0)
+                return Ok((b >> (pos & 7)) & 1 != 0);
             }
-            _ => Err(BitError::PastEnd { bit: pos }),
         }
+        Err(BitError::PastEnd { bit: pos })
+    }
+
+    /// The next stream bits at the cursor, LSB first, without consuming them. At least 57 bits
+    /// are valid; bits past the end of the message read as 0. For table-driven callers that
+    /// then commit with [`advance`](Self::advance).
+    #[inline(always)]
+    pub fn peek64(&self) -> u64 {
+        self.window64(self.bit)
+    }
+
+    /// Consume `n` bits already inspected with [`peek64`](Self::peek64). Returns false (and
+    /// consumes nothing) if that would be past the end in the engine's sense.
+    #[inline(always)]
+    pub fn advance(&mut self, n: usize) -> bool {
+        let end = self.bit + n;
+        if end < self.limit {
+            self.bit = end;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Consume consecutive 0 bits, at most `max`, stopping before the first 1 bit; returns how
+    /// many were consumed. Equivalent to calling [`read_bit`](Self::read_bit) while it returns
+    /// `false` (same end rule, same error position), but a whole run per window: the delta
+    /// decoders use it to skip the "unchanged" bits of long field lists.
+    #[inline]
+    pub fn skip_zero_bits(&mut self, max: usize) -> Result<usize, BitError> {
+        let mut done = 0;
+        while done < max {
+            let w = self.window64(self.bit);
+            // Only 57 bits of the window are guaranteed; bytes past the end read as zero.
+            let z = (w.trailing_zeros() as usize).min(57).min(max - done);
+            if self.bit + z >= self.limit {
+                let bit = self.bit.max(self.limit.saturating_sub(1));
+                return Err(BitError::PastEnd { bit });
+            }
+            self.bit += z;
+            done += z;
+            if z < 57 {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     /// Raw read of `n` (1..=32) bits at the cursor, no Huffman (for callers that need the
@@ -144,8 +204,26 @@ impl<'a> BitReader<'a> {
             lo | (hi << 16)
         };
         self.bit = end;
-        self.touched = true;
         Ok(v)
+    }
+
+    /// At least 57 valid stream bits starting at `pos`, LSB first; bytes past the end read as 0.
+    /// One load covers any `read_bits`: 7 raw bits + 4 codes of at most 11 bits = 51 bits.
+    #[inline(always)]
+    fn window64(&self, pos: usize) -> u64 {
+        let i = pos >> 3;
+        let bytes = match self.data.get(i..i + 8) {
+            Some(&[a, b, c, d, e, f, g, h]) => [a, b, c, d, e, f, g, h],
+            _ => {
+                // Within the last 8 bytes (or past the end: the caller rejects that read).
+                let k = i.wrapping_sub(self.tail_start);
+                match self.tail.get(k..k + 8) {
+                    Some(&[a, b, c, d, e, f, g, h]) => [a, b, c, d, e, f, g, h],
+                    _ => [0; 8],
+                }
+            }
+        };
+        u64::from_le_bytes(bytes) >> (pos & 7)
     }
 
     /// `MSG_ReadBits` in bitstream mode: `n` in 1..=32 reads unsigned, -1..=-32 reads signed
@@ -155,7 +233,93 @@ impl<'a> BitReader<'a> {
     /// On error the cursor is left where the read started.
     #[inline]
     pub fn read_bits(&mut self, n: i32) -> Result<i32, BitError> {
-        let signed = n < 0;
+        // The widths used by the protocol get straight-line code.
+        match n {
+            1 => self.read_bit().map(i32::from),
+            4 => self.read_const::<4>(false),
+            5 => self.read_const::<5>(false),
+            8 => self.read_const::<8>(false),
+            -8 => self.read_const::<8>(true),
+            12 => self.read_const::<12>(false),
+            -16 => self.read_const::<16>(true),
+            10 => self.read_const::<10>(false),
+            13 => self.read_const::<13>(false),
+            16 => self.read_const::<16>(false),
+            32 => self.read_const::<32>(false),
+            _ => self.read_var(n),
+        }
+    }
+
+    /// `read_bits` for a width known at compile time (1..=32): the decode loop unrolls.
+    #[inline(always)]
+    fn read_const<const BITS: u32>(&mut self, signed: bool) -> Result<i32, BitError> {
+        let start = self.bit;
+        // One 64-bit window, table decode, a single end/NYT check at the end.
+        let mut w = self.window64(start);
+        let nraw = BITS & 7;
+        let mut value = (w as u32) & mask(nraw);
+        w >>= nraw;
+        let mut consumed = nraw;
+        let mut flags = 0u16;
+        let mut k = 0;
+        while k < BITS >> 3 {
+            let e = huffman::lut_entry(w as u32);
+            let len = u32::from(e >> 9);
+            flags |= e;
+            value |= u32::from(e & 0xff) << (nraw + 8 * k);
+            w >>= len;
+            consumed += len;
+            k += 1;
+        }
+        let end = start + consumed as usize;
+        if end >= self.limit || flags & NYT != 0 {
+            // Rare: let the step-by-step reader classify the error precisely.
+            let n = if signed { -(BITS as i32) } else { BITS as i32 };
+            return self.read_bits_checked(n);
+        }
+        self.bit = end;
+        if signed && BITS < 32 && value & (1 << (BITS - 1)) != 0 {
+            value |= !mask(BITS);
+        }
+        Ok(value as i32)
+    }
+
+    /// `read_bits` for any width.
+    #[inline]
+    fn read_var(&mut self, n: i32) -> Result<i32, BitError> {
+        let bits = n.unsigned_abs().min(32);
+        let start = self.bit;
+        let mut w = self.window64(start);
+        let nraw = bits & 7;
+        let mut value = (w as u32) & mask(nraw);
+        w >>= nraw;
+        let mut consumed = nraw;
+        let mut flags = 0u16;
+        let mut shift = nraw;
+        while shift < bits {
+            let e = huffman::lut_entry(w as u32);
+            let len = u32::from(e >> 9);
+            flags |= e;
+            value |= u32::from(e & 0xff) << shift;
+            w >>= len;
+            consumed += len;
+            shift += 8;
+        }
+        let end = start + consumed as usize;
+        if end >= self.limit || flags & NYT != 0 {
+            return self.read_bits_checked(n);
+        }
+        self.bit = end;
+        if n < 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
+            value |= !mask(bits);
+        }
+        Ok(value as i32)
+    }
+
+    /// Step-by-step `read_bits` with the exact error rules: a code crossing the end is
+    /// `PastEnd` (the engine stops walking the tree there), a complete NYT code is `Nyt`.
+    #[cold]
+    pub(crate) fn read_bits_checked(&mut self, n: i32) -> Result<i32, BitError> {
         let bits = n.unsigned_abs().min(32);
         let start = self.bit;
         let limit = self.data.len() * 8;
@@ -172,8 +336,6 @@ impl<'a> BitReader<'a> {
                 return Err(BitError::PastEnd { bit: start });
             }
             let (sym, len) = huffman::decode_window(self.window(pos));
-            // A code running past the end is PastEnd even if the zero fill makes it look like
-            // NYT (the engine stops walking the tree at the end of the buffer).
             if pos + len as usize > limit {
                 return Err(BitError::PastEnd { bit: start });
             }
@@ -188,29 +350,34 @@ impl<'a> BitReader<'a> {
             return Err(BitError::PastEnd { bit: start });
         }
         self.bit = pos;
-        self.touched = true;
-        if signed && bits > 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
+        if n < 0 && bits > 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
             value |= !mask(bits);
         }
         Ok(value as i32)
     }
 
     /// `MSG_ReadByte` (8 bits unsigned).
-    #[inline]
+    #[inline(always)]
     pub fn read_byte(&mut self) -> Result<u8, BitError> {
-        Ok(self.read_bits(8)? as u8)
+        Ok(self.read_const::<8>(false)? as u8)
     }
 
     /// `MSG_ReadShort` (16 bits, as a signed short).
     #[inline]
     pub fn read_short(&mut self) -> Result<i16, BitError> {
-        Ok(self.read_bits(16)? as i16)
+        Ok(self.read_const::<16>(false)? as i16)
+    }
+
+    /// The 13-bit (`FLOAT_INT_BITS`) integral-float body, unsigned and still biased.
+    #[inline(always)]
+    pub fn read_float_int(&mut self) -> Result<i32, BitError> {
+        self.read_const::<13>(false)
     }
 
     /// `MSG_ReadLong` (32 bits).
     #[inline]
     pub fn read_long(&mut self) -> Result<i32, BitError> {
-        self.read_bits(32)
+        self.read_const::<32>(false)
     }
 
     /// `MSG_ReadString`: bytes up to NUL, `%` and bytes > 127 become `.`.
@@ -228,6 +395,14 @@ impl<'a> BitReader<'a> {
         self.read_string_max(BIG_INFO_STRING - 1)
     }
 
+    /// `MSG_ReadData`: fill `out` with consecutive 8-bit reads.
+    pub fn read_data(&mut self, out: &mut [u8]) -> Result<(), BitError> {
+        for b in out.iter_mut() {
+            *b = self.read_byte()?;
+        }
+        Ok(())
+    }
+
     /// Raw bytes of a NUL-terminated string (no mapping, no length limit, NUL consumed).
     pub fn read_string_bytes(&mut self) -> Result<Vec<u8>, BitError> {
         let mut out = Vec::new();
@@ -240,19 +415,34 @@ impl<'a> BitReader<'a> {
     }
 
     fn read_string_max(&mut self, max: usize) -> Result<String, BitError> {
-        let mut s = String::new();
-        loop {
-            let c = self.read_byte()?;
-            if c == 0 {
-                break;
+        let mut out: Vec<u8> = Vec::new();
+        'window: loop {
+            // Up to 5 codes per 64-bit window (5 * 11 = 55 <= 57 valid bits).
+            let mut w = self.window64(self.bit);
+            let mut pos = self.bit;
+            for _ in 0..5 {
+                let e = huffman::lut_entry(w as u32);
+                let len = usize::from(e >> 9);
+                if pos + len >= self.limit || e & NYT != 0 {
+                    // End of buffer or NYT: let the exact reader produce the error.
+                    self.bit = pos;
+                    self.read_bits_checked(8)?;
+                    // Unreachable in practice (the checked read fails); resume generically.
+                    continue 'window;
+                }
+                pos += len;
+                w >>= len;
+                let c = e as u8;
+                // ioq3: a character that no longer fits is consumed, the rest is not.
+                if c == 0 || out.len() >= max {
+                    self.bit = pos;
+                    break 'window;
+                }
+                out.push(if c == b'%' || c > 127 { b'.' } else { c });
             }
-            let c = if c == b'%' || c > 127 { b'.' } else { c };
-            if s.len() >= max {
-                break;
-            }
-            s.push(char::from(c));
+            self.bit = pos;
         }
-        Ok(s)
+        Ok(String::from_utf8(out).unwrap_or_default()) // all bytes are ASCII by construction
     }
 }
 
@@ -295,29 +485,26 @@ impl BitWriter {
     /// Append `n` (0..=32) raw bits of `value`, LSB first (the engine's `Huff_putBit` loop).
     #[inline]
     pub fn put_raw(&mut self, value: u32, n: u32) {
-        let mut n = n.min(32);
-        let mut v = u64::from(value) & u64::from(mask(n));
-        while n > 0 {
-            let i = self.bit >> 3;
-            if i >= self.buf.len() {
-                self.buf.push(0);
-            }
-            let off = (self.bit & 7) as u32;
-            let take = (8 - off).min(n);
-            if let Some(b) = self.buf.get_mut(i) {
-                *b |= ((v & ((1u64 << take) - 1)) << off) as u8;
-            }
-            v >>= take;
-            n -= take;
-            self.bit += take as usize;
+        let n = n.min(32);
+        let v = (u64::from(value) & u64::from(mask(n))) << (self.bit & 7);
+        let i = self.bit >> 3;
+        // Keep 8 zero bytes of slack past the cursor so the OR below is one 64-bit store;
+        // `finish` trims to the engine's cursize. Bytes past the cursor are always zero.
+        if self.buf.len() < i + 8 {
+            self.buf.resize(i + 64, 0);
         }
+        if let Some(chunk) = self.buf.get_mut(i..i + 8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            chunk.copy_from_slice(&(u64::from_le_bytes(b) | v).to_le_bytes());
+        }
+        self.bit += n as usize;
     }
 
     /// `MSG_WriteBits` in bitstream mode: `n` in 1..=32 or -1..=-31 (sign only matters to the
     /// reader); the value is masked to `|n|` bits. `n = 0` writes nothing (the engine errors).
     #[inline]
     pub fn write_bits(&mut self, value: i32, n: i32) {
-        debug_assert!(n != 0 && (-32..=32).contains(&n), "bad bit width {n}");
         let bits = n.unsigned_abs().min(32);
         let mut v = value as u32 & mask(bits);
         let nraw = bits & 7;
@@ -628,7 +815,7 @@ mod tests {
 
 /// Real data: the first record of a demo recorded by ioq3 (`q3-basic` capture).
 #[cfg(test)]
-mod demo_tests {
+pub(crate) mod demo_tests {
     use super::*;
 
     /// The shared capture directory sits next to the worktree (`/work/shared`); tests using it
@@ -704,5 +891,29 @@ mod demo_tests {
         let lc = r.read_byte().expect("lc");
         assert!(lc <= 51);
         assert_eq!(r.readcount(), 1776);
+    }
+}
+
+#[cfg(test)]
+mod more_tests {
+    use super::*;
+
+    #[test]
+    fn set_bit_pos_clamps_and_read_data() {
+        let mut w = BitWriter::new();
+        w.write_raw_bytes_huffman(&[1, 2, 3, 250]);
+        let out = w.finish();
+        let mut r = BitReader::new(&out);
+        let mut buf = [0u8; 4];
+        assert_eq!(r.read_data(&mut buf), Ok(()));
+        assert_eq!(buf, [1, 2, 3, 250]);
+        r.set_bit_pos(usize::MAX);
+        assert_eq!(r.bit_pos(), out.len() * 8);
+        assert!(matches!(r.read_bit(), Err(BitError::PastEnd { .. })));
+        assert!(matches!(r.read_long(), Err(BitError::PastEnd { .. })));
+        assert!(matches!(r.skip_zero_bits(5), Err(BitError::PastEnd { .. })));
+        assert!(!r.advance(1));
+        assert_eq!(r.readcount(), out.len() + 1);
+        assert!(r.is_past_end());
     }
 }

@@ -16,6 +16,11 @@ use super::svc;
 use crate::flow::{Dir, FlowError, FlowSummary};
 use crate::net::Datagram;
 
+/// `disconnect` (with or without a reason) as a reliable command in either direction.
+fn is_disconnect(text: &str) -> bool {
+    text.split_whitespace().next() == Some("disconnect")
+}
+
 /// What the connection should produce.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -42,6 +47,10 @@ pub struct Connection {
     pub state: Option<Box<ClientState>>,
     client_cmds: Vec<String>,
     last_client_cmd: i32,
+    /// The client left (sent `disconnect` or was told to): it processes nothing more.
+    client_gone: bool,
+    /// The capture started after the handshake: challenge and reliable commands unknown.
+    mid_session: bool,
     opts: Options,
 }
 
@@ -68,6 +77,8 @@ impl Connection {
             state: None,
             client_cmds: Vec::new(),
             last_client_cmd: 0,
+            client_gone: false,
+            mid_session: false,
             opts,
         }
     }
@@ -100,6 +111,7 @@ impl Connection {
             body,
             error: None,
             raw: None,
+            client_gone: self.client_gone,
             protocol: self.proto.number(),
             file_offset: None,
         }
@@ -128,7 +140,7 @@ impl Connection {
     }
 
     fn handle_oob(&mut self, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Message>) {
-        let oob = match Oob::parse(d.payload) {
+        let oob = match Oob::parse(d.payload, dir) {
             Ok(o) => o,
             Err(e) => {
                 self.error(d, dir, e.to_string());
@@ -152,6 +164,7 @@ impl Connection {
                 self.rx_client.reset();
                 self.client_cmds.clear();
                 self.last_client_cmd = 0;
+                self.client_gone = false;
                 self.state = None;
                 if let Some(c) = oob.arg_int(0) {
                     self.challenge.get_or_insert(c as i32);
@@ -240,10 +253,30 @@ impl Connection {
             fragmented,
         } = res
         {
+            if self.mid_session {
+                return self.undecoded(d, dir, seq, fragmented, out);
+            }
             match dir {
                 Dir::S2c => self.server_message(d, seq, body, fragmented, out),
                 Dir::C2s => self.client_message(d, seq, body, fragmented, out),
             }
+        }
+    }
+
+    /// A message of a connection that cannot be descrambled: reported with its header only.
+    fn undecoded(
+        &mut self,
+        d: &Datagram<'_>,
+        dir: Dir,
+        seq: i32,
+        fragmented: bool,
+        out: &mut Vec<Message>,
+    ) {
+        if self.opts.emit {
+            let kind = if dir == Dir::S2c { "server" } else { "client" };
+            let mut m = self.message(d, dir, Some(seq), kind, Body::None);
+            m.fragmented = fragmented;
+            out.push(m);
         }
     }
 
@@ -281,6 +314,11 @@ impl Connection {
                 let text = format!("server message {seq}: {e}");
                 self.error(d, Dir::S2c, text.clone());
                 m.error = Some(text);
+            }
+            // A `disconnect` server command ends the client's session (the engine drops on it).
+            if parsed.ops.iter().any(|op| matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))) {
+                self.client_gone = true;
+                m.client_gone = true;
             }
             m.body = Body::Server(parsed);
         }
@@ -339,6 +377,9 @@ impl Connection {
                 }
                 self.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.clone();
                 self.last_client_cmd = *cs;
+                if is_disconnect(text) {
+                    self.client_gone = true;
+                }
             }
         }
         let mut m = self.message(d, Dir::C2s, Some(seq), "client", Body::None);
@@ -366,6 +407,19 @@ impl Connection {
             .map_or("", String::as_str)
     }
 
+    /// The capture missed this connection's handshake: the netchan is followed, but protocol
+    /// 68 bodies cannot be descrambled without the challenge and the reliable commands.
+    pub fn mark_mid_session(&mut self, frame: u64) {
+        self.mid_session = true;
+        self.connected = true;
+        self.summary.kind = "connection";
+        self.summary.push_error(FlowError {
+            frame,
+            dir: None,
+            message: "capture starts after the connection's handshake: challenge and reliable commands unknown, messages counted but not decoded".into(),
+        });
+    }
+
     /// True once netchan messages flowed (a later handshake is a new connection).
     pub fn established(&self) -> bool {
         self.rx_server.stats.accepted > 0
@@ -375,7 +429,7 @@ impl Connection {
     pub fn summary(&self) -> FlowSummary {
         let mut s = self.summary.clone();
         s.challenge = self.challenge.map(i64::from);
-        if s.kind == "connection" && s.protocol.is_none() {
+        if s.kind == "connection" && s.protocol.is_none() && !self.mid_session {
             s.protocol = Some(self.proto.number());
         }
         s

@@ -321,6 +321,12 @@ pub fn decode_window(window: u32) -> (u16, u32) {
     (e & 0x1ff, u32::from(e >> 9))
 }
 
+/// Raw LUT entry for an LSB-first window: `symbol | (len << 9)`; bit 8 set means NYT.
+#[inline(always)]
+pub fn lut_entry(window: u32) -> u16 {
+    DECODE_LUT[(window & ((1 << LUT_BITS) - 1)) as usize]
+}
+
 /// Static code of `sym` (0..=255) as `(code, len)`, see [`CODES`].
 #[inline(always)]
 pub fn code_of(sym: u8) -> (u16, u8) {
@@ -1160,6 +1166,37 @@ mod tests {
         let packet = unhex(CONNECT_PACKET_HEX);
         let plain = adaptive_decompress(&packet[12..]);
         assert_eq!(plain.as_deref(), Ok(&CONNECT_PLAIN[8..]));
+    }
+
+    const REAL_CONNECT_HEX: &str = concat!(
+        "ffffffff636f6e6e6563742001284474308e050cc726c314ec8ef967301a56299800071fb683bd61680647c721b0579c",
+        "0c17198679c390e7161f9390660100b13d71c8788991414198e249f70625d38ef8f919c339a4ffec83c2f261e2b2bbf1",
+        "1303aa4e2fcd56ea87866ffcd325fac114642456d79116f9d799eb3d5116d581ea17a6d584c9ef590c964e617969538f",
+        "cb3a8425b8ac28c6069e044433d69dcddce05181b052ef38e23bd448e33adbe612b16fcc8d3e24910cd4d3bf5153306e",
+        "9e8071db97cfd426d5bf9d3a4796bbabfd40b4216c88480445b763c4c0b19721ba0a270e31be865a8dfd1921e5cb0b24",
+        "f82204",
+    );
+
+    fn unhex_compact(s: &str) -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+            .collect()
+    }
+
+    /// The `connect` packet an ioq3 client sent in the q3-basic capture: decompresses to the
+    /// quoted userinfo, and recompressing gives the captured bytes back exactly.
+    #[test]
+    fn real_ioq3_connect_roundtrip() {
+        let packet = unhex_compact(REAL_CONNECT_HEX);
+        assert_eq!(&packet[..12], b"\xff\xff\xff\xffconnect ");
+        let plain = adaptive_decompress(&packet[12..]).unwrap_or_default();
+        assert_eq!(plain.len(), 0x128);
+        let text = String::from_utf8_lossy(&plain);
+        assert!(text.starts_with("\"\\"), "{text}");
+        assert!(text.ends_with('"'), "{text}");
+        assert!(text.contains("\\protocol\\68\\"), "{text}");
+        assert!(text.contains("\\challenge\\"), "{text}");
+        assert_eq!(adaptive_compress(&plain), &packet[12..]);
     }
 
     #[test]

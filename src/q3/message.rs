@@ -6,15 +6,42 @@ use super::oob::Oob;
 use super::svc::ServerMessage;
 use crate::flow::Dir;
 
-/// The decoded content of one message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+/// The decoded content of one message. In JSON every body has `ops`: a connectionless packet
+/// is one op `connectionless` with its command, arguments, text and userinfo.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Body {
     Oob(Oob),
     Server(ServerMessage),
     Client(ClientMessage),
     /// Nothing could be decoded (the error says why).
     None,
+}
+
+impl Serialize for Body {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct OobOp<'a> {
+            op: &'static str,
+            #[serde(flatten)]
+            oob: &'a Oob,
+        }
+        #[derive(Serialize)]
+        struct Ops<T: Serialize> {
+            ops: T,
+        }
+        match self {
+            Body::Oob(oob) => Ops {
+                ops: [OobOp {
+                    op: "connectionless",
+                    oob,
+                }],
+            }
+            .serialize(s),
+            Body::Server(m) => m.serialize(s),
+            Body::Client(m) => m.serialize(s),
+            Body::None => Ops { ops: [(); 0] }.serialize(s),
+        }
+    }
 }
 
 /// One message of a flow: a connectionless packet, or a netchan message the receiving
@@ -41,6 +68,10 @@ pub struct Message {
     /// The descrambled body as the client's demo would store it (kept only when asked).
     #[serde(skip)]
     pub raw: Option<Vec<u8>>,
+    /// The client had already left (it sent `disconnect`, or this message tells it to): the
+    /// real client never processed this message, so a demo stops before it.
+    #[serde(skip)]
+    pub client_gone: bool,
     /// The connection's protocol (68 or 71; demo files: from the extension).
     #[serde(skip)]
     pub protocol: u32,

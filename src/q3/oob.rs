@@ -31,14 +31,16 @@ pub fn is_oob(p: &[u8]) -> bool {
 }
 
 impl Oob {
-    /// Decode one connectionless payload (including the 4-byte marker).
-    pub fn parse(p: &[u8]) -> Result<Oob, OobError> {
+    /// Decode one connectionless payload (including the 4-byte marker) travelling in `dir`.
+    pub fn parse(p: &[u8], dir: crate::flow::Dir) -> Result<Oob, OobError> {
         if !is_oob(p) {
             return Err(OobError::Short(p.len()));
         }
         let body = &p[4..];
-        // The server checks bytes 4..11 for "connect" case-sensitively before decompressing.
-        let text_bytes = if body.starts_with(b"connect") && p.len() > 12 {
+        // The server decompresses whatever starts with the 7 bytes "connect" (case-sensitive);
+        // the client never decompresses (its connectResponse is plain text).
+        let to_server = dir == crate::flow::Dir::C2s;
+        let text_bytes = if to_server && body.starts_with(b"connect") && p.len() > 12 {
             let mut t = p[4..12].to_vec();
             let plain = super::huffman::adaptive_decompress(&p[12..])
                 .map_err(|e| OobError::Connect(e.to_string()))?;
@@ -141,10 +143,22 @@ mod tests {
         // captures/q3-basic/capture.pcapng frame 2
         let mut p = vec![0xff; 4];
         p.extend_from_slice(b"challengeResponse 1552856705 -231586592 68");
-        let o = Oob::parse(&p).unwrap();
+        let o = Oob::parse(&p, crate::flow::Dir::S2c).unwrap();
         assert_eq!(o.command, "challengeResponse");
         assert_eq!(o.arg_int(0), Some(1552856705));
         assert_eq!(o.arg_int(2), Some(68));
+    }
+
+    #[test]
+    fn connect_response_is_plain_text() {
+        // captures/q3-basic/capture.pcapng frame 4: starts with "connect" but is not compressed.
+        let mut p = vec![0xff; 4];
+        p.extend_from_slice(b"connectResponse 1552856705");
+        let o = Oob::parse(&p, crate::flow::Dir::S2c).unwrap();
+        assert_eq!(
+            (o.command.as_str(), o.arg_int(0)),
+            ("connectResponse", Some(1552856705))
+        );
     }
 
     #[test]

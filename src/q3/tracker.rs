@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
+use super::bits::BitReader;
 use super::conn::{Connection, Options};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
@@ -55,6 +56,42 @@ pub const MAX_CONNECTIONS: usize = 10_000;
 /// Client ports one connection follows at most (NAT rebinding); more are not routed to it.
 pub const MAX_CLIENT_PORTS: usize = 64;
 
+/// The direction a sequenced Quake 3 packet travels, judged from its shape alone (for
+/// connections whose handshake was not captured): a client packet's body starts with three
+/// Huffman-coded longs (serverId, messageAcknowledge, reliableAcknowledge) that are never
+/// scrambled; a server packet's with a small reliableAcknowledge followed by a server op.
+/// Random or QuakeWorld bytes almost never pass (q3-protocol.md §3.6).
+pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
+    if p.len() < 8 || oob::is_oob(p) {
+        return None;
+    }
+    let small = |v: i32, max: i32| (0..max).contains(&v);
+    if let Ok(h) = Header::parse(p, Dir::C2s, Protocol::V68) {
+        let mut r = BitReader::new(h.payload);
+        if let (false, Ok(sid), Ok(ack), Ok(rel)) =
+            (h.fragmented, r.read_long(), r.read_long(), r.read_long())
+        {
+            if sid >= 0 && small(ack, 1 << 26) && small(rel, 1 << 16) && h.sequence > 0 {
+                return Some(Dir::C2s);
+            }
+        }
+    }
+    let h = Header::parse(p, Dir::S2c, Protocol::V68).ok()?;
+    if h.fragmented || h.sequence <= 0 {
+        return None;
+    }
+    let mut r = BitReader::new(h.payload);
+    let ack = r.read_long().ok()?;
+    let op = r.read_byte().ok()?;
+    (small(ack, 1 << 16) && matches!(op, 1 | 5 | 6 | 7 | 8) && r.bit_pos() <= 32)
+        .then_some(Dir::S2c)
+}
+
+/// True for a `connect` packet (a flow it starts counts as a connection).
+fn is_connect(payload: &[u8]) -> bool {
+    payload.get(4..11) == Some(&b"connect"[..])
+}
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -104,7 +141,10 @@ impl Tracker {
             if !restart {
                 return Some((i, Dir::C2s));
             }
-            return Some((self.new_flow(d.dst, d.src, d.payload, next_id)?, Dir::C2s));
+            return Some((
+                self.new_flow(d.dst, d.src, is_connect(d.payload), next_id)?,
+                Dir::C2s,
+            ));
         }
         if let Some(&i) = self.by_pair.get(&(d.src, d.dst)) {
             return Some((i, Dir::S2c));
@@ -115,29 +155,45 @@ impl Tracker {
                 Dir::C2s => (d.dst, d.src),
                 Dir::S2c => (d.src, d.dst),
             };
-            return Some((self.new_flow(server, client, d.payload, next_id)?, dir));
+            return Some((
+                self.new_flow(server, client, is_connect(d.payload), next_id)?,
+                dir,
+            ));
         }
         // A sequenced client packet from a new port with a known qport: NAT rebinding.
-        let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
-        let q = h.qport?;
-        let &i = self.by_qport.get(&(d.dst, d.src.ip(), q))?;
-        if self.flows[i].summary.client_ports.len() >= MAX_CLIENT_PORTS {
-            return None;
+        if let Some(q) = Header::parse(d.payload, Dir::C2s, Protocol::V68)
+            .ok()
+            .and_then(|h| h.qport)
+        {
+            if let Some(&i) = self.by_qport.get(&(d.dst, d.src.ip(), q)) {
+                if self.flows[i].summary.client_ports.len() >= MAX_CLIENT_PORTS {
+                    return None;
+                }
+                self.by_pair.insert((d.dst, d.src), i);
+                return Some((i, Dir::C2s));
+            }
         }
-        self.by_pair.insert((d.dst, d.src), i);
-        Some((i, Dir::C2s))
+        // A connection whose handshake the capture missed, recognised by its netchan shape.
+        let dir = netchan_shape(d.payload)?;
+        let (server, client) = match dir {
+            Dir::C2s => (d.dst, d.src),
+            Dir::S2c => (d.src, d.dst),
+        };
+        let i = self.new_flow(server, client, true, next_id)?;
+        self.flows[i].mark_mid_session(d.frame);
+        Some((i, dir))
     }
 
-    /// A new flow for `first` (its first packet), or None when its kind's limit is reached.
+    /// A new flow, or None when its kind's limit is reached: `connection` for a flow that
+    /// starts with a `connect` or in the middle of a netchan, else a query.
     fn new_flow(
         &mut self,
         server: SocketAddr,
         client: SocketAddr,
-        first: &[u8],
+        connection: bool,
         next_id: &mut u32,
     ) -> Option<usize> {
-        let connect = first.get(4..11) == Some(&b"connect"[..]);
-        let (count, limit) = if connect {
+        let (count, limit) = if connection {
             (&mut self.connections, MAX_CONNECTIONS)
         } else {
             (&mut self.queries, MAX_QUERY_FLOWS)

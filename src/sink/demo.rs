@@ -24,9 +24,11 @@ pub struct DemoStats {
     pub reencoded: u64,
     /// Snapshots dropped because their state could not be reconstructed.
     pub dropped_snapshots: u64,
+    /// Messages whose svc_download ops were removed (re-encoded without them).
+    pub downloads_removed: u64,
     /// Server messages skipped before the first gamestate.
     pub before_gamestate: u64,
-    /// Messages that failed to decode (written verbatim up to the engine to judge? no: skipped).
+    /// Messages that failed to decode (skipped: the real client would have dropped on them).
     pub skipped_bad: u64,
     pub first_server_time: Option<i32>,
     pub last_server_time: Option<i32>,
@@ -136,6 +138,9 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<En
 
 /// Decide what to write for one message: `None` = verbatim, `Some(bytes)` = re-encoded,
 /// and whether its snapshot (if any) ends up in the demo.
+///
+/// Re-encoded: messages with svc_download (a playing client has requested no download and
+/// would stop parsing there), and delta snapshots whose base is not in the demo.
 fn plan(
     m: &Message,
     fd: &FlowDemo<impl Write>,
@@ -145,19 +150,21 @@ fn plan(
     let Some(sm) = m.server() else {
         return (None, None);
     };
-    let Some(snap) = sm.ops.iter().find_map(|op| match op {
+    let seq = m.seq.unwrap_or(0);
+    let snap = sm.ops.iter().find_map(|op| match op {
         ServerOp::Snapshot(s) => Some(s),
         _ => None,
-    }) else {
-        return (None, None);
-    };
-    let seq = m.seq.unwrap_or(0);
-    let base_ok = snap.delta_num == 0 || fd.written.contains(&snap.delta_base);
-    if base_ok && snap.valid && !(opts.full_snapshots && snap.delta_num != 0) {
-        return (None, Some(seq));
+    });
+    let has_download = sm.ops.iter().any(|op| matches!(op, ServerOp::Download(_)));
+    let verbatim_snapshot = snap.is_none_or(|s| {
+        let base_ok = s.delta_num == 0 || fd.written.contains(&s.delta_base);
+        base_ok && s.valid && !(opts.full_snapshots && s.delta_num != 0)
+    });
+    if !has_download && verbatim_snapshot {
+        return (None, snap.map(|_| seq));
     }
     // Re-encode: ack, the server commands, the snapshot as full (if its state is known), EOF.
-    let keep_snapshot = snap.valid;
+    let keep_snapshot = snap.is_some_and(|s| s.valid);
     let mut w = BitWriter::new();
     emit::ack(&mut w, sm.ack);
     for op in &sm.ops {
@@ -170,20 +177,27 @@ fn plan(
         }
     }
     emit::eof(&mut w);
-    if keep_snapshot {
-        if snap.delta_num != 0 {
-            stats.reencoded += 1;
+    if has_download {
+        stats.downloads_removed += 1;
+    }
+    match snap {
+        Some(s) if keep_snapshot => {
+            if s.delta_num != 0 {
+                stats.reencoded += 1;
+            }
+            (Some(w.finish()), Some(seq))
         }
-        (Some(w.finish()), Some(seq))
-    } else {
-        stats.dropped_snapshots += 1;
-        (Some(w.finish()), None)
+        Some(_) => {
+            stats.dropped_snapshots += 1;
+            (Some(w.finish()), None)
+        }
+        None => (Some(w.finish()), None),
     }
 }
 
 impl<O: DemoOutput> Sink for DemoSink<O> {
     fn q3_message(&mut self, m: &Message) -> io::Result<()> {
-        if m.kind != "server" {
+        if m.kind != "server" || m.client_gone {
             return Ok(());
         }
         let (Some(raw), Some(seq)) = (m.raw.as_ref(), m.seq) else {

@@ -1,0 +1,194 @@
+//! What the QuakeWorld decoder emits: one [`Message`] per datagram or demo block, with its ops.
+use super::clc::ClientOp;
+use super::oob::Oob;
+use super::svc::ServerOp;
+use crate::flow::Dir;
+use serde::Serialize;
+
+/// One decoded op and the byte offset where it starts in the packet / block.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Op {
+    pub at: usize,
+    #[serde(flatten)]
+    pub kind: OpKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum OpKind {
+    Server(ServerOp),
+    Client(ClientOp),
+    Oob(Oob),
+}
+
+impl Op {
+    /// The engine's name for the op (ezQuake's `svc_strings` for server ops).
+    pub fn name(&self) -> &'static str {
+        match &self.kind {
+            OpKind::Server(s) => s.shownet_name(),
+            OpKind::Client(c) => c.name(),
+            OpKind::Oob(o) => o.name(),
+        }
+    }
+}
+
+/// How the receiving engine's netchan treated the packet (spec §2.3–2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetchanStatus {
+    /// Sequence above the last accepted one: processed.
+    Accepted,
+    /// Same sequence as an accepted packet: dropped by the receiver.
+    Duplicate,
+    /// Lower sequence than the last accepted one: dropped as stale.
+    OutOfOrder,
+}
+
+/// One QuakeWorld message (a datagram, or one block of a demo file).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub flow: u32,
+    pub game: &'static str,
+    pub dir: Dir,
+    /// Capture frame number, or 1-based block number in a demo file.
+    pub frame: u64,
+    /// Seconds since the Unix epoch (capture), or demo time in seconds (demo file).
+    pub time: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack: Option<i64>,
+    /// The packet carries the sender's reliable block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reliable: Option<bool>,
+    /// The sender's reliable parity bit in the ack word.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack_reliable: Option<bool>,
+    /// A reliable-flagged packet whose block is a retransmission of a lost one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmit: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qport: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netchan: Option<NetchanStatus>,
+    /// Sequence numbers skipped just before this packet (as the receiver counts them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u32>,
+    pub connectionless: bool,
+    /// "oob" (connectionless), "server" or "client" — as the Quake 3 messages say it.
+    pub kind: &'static str,
+    /// Demo files: the block kind ("read", "cmd", "set"; .mvd "all", "single", "stats", "multiple").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<&'static str>,
+    /// Bytes in the datagram / block payload (with the netchan header).
+    pub size: usize,
+    pub ops: Vec<Op>,
+    /// What failed and at which byte; decoding went on with the next message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Message {
+    pub fn new(flow: u32, dir: Dir, frame: u64, time: f64, size: usize) -> Self {
+        Message {
+            flow,
+            game: "qw",
+            dir,
+            frame,
+            time,
+            seq: None,
+            ack: None,
+            reliable: None,
+            ack_reliable: None,
+            retransmit: None,
+            qport: None,
+            netchan: None,
+            dropped: None,
+            connectionless: false,
+            kind: match dir {
+                Dir::C2s => "client",
+                Dir::S2c => "server",
+            },
+            block: None,
+            size,
+            ops: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Readable one-message text: a header line, then one line per op with its fields.
+    pub fn write_text(&self, w: &mut dyn std::fmt::Write) -> std::fmt::Result {
+        write!(
+            w,
+            "frame {} time {:.6} flow {} qw {}",
+            self.frame,
+            self.time,
+            self.flow,
+            self.dir.as_str()
+        )?;
+        if self.connectionless {
+            write!(w, " connectionless")?;
+        }
+        if let Some(b) = self.block {
+            write!(w, " block {b}")?;
+        }
+        if let Some(s) = self.seq {
+            write!(
+                w,
+                " seq {s}{}",
+                if self.reliable == Some(true) {
+                    " rel"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if let Some(a) = self.ack {
+            write!(
+                w,
+                " ack {a}{}",
+                if self.ack_reliable == Some(true) {
+                    " relbit"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if self.retransmit == Some(true) {
+            write!(w, " retransmit")?;
+        }
+        if let Some(q) = self.qport {
+            write!(w, " qport {q}")?;
+        }
+        if let Some(n) = self.netchan {
+            if n != NetchanStatus::Accepted {
+                write!(
+                    w,
+                    " {}",
+                    if n == NetchanStatus::Duplicate {
+                        "duplicate"
+                    } else {
+                        "out-of-order"
+                    }
+                )?;
+            }
+        }
+        if let Some(d) = self.dropped.filter(|d| *d > 0) {
+            write!(w, " dropped {d}")?;
+        }
+        writeln!(w, " size {}", self.size)?;
+        for op in &self.ops {
+            write!(w, "  {:4} {}", op.at, op.name())?;
+            if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(op) {
+                for (k, v) in m.iter().filter(|(k, _)| *k != "op" && *k != "at") {
+                    write!(w, " {k}={v}")?;
+                }
+            }
+            writeln!(w)?;
+        }
+        if let Some(e) = &self.error {
+            writeln!(w, "  ERROR {e}")?;
+        }
+        Ok(())
+    }
+}

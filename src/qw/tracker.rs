@@ -1,0 +1,533 @@
+//! Finding QuakeWorld flows in a stream of UDP datagrams and running both directions of each
+//! connection (spec §1, §2.4, §3, §4, §10).
+//!
+//! * Connectionless packets are recognised by content (any port): client commands
+//!   (`getchallenge`, `connect`, `status`, `ping`, …) open a flow; server replies join the flow
+//!   of their client address. A handshake flow becomes a connection at its `j` reply; a new
+//!   `getchallenge` after an accepted connection starts a new flow.
+//! * Netchan packets belong to the newest accepted connection of server + client IP + qport
+//!   (c2s; a new client port is NAT rebinding) or server + client address (s2c).
+use super::clc;
+use super::cursor::Reader;
+use super::message::{Message, NetchanStatus, Op, OpKind};
+use super::netchan::{Header, Receiver, Verdict};
+use super::oob::{self, Oob};
+use super::qwd::RawPacket;
+use super::svc::{self, ServerOp, ServerState};
+use super::{Event, Options};
+use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::net::Datagram;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+
+/// Reliable-delivery bookkeeping of one direction (spec §2.4.3): a reliable packet is proven
+/// lost when the peer acknowledges its sequence without flipping its reliable parity bit; the
+/// next reliable packet of that direction then carries the block again (a retransmission).
+#[derive(Debug, Default)]
+struct RelTrack {
+    /// Receiver's reliable parity as inferred from the peer's ack bits.
+    parity: bool,
+    /// Last reliable-flagged packet whose fate is not known yet.
+    pending: Option<u32>,
+    /// The last reliable block was lost: the next reliable packet repeats it.
+    lost: bool,
+    /// Highest sequence seen from the sender (pcap duplicates are not new sends).
+    last_sent: Option<u32>,
+}
+
+impl RelTrack {
+    /// A packet of this direction with the reliable flag: is it a retransmission?
+    fn sent_reliable(&mut self, seq: u32) -> bool {
+        if self.last_sent.is_some_and(|l| seq <= l) {
+            return false;
+        }
+        self.last_sent = Some(seq);
+        let retransmit = self.lost;
+        self.lost = false;
+        self.pending = Some(seq);
+        retransmit
+    }
+    /// A packet of the other direction acknowledged `ack` with parity bit `bit`.
+    /// Returns the sequence of the reliable packet this ack proves lost, if any.
+    fn peer_ack(&mut self, ack: u32, bit: bool) -> Option<u32> {
+        let p = self.pending?;
+        if ack < p {
+            return None;
+        }
+        self.pending = None;
+        if bit != self.parity {
+            self.parity = bit;
+            None
+        } else {
+            self.lost = true;
+            Some(p)
+        }
+    }
+}
+
+struct Flow {
+    id: u32,
+    client_port: u16,
+    qport: Option<u16>,
+    /// Saw the `j` reply: a netchan session exists.
+    accepted: bool,
+    /// Started with a handshake (getchallenge / connect) rather than a query.
+    handshake: bool,
+    sum: FlowSummary,
+    rx_s2c: Receiver,
+    rx_c2s: Receiver,
+    rel: [RelTrack; 2],
+    /// Decoder state of the server stream; allocated at the `j` reply (a query never needs it,
+    /// and it holds 2048 baselines).
+    state: Option<Box<ServerState>>,
+}
+
+impl Flow {
+    fn new(id: u32, server: SocketAddr, client: SocketAddr, handshake: bool) -> Self {
+        let mut sum = FlowSummary {
+            id,
+            game: "qw",
+            kind: if handshake { "connection" } else { "query" },
+            server: server.to_string(),
+            client_ip: client.ip().to_string(),
+            ..Default::default()
+        };
+        sum.add_client_port(client.port());
+        Flow {
+            id,
+            client_port: client.port(),
+            qport: None,
+            accepted: false,
+            handshake,
+            sum,
+            rx_s2c: Receiver::default(),
+            rx_c2s: Receiver::default(),
+            rel: [RelTrack::default(), RelTrack::default()],
+            state: None,
+        }
+    }
+}
+
+/// All QuakeWorld flows of one capture.
+pub struct Tracker {
+    opts: Options,
+    flows: Vec<Flow>,
+    /// (server, client address) → newest flow (indexes into `flows`, which only grows).
+    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    /// (server, client address) → newest accepted connection using that address.
+    by_accepted_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    /// (server, client IP, qport) → newest accepted connection.
+    by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+}
+
+/// Client commands that are QuakeWorld connectionless requests (spec §3.1).
+fn is_qw_client_command(o: &Oob, body: &[u8]) -> bool {
+    match o {
+        // Quake 3 sends `getchallenge` without the newline (ioquake3 adds arguments).
+        Oob::Getchallenge => body.ends_with(b"\n"),
+        Oob::Connect { protocol, .. } => *protocol == 28,
+        Oob::Status { .. } | Oob::Ping => true,
+        Oob::Command { name } => matches!(
+            name.as_str(),
+            "ip" | "log" | "rcon" | "lastscores" | "laststats" | "dlist" | "demolist" | "qtvusers"
+        ),
+        _ => false,
+    }
+}
+
+fn dir_index(d: Dir) -> usize {
+    match d {
+        Dir::C2s => 0,
+        Dir::S2c => 1,
+    }
+}
+
+impl Tracker {
+    pub fn new(opts: Options) -> Self {
+        Tracker {
+            opts,
+            flows: Vec::new(),
+            by_pair: HashMap::new(),
+            by_accepted_pair: HashMap::new(),
+            by_qport: HashMap::new(),
+        }
+    }
+
+    fn decoding(&self) -> bool {
+        self.opts.decode || self.opts.keep_raw
+    }
+
+    /// Offer one UDP datagram; false (nothing touched) when it is not QuakeWorld traffic.
+    pub fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Event>) -> bool {
+        if oob::is_oob(d.payload) {
+            return self.offer_oob(d, next_id, out);
+        }
+        // Raw 1-byte ping reply 'l' (no FF prefix) to a query we know.
+        if d.payload == b"l" {
+            if let Some(i) = self.find_by_addrs(d.src, d.dst) {
+                self.count(i, Dir::S2c, d, Some(Oob::Ack), out);
+                return true;
+            }
+            return false;
+        }
+        if let Some(i) = self.find_netchan_c2s(d) {
+            self.netchan(i, Dir::C2s, d, out);
+            return true;
+        }
+        if let Some(i) = self.find_netchan_s2c(d) {
+            self.netchan(i, Dir::S2c, d, out);
+            return true;
+        }
+        false
+    }
+
+    /// Newest flow with this server and client address.
+    fn find_by_addrs(&self, server: SocketAddr, client: SocketAddr) -> Option<usize> {
+        self.by_pair.get(&(server, client)).copied()
+    }
+
+    /// Newest accepted connection of server + client IP + qport (the server's own rule).
+    fn find_netchan_c2s(&self, d: &Datagram<'_>) -> Option<usize> {
+        let h = Header::new_checked(d.payload, Dir::C2s)?;
+        let q = h.qport()?;
+        self.by_qport.get(&(d.dst, d.src.ip(), q)).copied()
+    }
+
+    /// Newest accepted connection the server sends to at this client address.
+    fn find_netchan_s2c(&self, d: &Datagram<'_>) -> Option<usize> {
+        Header::new_checked(d.payload, Dir::S2c)?;
+        self.by_accepted_pair.get(&(d.src, d.dst)).copied()
+    }
+
+    fn offer_oob(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Event>) -> bool {
+        let body = d.payload.get(4..).unwrap_or(&[]);
+        let c2s = oob::parse_c2s(body);
+        if is_qw_client_command(&c2s, body) {
+            let handshake = matches!(c2s, Oob::Getchallenge | Oob::Connect { .. });
+            let existing = self.find_by_addrs(d.dst, d.src);
+            let reuse = match (existing, &c2s) {
+                // A new getchallenge after an accepted connection starts a new connection;
+                // before acceptance (e.g. a rejected try) it continues the same handshake.
+                (Some(i), Oob::Getchallenge) => self
+                    .flows
+                    .get(i)
+                    .is_some_and(|f| f.handshake && !f.accepted),
+                (Some(i), Oob::Connect { .. }) => self
+                    .flows
+                    .get(i)
+                    .is_some_and(|f| f.handshake && !f.accepted),
+                (Some(i), _) => self
+                    .flows
+                    .get(i)
+                    .is_some_and(|f| !f.handshake || f.accepted),
+                (None, _) => false,
+            };
+            let i = match (reuse, existing) {
+                (true, Some(i)) => i,
+                _ => {
+                    self.flows
+                        .push(Flow::new(*next_id, d.dst, d.src, handshake));
+                    *next_id += 1;
+                    let i = self.flows.len() - 1;
+                    self.by_pair.insert((d.dst, d.src), i);
+                    i
+                }
+            };
+            if let (
+                Some(f),
+                Oob::Connect {
+                    qport,
+                    challenge,
+                    userinfo,
+                    ..
+                },
+            ) = (self.flows.get_mut(i), &c2s)
+            {
+                f.qport = Some(*qport);
+                f.sum.qport = Some(*qport);
+                f.sum.challenge = Some(*challenge);
+                f.sum.protocol = Some(28);
+                f.sum.name = info_value(userinfo, "name");
+            }
+            self.count(i, Dir::C2s, d, Some(c2s), out);
+            return true;
+        }
+        // A server reply to a client we know.
+        if let Some(i) = self.find_by_addrs(d.src, d.dst) {
+            let s2c = oob::parse_s2c(body);
+            if let Some(f) = self.flows.get_mut(i) {
+                match &s2c {
+                    Oob::Accept if f.handshake => {
+                        f.accepted = true;
+                        f.client_port = d.dst.port();
+                        self.by_accepted_pair.insert((d.src, d.dst), i);
+                        if let Some(q) = f.qport {
+                            self.by_qport.insert((d.src, d.dst.ip(), q), i);
+                        }
+                        f.rx_c2s = Receiver::default();
+                        f.rx_s2c = Receiver::default();
+                        f.rel = [RelTrack::default(), RelTrack::default()];
+                        f.state = Some(Box::new(ServerState::new(false)));
+                    }
+                    Oob::Challenge { challenge, .. } => {
+                        f.sum.challenge = Some(*challenge);
+                    }
+                    _ => {}
+                }
+            }
+            self.count(i, Dir::S2c, d, Some(s2c), out);
+            return true;
+        }
+        false
+    }
+
+    /// Count a connectionless packet and emit its message.
+    fn count(
+        &mut self,
+        i: usize,
+        dir: Dir,
+        d: &Datagram<'_>,
+        op: Option<Oob>,
+        out: &mut Vec<Event>,
+    ) {
+        let decode = self.opts.decode;
+        let Some(f) = self.flows.get_mut(i) else {
+            return;
+        };
+        f.sum.count_packet(dir, d.payload.len(), d.ts_ns);
+        if dir == Dir::C2s {
+            f.sum.add_client_port(d.src.port());
+        }
+        if decode {
+            let mut m = Message::new(f.id, dir, d.frame, d.ts_ns as f64 / 1e9, d.payload.len());
+            m.connectionless = true;
+            m.kind = "oob";
+            if let Some(op) = op {
+                m.ops.push(Op {
+                    at: 4,
+                    kind: OpKind::Oob(op),
+                });
+            }
+            out.push(Event::Message(m));
+        }
+    }
+
+    fn netchan(&mut self, i: usize, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Event>) {
+        let decoding = self.decoding();
+        let (emit, keep_raw) = (self.opts.decode, self.opts.keep_raw);
+        let Some(f) = self.flows.get_mut(i) else {
+            return;
+        };
+        f.sum.count_packet(dir, d.payload.len(), d.ts_ns);
+        let Some(h) = Header::new_checked(d.payload, dir) else {
+            return;
+        };
+        if dir == Dir::C2s && f.client_port != d.src.port() {
+            // NAT rebinding: the server adopts the new port (spec §1).
+            f.client_port = d.src.port();
+            f.sum.add_client_port(d.src.port());
+            self.by_pair.insert((d.dst, d.src), i);
+            self.by_accepted_pair.insert((d.dst, d.src), i);
+        }
+        // Reliable delivery bookkeeping: this packet's ack tells the other direction's fate.
+        let mut lost_s2c = None;
+        let other = match dir {
+            Dir::C2s => Dir::S2c,
+            Dir::S2c => Dir::C2s,
+        };
+        if let Some(t) = f.rel.get_mut(dir_index(other)) {
+            let lost = t.peer_ack(h.ack(), h.ack_reliable());
+            if dir == Dir::C2s {
+                lost_s2c = lost;
+            }
+        }
+        let rx = match dir {
+            Dir::C2s => &mut f.rx_c2s,
+            Dir::S2c => &mut f.rx_s2c,
+        };
+        let verdict = rx.process(&h);
+        let mut m = Message::new(f.id, dir, d.frame, d.ts_ns as f64 / 1e9, d.payload.len());
+        m.seq = Some(i64::from(h.sequence()));
+        m.ack = Some(i64::from(h.ack()));
+        m.reliable = Some(h.reliable());
+        m.ack_reliable = Some(h.ack_reliable());
+        m.qport = h.qport();
+        m.netchan = Some(match verdict {
+            Verdict::Accepted { dropped } => {
+                m.dropped = Some(dropped);
+                *f.sum.dropped.get_mut(dir) += u64::from(dropped);
+                NetchanStatus::Accepted
+            }
+            Verdict::Duplicate => {
+                *f.sum.duplicates.get_mut(dir) += 1;
+                NetchanStatus::Duplicate
+            }
+            Verdict::OutOfOrder => {
+                *f.sum.out_of_order.get_mut(dir) += 1;
+                NetchanStatus::OutOfOrder
+            }
+        });
+        let accepted = matches!(verdict, Verdict::Accepted { .. });
+        // Every reliable-flagged send counts, accepted or not: the very first c2s packet (seq 0,
+        // "new") is dropped by the server and its block comes again in a later packet.
+        if h.reliable() {
+            if let Some(t) = f.rel.get_mut(dir_index(dir)) {
+                let rt = t.sent_reliable(h.sequence());
+                if accepted {
+                    m.retransmit = Some(rt);
+                }
+            }
+        }
+        if !decoding {
+            return;
+        }
+        let base = h.header_len();
+        let mut raw_cmd = None;
+        let mut drop = false;
+        let mut spans = Vec::new();
+        match dir {
+            Dir::C2s => {
+                // Client messages carry no state, so even packets the server drops are decoded
+                // (their moves are still checksummed).
+                let mut r = Reader::with_base(h.payload(), base);
+                let ext = f.state.as_ref().map(|st| st.ext).unwrap_or_default();
+                let (ops, err) = clc::parse_message(&mut r, h.sequence(), &ext);
+                for (_, op) in &ops {
+                    if matches!(op, clc::ClientOp::Stringcmd { text } if text == "drop") {
+                        drop = true;
+                    }
+                    if let clc::ClientOp::Move {
+                        cmds, checksum_ok, ..
+                    } = op
+                    {
+                        raw_cmd = Some(cmds[2]);
+                        if !checksum_ok {
+                            m.error
+                                .get_or_insert_with(|| "clc_move checksum mismatch".to_string());
+                        }
+                    }
+                }
+                m.ops = ops
+                    .into_iter()
+                    .map(|(at, op)| Op {
+                        at,
+                        kind: OpKind::Client(op),
+                    })
+                    .collect();
+                if let Some(e) = err {
+                    m.error = Some(e.to_string());
+                }
+            }
+            Dir::S2c if accepted => {
+                let st = f
+                    .state
+                    .get_or_insert_with(|| Box::new(ServerState::new(false)));
+                st.seq = h.sequence();
+                let mut r = Reader::with_base(h.payload(), base);
+                let (ops, err) = svc::parse_message(st, &mut r);
+                let ends: Vec<usize> = ops
+                    .iter()
+                    .skip(1)
+                    .map(|(at, _)| *at)
+                    .chain(std::iter::once(d.payload.len()))
+                    .collect();
+                for ((at, op), end) in ops.iter().zip(ends) {
+                    spans.push((*at, end, op.id()));
+                    if let ServerOp::Serverdata(sd) = op {
+                        f.sum.protocol = u32::try_from(sd.protocol).ok();
+                    }
+                }
+                m.ops = ops
+                    .into_iter()
+                    .map(|(at, op)| Op {
+                        at,
+                        kind: OpKind::Server(op),
+                    })
+                    .collect();
+                m.error = err.map(|e| e.to_string());
+            }
+            Dir::S2c => {}
+        }
+        if let Some(e) = &m.error {
+            f.sum.push_error(FlowError {
+                frame: d.frame,
+                dir: Some(dir),
+                message: e.clone(),
+            });
+        }
+        if keep_raw {
+            let raw = RawPacket {
+                flow: f.id,
+                dir,
+                frame: d.frame,
+                ts_ns: d.ts_ns,
+                seq: h.sequence(),
+                ack: h.ack(),
+                accepted,
+                payload: if dir == Dir::S2c && accepted {
+                    d.payload.to_vec()
+                } else {
+                    Vec::new()
+                },
+                spans,
+                cmd: raw_cmd,
+                drop,
+                lost_s2c,
+            };
+            if (dir == Dir::S2c && accepted) || raw.cmd.is_some() || drop || lost_s2c.is_some() {
+                out.push(Event::Raw(raw));
+            }
+        }
+        if emit {
+            out.push(Event::Message(m));
+        }
+    }
+
+    /// End of input: one summary per QuakeWorld flow, in id order.
+    pub fn finish(&mut self, _out: &mut Vec<Event>) -> Vec<FlowSummary> {
+        self.flows
+            .iter()
+            .map(|f| {
+                let mut s = f.sum.clone();
+                if f.handshake && !f.accepted {
+                    // A handshake that was never accepted is not a connection.
+                    s.kind = "query";
+                }
+                s
+            })
+            .collect()
+    }
+}
+
+/// Value of `key` in a `\k\v\k\v` info string.
+fn info_value(info: &str, key: &str) -> Option<String> {
+    let mut it = info.split('\\').skip(1);
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        if k == key {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RelTrack;
+
+    #[test]
+    fn reliable_lost_then_retransmitted() {
+        // Sender-side view (spec §2.4.3): reliable packet 10 goes out; the peer acks 10 with
+        // its parity unchanged → lost; the next reliable packet (12) repeats the block.
+        let mut t = RelTrack::default();
+        assert!(!t.sent_reliable(10));
+        assert_eq!(t.peer_ack(9, false), None); // older ack: no verdict yet
+        assert!(t.pending.is_some());
+        assert_eq!(t.peer_ack(10, false), Some(10));
+        assert!(t.sent_reliable(12));
+        // This time the peer flips its parity: delivered, the next block is new.
+        assert_eq!(t.peer_ack(12, true), None);
+        assert!(!t.sent_reliable(14));
+        // A capture duplicate of 14 is not a new send.
+        assert!(!t.sent_reliable(14));
+    }
+}
