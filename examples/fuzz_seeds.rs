@@ -188,6 +188,61 @@ fn demo_seeds(out: &Path, name: &str, demo: &[u8]) {
     }
 }
 
+/// QuakeWorld: datagram streams (server = endpoint 1, port 27500..27510) and demo pieces.
+fn qw_seeds(out: &Path, name: &str, dir: &Path) {
+    let Ok(bytes) = std::fs::read(dir.join("capture.pcapng")) else {
+        return;
+    };
+    let recs = records(&bytes);
+    capture_seeds(out, name, &recs);
+    let mut net = NetDecoder::new();
+    let mut frames = Vec::new();
+    for r in &recs {
+        let f = quakecap::capture::Frame {
+            index: 1,
+            ts_ns: r.ts_ns,
+            link: r.link,
+            data: &r.data,
+            orig_len: r.data.len() as u32,
+            file_offset: 0,
+        };
+        if let Ok(Some(d)) = net.decode(&f) {
+            let sel = if (27500..27510).contains(&d.src.port()) {
+                1 | 2 << 3
+            } else {
+                2 | 1 << 3
+            };
+            let mut v = vec![sel];
+            v.extend_from_slice(d.payload);
+            frames.push(v);
+        }
+    }
+    for (i, part) in frames.chunks(40).take(6).enumerate() {
+        put(
+            out,
+            "qw_datagrams",
+            &format!("{name}-{i}"),
+            &frame_chunks(part.iter().map(Vec::as_slice)),
+        );
+    }
+    for demo in ["client1-demo0.qwd", "server-demo0.mvd"] {
+        if let Ok(d) = std::fs::read(dir.join(demo)) {
+            put(
+                out,
+                "qw_demo",
+                &format!("{name}-{demo}-head"),
+                &d[..d.len().min(12_000)],
+            );
+            put(
+                out,
+                "qw_demo",
+                &format!("{name}-{demo}-tail"),
+                &d[d.len().saturating_sub(6_000)..],
+            );
+        }
+    }
+}
+
 fn main() {
     let out = PathBuf::from(
         std::env::args()
@@ -209,6 +264,14 @@ fn main() {
                 demo_seeds(&out, c, &d);
             }
         }
+    }
+    for c in [
+        "qw-basic",
+        "qw-impaired",
+        "qw-mapchange-reconnect",
+        "qw-noext",
+    ] {
+        qw_seeds(&out, c, &root.join(c));
     }
     for f in ["dumpcap-any.pcapng", "tcpdump-any.pcap"] {
         if let Ok(b) = std::fs::read(root.join("loopback-any").join(f)) {

@@ -15,6 +15,7 @@ use crate::pipeline::{self, Options, Sink};
 use crate::q3;
 use crate::q3::bits::BitReader;
 use crate::q3::netchan::{Header, Protocol, Receiver};
+use crate::qw;
 use crate::sink;
 
 /// Upper bound on records/frames/chunks any harness walks (a reader that stops advancing
@@ -217,6 +218,11 @@ pub fn pipeline(data: &[u8]) {
     );
 }
 
+/// One of eight endpoints (four hosts), for the datagram harnesses.
+fn endpoint(n: u8) -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::new(10, 0, 0, n & 3), 27960 + u16::from(n)))
+}
+
 /// The Quake 3 tracker and connections without capture or IP: each chunk is a datagram
 /// whose first byte picks which of a few endpoints sends it to which.
 pub fn q3_datagrams(data: &[u8]) {
@@ -227,7 +233,6 @@ pub fn q3_datagrams(data: &[u8]) {
     };
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();
-    let addr = |n: u8| SocketAddr::from((Ipv4Addr::new(10, 0, 0, n & 3), 27960 + u16::from(n)));
     for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
         let Some((&sel, payload)) = c.split_first() else {
             continue;
@@ -235,8 +240,8 @@ pub fn q3_datagrams(data: &[u8]) {
         let d = Datagram {
             frame: i as u64 + 1,
             ts_ns: i as i64,
-            src: addr(sel & 7),
-            dst: addr(sel >> 3 & 7),
+            src: endpoint(sel & 7),
+            dst: endpoint(sel >> 3 & 7),
             payload,
         };
         let _ = t.datagram(&d, &mut sinks);
@@ -244,6 +249,55 @@ pub fn q3_datagrams(data: &[u8]) {
     let mut report = pipeline::Report::default();
     t.fill_report(&mut report);
     let _ = sinks.finish(&report);
+}
+
+/// The QuakeWorld tracker (netchan, connectionless, server and client decoders) with demo
+/// writing and the text output: chunks as in [`q3_datagrams`].
+pub fn qw_datagrams(data: &[u8]) {
+    let mut t = qw::Tracker::new(qw::Options {
+        decode: true,
+        keep_raw: true,
+    });
+    let (mut events, mut next_id) = (Vec::new(), 1);
+    for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
+        let Some((&sel, payload)) = c.split_first() else {
+            continue;
+        };
+        let d = Datagram {
+            frame: i as u64 + 1,
+            ts_ns: i as i64,
+            src: endpoint(sel & 7),
+            dst: endpoint(sel >> 3 & 7),
+            payload,
+        };
+        t.offer(&d, &mut next_id, &mut events);
+    }
+    let _ = t.finish(&mut events);
+    qw_outputs(&events);
+}
+
+/// QuakeWorld demo reading and decoding, the bytes taken as a .qwd and as an .mvd.
+pub fn qw_demo(data: &[u8]) {
+    for name in ["fuzz.qwd", "fuzz.mvd"] {
+        let mut events = Vec::new();
+        let _ = qw::decode_demo_file(name, data, &mut events);
+        qw_outputs(&events);
+    }
+}
+
+/// Text for every QuakeWorld message, and the demos the raw packets make.
+fn qw_outputs(events: &[qw::Event]) {
+    let mut demos = qw::qwd::Writers::new();
+    for e in events {
+        match e {
+            qw::Event::Message(m) => {
+                let mut s = String::new();
+                let _ = m.write_text(&mut s);
+            }
+            qw::Event::Raw(_) => demos.push(e),
+        }
+    }
+    let _ = demos.finish();
 }
 
 /// Every sink the CLI has, writing nowhere: text, shownet, JSON Lines and the demo writer
@@ -314,7 +368,7 @@ impl Sink for Discard {}
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every harness, by the fuzz target name that runs it.
-pub const TARGETS: [Target; 10] = [
+pub const TARGETS: [Target; 12] = [
     ("capture", capture),
     ("net", net),
     ("netchan", netchan),
@@ -325,4 +379,6 @@ pub const TARGETS: [Target; 10] = [
     ("demo", demo),
     ("q3_datagrams", q3_datagrams),
     ("pipeline", pipeline),
+    ("qw_datagrams", qw_datagrams),
+    ("qw_demo", qw_demo),
 ];
