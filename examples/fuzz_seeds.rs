@@ -243,6 +243,54 @@ fn qw_seeds(out: &Path, name: &str, dir: &Path) {
     }
 }
 
+/// Inputs that crashed the decoders before their fixes (kept in the committed corpus):
+/// a gamestate naming clientNum -1 (player name lookup overflowed) and a demo whose snapshot
+/// sits at message number i32::MIN (the snapshot history's window overflowed).
+fn regressions(out: &Path) {
+    use quakecap::q3::bits::BitWriter;
+    use quakecap::q3::state::SnapFrame;
+    use quakecap::q3::svc::{emit, SVC_EOF, SVC_GAMESTATE};
+    let mut w = BitWriter::new();
+    emit::ack(&mut w, 0);
+    w.write_byte(SVC_GAMESTATE);
+    w.write_long(0);
+    w.write_byte(SVC_EOF);
+    w.write_long(-1); // clientNum
+    w.write_long(0); // checksumFeed
+    emit::eof(&mut w);
+    let gamestate = w.finish();
+    put(
+        out,
+        "server_messages",
+        "regress-negative-client-num",
+        &frame_chunks([&gamestate[..]]),
+    );
+    let mut w = BitWriter::new();
+    emit::ack(&mut w, 0);
+    let frame = SnapFrame {
+        message_num: i32::MIN,
+        server_time: 1,
+        delta_num: -1,
+        flags: 0,
+        areamask: vec![0],
+        ps: Default::default(),
+        entities: Vec::new(),
+        parse_entities_num: 0,
+    };
+    emit::full_snapshot(&mut w, &frame, &[]);
+    emit::eof(&mut w);
+    let snap = w.finish();
+    let mut demo = quakecap::q3::demo::Writer::new(Vec::new());
+    demo.record(5, &gamestate).expect("write");
+    demo.record(i32::MIN, &snap).expect("write");
+    put(
+        out,
+        "demo",
+        "regress-min-message-number",
+        &demo.finish().expect("finish"),
+    );
+}
+
 fn main() {
     let out = PathBuf::from(
         std::env::args()
@@ -250,6 +298,7 @@ fn main() {
             .unwrap_or_else(|| "fuzz/seeds".into()),
     );
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures");
+    regressions(&out);
     for c in CAPTURES {
         let dir = root.join(c);
         let Ok(bytes) = std::fs::read(dir.join("capture.pcapng")) else {
