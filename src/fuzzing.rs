@@ -223,6 +223,24 @@ fn endpoint(n: u8) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(10, 0, 0, n & 3), 27960 + u16::from(n)))
 }
 
+/// Datagrams from [`chunks`]: each chunk's first byte picks the source (low 3 bits) and the
+/// destination (next 3 bits) among [`endpoint`]s, the rest is the UDP payload.
+fn datagrams(data: &[u8]) -> impl Iterator<Item = Datagram<'_>> {
+    chunks(data)
+        .take(MAX_STEPS)
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let (&sel, payload) = c.split_first()?;
+            Some(Datagram {
+                frame: i as u64 + 1,
+                ts_ns: i as i64,
+                src: endpoint(sel & 7),
+                dst: endpoint(sel >> 3 & 7),
+                payload,
+            })
+        })
+}
+
 /// The Quake 3 tracker and connections without capture or IP: each chunk is a datagram
 /// whose first byte picks which of a few endpoints sends it to which.
 pub fn q3_datagrams(data: &[u8]) {
@@ -233,17 +251,7 @@ pub fn q3_datagrams(data: &[u8]) {
     };
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();
-    for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
-        let Some((&sel, payload)) = c.split_first() else {
-            continue;
-        };
-        let d = Datagram {
-            frame: i as u64 + 1,
-            ts_ns: i as i64,
-            src: endpoint(sel & 7),
-            dst: endpoint(sel >> 3 & 7),
-            payload,
-        };
+    for d in datagrams(data) {
         let _ = t.datagram(&d, &mut sinks);
     }
     let mut report = pipeline::Report::default();
@@ -259,17 +267,7 @@ pub fn qw_datagrams(data: &[u8]) {
         keep_raw: true,
     });
     let (mut events, mut next_id) = (Vec::new(), 1);
-    for (i, c) in chunks(data).enumerate().take(MAX_STEPS) {
-        let Some((&sel, payload)) = c.split_first() else {
-            continue;
-        };
-        let d = Datagram {
-            frame: i as u64 + 1,
-            ts_ns: i as i64,
-            src: endpoint(sel & 7),
-            dst: endpoint(sel >> 3 & 7),
-            payload,
-        };
+    for d in datagrams(data) {
         t.offer(&d, &mut next_id, &mut events);
     }
     let _ = t.finish(&mut events);
