@@ -122,8 +122,12 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<En
                     .map(|c| c.value.as_str())
             };
             let map = cs(0).and_then(|s| crate::q3::oob::info_value(s, "mapname"));
-            let player =
-                cs(544 + g.client_num as u16).and_then(|s| crate::q3::oob::info_value(s, "n"));
+            // clientNum comes from the message: any i32.
+            let player = u16::try_from(g.client_num)
+                .ok()
+                .and_then(|c| c.checked_add(crate::q3::state::CS_PLAYERS as u16))
+                .and_then(cs)
+                .and_then(|s| crate::q3::oob::info_value(s, "n"));
             let mut baselines = vec![EntityState::default(); 1024];
             for b in &g.baselines {
                 if let Some(slot) = baselines.get_mut(b.state.number as usize) {
@@ -288,5 +292,57 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
         }
         self.no_gamestate.sort();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::Dir;
+    use crate::q3::message::Body;
+    use crate::q3::svc::{ConfigString, Gamestate, ServerMessage};
+
+    fn gamestate(client_num: i32) -> Message {
+        let g = Gamestate {
+            bit: 0,
+            server_command_seq: 0,
+            configstrings: vec![ConfigString {
+                index: 545,
+                value: "n\\bob".into(),
+            }],
+            baselines: Vec::new(),
+            client_num,
+            checksum_feed: 0,
+        };
+        Message {
+            flow: 1,
+            game: "q3",
+            dir: Dir::S2c,
+            frame: 1,
+            time: 0.0,
+            seq: Some(1),
+            fragmented: false,
+            kind: "server",
+            body: Body::Server(ServerMessage {
+                ack: 0,
+                ops: vec![ServerOp::Gamestate(Box::new(g))],
+                error: None,
+            }),
+            error: None,
+            raw: None,
+            protocol: 68,
+            file_offset: None,
+            client_gone: false,
+        }
+    }
+
+    #[test]
+    fn player_of_a_hostile_client_number_is_none() {
+        let player = |c| gamestate_info(&gamestate(c)).and_then(|g| g.1);
+        assert_eq!(player(1).as_deref(), Some("bob"));
+        // Found by the q3_datagrams and pipeline fuzz targets: 544 + clientNum overflowed.
+        for c in [-1, i32::MIN, i32::MAX, 65_000] {
+            assert_eq!(player(c), None);
+        }
     }
 }
