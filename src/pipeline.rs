@@ -10,11 +10,16 @@ use crate::capture::{CaptureError, CaptureReader};
 use crate::flow::{Dir, FlowError, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
 use crate::q3;
+use crate::qw;
 
 /// Something that consumes decoded events.
 pub trait Sink {
     /// One decoded Quake 3 message.
     fn q3_message(&mut self, _m: &q3::message::Message) -> io::Result<()> {
+        Ok(())
+    }
+    /// One QuakeWorld event (a decoded message, or a raw packet for demo writing).
+    fn qw_event(&mut self, _e: &qw::Event) -> io::Result<()> {
         Ok(())
     }
     /// End of one input: the flows it held.
@@ -29,6 +34,9 @@ pub struct Tee<'a>(pub Vec<&'a mut dyn Sink>);
 impl Sink for Tee<'_> {
     fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.q3_message(m))
+    }
+    fn qw_event(&mut self, e: &qw::Event) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.qw_event(e))
     }
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.finish(r))
@@ -80,6 +88,14 @@ struct OtherFlows {
 }
 
 impl OtherFlows {
+    /// Remove and return the flow of these endpoints, if any.
+    fn take(&mut self, a: SocketAddr, b: SocketAddr) -> Option<FlowSummary> {
+        let (i, _) = self.by_pair.remove(&(a, b))?;
+        self.by_pair.remove(&(b, a));
+        // Keep indices stable: leave an empty row that `summaries` skips.
+        Some(std::mem::take(&mut self.flows[i]))
+    }
+
     fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32) {
         let (i, dir) = match self.by_pair.get(&(d.src, d.dst)) {
             Some(&v) => v,
@@ -110,9 +126,19 @@ impl OtherFlows {
 pub struct Trackers {
     next_id: u32,
     q3: q3::tracker::Tracker,
+    qw: qw::Tracker,
     other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
+    qw_out: Vec<qw::Event>,
     filter: Option<Vec<u32>>,
+    emit: bool,
+}
+
+fn qw_flow(e: &qw::Event) -> u32 {
+    match e {
+        qw::Event::Message(m) => m.flow,
+        qw::Event::Raw(r) => r.flow,
+    }
 }
 
 impl Trackers {
@@ -121,34 +147,85 @@ impl Trackers {
             emit: opts.emit,
             keep_raw: opts.keep_raw,
         };
+        // QuakeWorld always decodes (the flow table counts failed messages too).
+        let qw_opts = qw::Options {
+            decode: true,
+            keep_raw: opts.keep_raw,
+        };
         Trackers {
             next_id: 1,
             q3: q3::tracker::Tracker::new(q3_opts),
+            qw: qw::Tracker::new(qw_opts),
             other: OtherFlows::default(),
             q3_out: Vec::new(),
+            qw_out: Vec::new(),
             filter: opts.flows.clone(),
+            emit: opts.emit,
         }
+    }
+
+    fn wanted(&self, flow: u32) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.contains(&flow))
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
-        if !self.q3.offer(d, &mut self.next_id, &mut self.q3_out) {
+        let before = self.next_id;
+        if self.q3.offer(d, &mut self.next_id, &mut self.q3_out) {
+            // A game flow recognised late (mid-session) takes over what was counted as
+            // unknown UDP for the same endpoints, and its earlier id.
+            if self.next_id > before {
+                if let Some(prior) = self.other.take(d.src, d.dst) {
+                    if self.q3.adopt(d.src, d.dst, &prior) {
+                        self.next_id -= 1;
+                        for m in self.q3_out.iter_mut().filter(|m| m.flow == before) {
+                            m.flow = prior.id;
+                        }
+                    }
+                }
+            }
+        } else if !self.qw.offer(d, &mut self.next_id, &mut self.qw_out) {
             self.other.offer(d, &mut self.next_id);
         }
-        for m in self.q3_out.drain(..) {
-            if self.filter.as_ref().is_none_or(|f| f.contains(&m.flow)) {
+        self.flush(sink)
+    }
+
+    fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        let mut q3_out = std::mem::take(&mut self.q3_out);
+        for m in q3_out.drain(..) {
+            if self.wanted(m.flow) {
                 sink.q3_message(&m)?;
             }
         }
+        self.q3_out = q3_out;
+        let mut qw_out = std::mem::take(&mut self.qw_out);
+        for e in qw_out.drain(..) {
+            let pass = match e {
+                qw::Event::Message(_) => self.emit,
+                qw::Event::Raw(_) => true,
+            };
+            if pass && self.wanted(qw_flow(&e)) {
+                sink.qw_event(&e)?;
+            }
+        }
+        self.qw_out = qw_out;
         Ok(())
     }
 
-    /// Every flow's summary, by id.
-    pub fn summaries(&self) -> Vec<FlowSummary> {
+    /// End of the stream: flush what the trackers still hold, then every flow's summary, by id.
+    pub fn finish(&mut self, sink: &mut dyn Sink) -> io::Result<Vec<FlowSummary>> {
         let mut v = self.q3.summaries();
-        v.extend(self.other.flows.iter().cloned());
+        v.extend(self.qw.finish(&mut self.qw_out));
+        self.flush(sink)?;
+        v.extend(
+            self.other
+                .flows
+                .iter()
+                .filter(|f| f.packets.total() > 0)
+                .cloned(),
+        );
         v.sort_by_key(|f| f.id);
-        v
+        Ok(v)
     }
 }
 
@@ -210,7 +287,7 @@ pub fn run_capture(
         }
     }
     progress(reader.bytes_read());
-    report.flows = trackers.summaries();
+    report.flows = trackers.finish(sink).map_err(io_err)?;
     if report.frames > 0 && report.udp_datagrams == 0 && report.net_errors == report.frames {
         return Err(InputError::Unusable {
             file,
@@ -307,13 +384,62 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
     Ok(report)
 }
 
-/// The protocol a demo file's extension names (`.dm_68` → 68).
+/// The protocol a Quake 3 demo file's extension names (`.dm_68` → 68).
 pub fn demo_protocol(path: &Path) -> Option<u32> {
     path.extension()?
         .to_str()?
         .strip_prefix("dm_")?
         .parse()
         .ok()
+}
+
+/// True for a QuakeWorld demo file (`.qwd` client recording, `.mvd` server recording).
+pub fn is_qw_demo(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("qwd") || e.eq_ignore_ascii_case("mvd"))
+}
+
+/// True for any demo file quakecap reads (by extension).
+pub fn is_demo(path: &Path) -> bool {
+    demo_protocol(path).is_some() || is_qw_demo(path)
+}
+
+/// Decode a demo file of either game through the same decoders as captures.
+pub fn run_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+    if is_qw_demo(path) {
+        run_qw_demo(path, opts, sink)
+    } else {
+        run_q3_demo(path, opts, sink)
+    }
+}
+
+/// Decode a QuakeWorld .qwd or .mvd file.
+pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+    let file = path.display().to_string();
+    let data = std::fs::read(path).map_err(|source| InputError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let io_err = |source| InputError::Io {
+        file: file.clone(),
+        source,
+    };
+    let mut events = Vec::new();
+    let flows = qw::decode_demo_file(&file, &data, &mut events);
+    if opts.emit {
+        for e in &events {
+            sink.qw_event(e).map_err(io_err)?;
+        }
+    }
+    let report = Report {
+        file: file.clone(),
+        frames: events.len() as u64,
+        flows,
+        ..Default::default()
+    };
+    sink.finish(&report).map_err(io_err)?;
+    Ok(report)
 }
 
 /// One input of a merged run: its reader, its own IP reassembly, and the next frame, owned.
@@ -428,7 +554,10 @@ pub fn run_merged(
         }
         src.refill(&mut report);
     }
-    report.flows = trackers.summaries();
+    report.flows = trackers.finish(sink).map_err(|source| InputError::Io {
+        file: report.file.clone(),
+        source,
+    })?;
     sink.finish(&report).map_err(|source| InputError::Io {
         file: report.file.clone(),
         source,

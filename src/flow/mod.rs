@@ -112,6 +112,34 @@ impl FlowSummary {
         *self.bytes.get_mut(dir) += len as u64;
     }
 
+    /// Take over the counts of `prior`, an earlier flow of the same endpoints (its directions
+    /// reversed when `swapped`); the earlier id and start time win.
+    pub fn absorb(&mut self, prior: &FlowSummary, swapped: bool) {
+        let flip = |p: &PerDir| {
+            if swapped {
+                PerDir {
+                    c2s: p.s2c,
+                    s2c: p.c2s,
+                }
+            } else {
+                *p
+            }
+        };
+        let add = |a: &mut PerDir, b: PerDir| {
+            a.c2s += b.c2s;
+            a.s2c += b.s2c;
+        };
+        add(&mut self.packets, flip(&prior.packets));
+        add(&mut self.bytes, flip(&prior.bytes));
+        self.id = self.id.min(prior.id);
+        if prior.packets.total() > 0 {
+            self.first_time = self.first_time.min(prior.first_time);
+        }
+        for e in &prior.error_details {
+            self.push_error(e.clone());
+        }
+    }
+
     /// Note a client port, keeping first-use order.
     pub fn add_client_port(&mut self, port: u16) {
         if !self.client_ports.contains(&port) {

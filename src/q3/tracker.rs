@@ -78,6 +78,19 @@ pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
         .then_some(Dir::S2c)
 }
 
+/// Client packets of one shape in a row before a connection without handshake is claimed.
+pub const MID_SESSION_CONFIRM: u8 = 3;
+/// Unconfirmed candidate pairs kept at most (memory stays bounded on hostile captures).
+const MAX_CANDIDATES: usize = 4096;
+
+/// A pair that looks like a Quake 3 connection seen mid-session, not yet confirmed.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    qport: u16,
+    seq: i32,
+    hits: u8,
+}
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -87,6 +100,8 @@ pub struct Tracker {
     by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) -> connection index.
     by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+    /// (server, client) pairs that may be connections seen mid-session.
+    candidates: HashMap<(SocketAddr, SocketAddr), Candidate>,
 }
 
 impl Tracker {
@@ -147,15 +162,48 @@ impl Tracker {
                 return Some((i, Dir::C2s));
             }
         }
-        // A connection whose handshake the capture missed, recognised by its netchan shape.
-        let dir = netchan_shape(d.payload)?;
-        let (server, client) = match dir {
-            Dir::C2s => (d.dst, d.src),
-            Dir::S2c => (d.src, d.dst),
-        };
-        let i = self.new_flow(server, client, next_id);
+        self.mid_session_candidate(d, next_id)
+    }
+
+    /// A connection whose handshake the capture missed, recognised by its netchan shape: it is
+    /// claimed only after [`MID_SESSION_CONFIRM`] client packets in a row keep one qport and
+    /// rising sequences (a single packet of another game can pass the shape test by chance;
+    /// a QuakeWorld client's bytes 4..6 are its changing acknowledgement).
+    fn mid_session_candidate(
+        &mut self,
+        d: &Datagram<'_>,
+        next_id: &mut u32,
+    ) -> Option<(usize, Dir)> {
+        if netchan_shape(d.payload) != Some(Dir::C2s) {
+            return None;
+        }
+        let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
+        let qport = h.qport?;
+        if self.candidates.len() >= MAX_CANDIDATES {
+            self.candidates.clear();
+        }
+        let key = (d.dst, d.src);
+        let c = self.candidates.entry(key).or_insert(Candidate {
+            qport,
+            seq: h.sequence,
+            hits: 0,
+        });
+        if c.hits > 0 && (c.qport != qport || h.sequence <= c.seq) {
+            *c = Candidate {
+                qport,
+                seq: h.sequence,
+                hits: 0,
+            };
+        }
+        c.hits += 1;
+        c.seq = h.sequence;
+        if c.hits < MID_SESSION_CONFIRM {
+            return None;
+        }
+        self.candidates.remove(&key);
+        let i = self.new_flow(d.dst, d.src, next_id);
         self.flows[i].mark_mid_session(d.frame);
-        Some((i, dir))
+        Some((i, Dir::C2s))
     }
 
     fn new_flow(&mut self, server: SocketAddr, client: SocketAddr, next_id: &mut u32) -> usize {
@@ -166,6 +214,24 @@ impl Tracker {
         let i = self.flows.len() - 1;
         self.by_pair.insert((server, client), i);
         i
+    }
+
+    /// Merge `prior` (the same endpoints, counted before this tracker recognised them) into
+    /// the flow that owns the pair; it keeps the earlier id. Returns false when no flow of
+    /// this tracker owns the pair.
+    pub fn adopt(&mut self, a: SocketAddr, b: SocketAddr, prior: &FlowSummary) -> bool {
+        let Some(&i) = self
+            .by_pair
+            .get(&(a, b))
+            .or_else(|| self.by_pair.get(&(b, a)))
+        else {
+            return false;
+        };
+        let conn = &mut self.flows[i];
+        // `prior` took its first sender as the client.
+        let swapped = prior.server != conn.server.to_string();
+        conn.summary.absorb(prior, swapped);
+        true
     }
 
     /// One summary per flow, in id order.
