@@ -169,7 +169,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let conns = report
         .flows
         .iter()
-        .filter(|f| f.game == "q3" && (f.kind == "connection" || f.kind == "demo"))
+        .filter(|f| f.kind == "connection" || f.kind == "demo")
         .count();
     if conns == 0 {
         writeln!(out, "{}: no client connection found", args.file.display())?;
