@@ -126,6 +126,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     if !args.out_dir.is_dir() {
         bail!("{}: not a directory", args.out_dir.display());
     }
+    if quakecap::pipeline::is_qw_demo(&args.file) {
+        bail!(
+            "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
+            args.file.display()
+        );
+    }
     let stem = args
         .file
         .file_stem()
