@@ -49,10 +49,13 @@ struct Packet {
 /// One stored session: its Ethernet/IPv4/UDP packets and which endpoint is the server.
 struct Source {
     packets: Vec<Packet>,
-    server: ([u8; 4], u16),
+    server: Endpoint,
     duration_ns: i64,
     bytes: u64,
 }
+
+/// An IPv4 address and UDP port.
+type Endpoint = ([u8; 4], u16);
 
 /// Byte offsets inside an untagged Ethernet + IPv4 frame.
 const ETH: usize = 14;
@@ -66,7 +69,7 @@ fn ipv4_header_len(frame: &[u8]) -> Option<usize> {
 }
 
 /// Source and destination (ip, port) of a first IPv4 fragment carrying UDP.
-fn endpoints(frame: &[u8]) -> Option<(([u8; 4], u16), ([u8; 4], u16))> {
+fn endpoints(frame: &[u8]) -> Option<(Endpoint, Endpoint)> {
     let ihl = ipv4_header_len(frame)?;
     let u = frame.get(ETH + ihl..ETH + ihl + 8)?;
     let ip = |at: usize| -> [u8; 4] { [frame[at], frame[at + 1], frame[at + 2], frame[at + 3]] };
@@ -124,12 +127,7 @@ fn ip_checksum(h: &[u8]) -> [u8; 2] {
 
 /// Give the client endpoint(s) of one replay their own addresses: every endpoint that is
 /// not the server gets `client_ip(index of that endpoint)`.
-fn rewrite(
-    frame: &mut [u8],
-    server: ([u8; 4], u16),
-    clients: &mut Vec<([u8; 4], u16)>,
-    ip_base: u32,
-) {
+fn rewrite(frame: &mut [u8], server: Endpoint, clients: &mut Vec<Endpoint>, ip_base: u32) {
     let Some(ihl) = ipv4_header_len(frame) else {
         return;
     };
@@ -164,7 +162,7 @@ struct Replay {
     start_ns: i64,
     ip_base: u32,
     next: usize,
-    clients: Vec<([u8; 4], u16)>,
+    clients: Vec<Endpoint>,
 }
 
 fn plan(sources: &[Source], target_bytes: u64, lanes: usize) -> Vec<Replay> {
