@@ -249,6 +249,11 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         ..Default::default()
     };
     let mut state = q3::state::ClientState::default();
+    let detail = q3::conn::Options {
+        emit: opts.emit,
+        keep_raw: opts.keep_raw,
+    }
+    .detail();
     for rec in q3::demo::Reader::new(&data) {
         let rec = match rec {
             Ok(r) => r,
@@ -265,7 +270,7 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         report.frames += 1;
         summary.count_packet(Dir::S2c, rec.body.len(), 0);
         let mut r = q3::bits::BitReader::new(rec.body);
-        let parsed = q3::svc::parse_server_message(&mut r, None, rec.seq, &mut state);
+        let parsed = q3::svc::parse_server_message_with(&mut r, None, rec.seq, &mut state, detail);
         let error = parsed.error.as_ref().map(|e| {
             format!(
                 "record {} (seq {}, file offset {}): {e}",

@@ -23,6 +23,17 @@ pub struct Options {
     pub keep_raw: bool,
 }
 
+impl Options {
+    /// Full op records only when someone reads them; the flow table needs the state alone.
+    pub fn detail(&self) -> svc::Detail {
+        if self.emit || self.keep_raw {
+            svc::Detail::Full
+        } else {
+            svc::Detail::StateOnly
+        }
+    }
+}
+
 /// A Quake 3 flow: a connection, or a connectionless exchange (query).
 #[derive(Debug)]
 pub struct Connection {
@@ -240,14 +251,15 @@ impl Connection {
         }
         let mut m = self.message(d, Dir::S2c, Some(seq), "server", Body::None);
         m.fragmented = fragmented;
+        let detail = self.opts.detail();
         {
             let mut r = BitReader::new(&body);
             let parsed = match ack {
                 Some((a, bit)) => {
                     r.set_bit_pos(bit);
-                    svc::parse_server_message(&mut r, Some(a), seq, &mut self.state)
+                    svc::parse_server_message_with(&mut r, Some(a), seq, &mut self.state, detail)
                 }
-                None => svc::parse_server_message(&mut r, None, seq, &mut self.state),
+                None => svc::parse_server_message_with(&mut r, None, seq, &mut self.state, detail),
             };
             if let Some(e) = &parsed.error {
                 let text = format!("server message {seq}: {e}");

@@ -295,56 +295,66 @@ fn read_float_body(r: &mut BitReader) -> Result<(i32, FieldEnc, i32), BitError> 
     }
 }
 
-/// `MSG_ReadDeltaEntity`: the caller has already read the `GENTITYNUM_BITS` entity number.
-pub fn read_delta_entity(
+/// Where the delta readers report each changed field. Decoders that print or serialize the
+/// wire record collect into a `Vec`; the flow pass, which needs only the resulting states,
+/// passes `()` and the recording compiles away (no allocation per entity or playerstate).
+pub trait ChangeSink {
+    fn change(&mut self, c: FieldChange);
+}
+
+impl ChangeSink for Vec<FieldChange> {
+    #[inline(always)]
+    fn change(&mut self, c: FieldChange) {
+        self.push(c);
+    }
+}
+
+impl ChangeSink for () {
+    #[inline(always)]
+    fn change(&mut self, _c: FieldChange) {}
+}
+
+/// The two flag bits after an entity number.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EntityFlags {
+    /// The remove bit was 1.
+    Removed,
+    /// Not removed, no delta: the state is the base.
+    Unchanged,
+    /// A field count and fields follow.
+    Delta,
+}
+
+/// The flag bits of `MSG_ReadDeltaEntity`.
+#[inline]
+pub fn read_entity_flags(r: &mut BitReader) -> Result<EntityFlags, BitError> {
+    Ok(if r.read_bit()? {
+        EntityFlags::Removed
+    } else if !r.read_bit()? {
+        EntityFlags::Unchanged
+    } else {
+        EntityFlags::Delta
+    })
+}
+
+/// The field count byte and the changed fields of an entity delta ([`EntityFlags::Delta`]),
+/// applied to `fields` (which holds the base on entry). Returns `lc` and the bit position
+/// right after it.
+#[inline]
+pub fn read_entity_fields<C: ChangeSink>(
     r: &mut BitReader,
-    from: &EntityState,
-    number: i32,
-) -> Result<EntityDelta, DeltaError> {
-    let start_bit = r.bit_pos();
-    if r.read_bit()? {
-        let bit = r.bit_pos();
-        return Ok(EntityDelta {
-            state: EntityState::zeroed(number),
-            removed: true,
-            has_delta: false,
-            lc: 0,
-            changes: Vec::new(),
-            bit_after_flag: bit,
-            start_bit,
-            end_bit: bit,
-        });
-    }
-    if !r.read_bit()? {
-        let bit = r.bit_pos();
-        return Ok(EntityDelta {
-            state: EntityState {
-                number,
-                fields: from.fields,
-            },
-            removed: false,
-            has_delta: false,
-            lc: 0,
-            changes: Vec::new(),
-            bit_after_flag: bit,
-            start_bit,
-            end_bit: bit,
-        });
-    }
+    fields: &mut [i32; NUM_ENTITY_FIELDS],
+    changes: &mut C,
+) -> Result<(u8, usize), DeltaError> {
     let lc_bit = r.bit_pos();
     let lc = r.read_byte()?;
     if lc as usize > NUM_ENTITY_FIELDS {
         return Err(DeltaError::FieldCount { lc, bit: lc_bit });
     }
-    let bit_after_flag = r.bit_pos();
-    let mut state = EntityState {
-        number,
-        fields: from.fields,
-    };
-    let mut changes = Vec::with_capacity(lc as usize);
+    let after_lc = r.bit_pos();
     for (i, (field, slot)) in ENTITY_FIELDS
         .iter()
-        .zip(state.fields.iter_mut())
+        .zip(fields.iter_mut())
         .take(lc as usize)
         .enumerate()
     {
@@ -360,16 +370,44 @@ pub fn read_delta_entity(
             (v, FieldEnc::Int, v)
         };
         *slot = raw;
-        changes.push(FieldChange {
+        changes.change(FieldChange {
             index: i as u8,
             enc,
             value,
         });
     }
+    Ok((lc, after_lc))
+}
+
+/// `MSG_ReadDeltaEntity`: the caller has already read the `GENTITYNUM_BITS` entity number.
+pub fn read_delta_entity(
+    r: &mut BitReader,
+    from: &EntityState,
+    number: i32,
+) -> Result<EntityDelta, DeltaError> {
+    let start_bit = r.bit_pos();
+    let flags = read_entity_flags(r)?;
+    let bit = r.bit_pos();
+    let mut state = EntityState {
+        number,
+        fields: from.fields,
+    };
+    let (lc, changes, bit_after_flag) = match flags {
+        EntityFlags::Removed => {
+            state.fields = [0; NUM_ENTITY_FIELDS];
+            (0, Vec::new(), bit)
+        }
+        EntityFlags::Unchanged => (0, Vec::new(), bit),
+        EntityFlags::Delta => {
+            let mut changes = Vec::new();
+            let (lc, after_lc) = read_entity_fields(r, &mut state.fields, &mut changes)?;
+            (lc, changes, after_lc)
+        }
+    };
     Ok(EntityDelta {
         state,
-        removed: false,
-        has_delta: true,
+        removed: flags == EntityFlags::Removed,
+        has_delta: flags == EntityFlags::Delta,
         lc,
         changes,
         bit_after_flag,
@@ -505,18 +543,29 @@ impl Serialize for PlayerDelta {
     }
 }
 
-/// `MSG_ReadDeltaPlayerstate`; `from = None` means an all-zero base (full snapshot).
-pub fn read_delta_playerstate(
+/// What a playerstate delta carried besides the field values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct PlayerWire {
+    pub lc: u8,
+    pub arrays_changed: bool,
+    /// Presence bit per array (stats, persistant, ammo, powerups).
+    pub arrays: [bool; 4],
+    /// Mask of the entries sent per array.
+    pub masks: [u16; 4],
+}
+
+/// `MSG_ReadDeltaPlayerstate` applied in place: `state` holds the base on entry and the new
+/// state on success. Changed fields go to `changes`.
+pub fn read_playerstate_into<C: ChangeSink>(
     r: &mut BitReader,
-    from: Option<&PlayerState>,
-) -> Result<PlayerDelta, DeltaError> {
+    state: &mut PlayerState,
+    changes: &mut C,
+) -> Result<PlayerWire, DeltaError> {
     let start_bit = r.bit_pos();
-    let mut state = from.cloned().unwrap_or_default();
     let lc = r.read_byte()?;
     if lc as usize > NUM_PLAYER_FIELDS {
         return Err(DeltaError::FieldCount { lc, bit: start_bit });
     }
-    let mut changes = Vec::with_capacity(lc as usize);
     for (i, (field, slot)) in PLAYER_FIELDS
         .iter()
         .zip(state.fields.iter_mut())
@@ -533,54 +582,78 @@ pub fn read_delta_playerstate(
             (v, FieldEnc::Int, v)
         };
         *slot = raw;
-        changes.push(FieldChange {
+        changes.change(FieldChange {
             index: i as u8,
             enc,
             value,
         });
     }
-    let mut arrays = [false; 4];
-    let mut masks = [0u16; 4];
-    let arrays_changed = r.read_bit()?;
-    if arrays_changed {
-        let PlayerState {
-            stats,
-            persistant,
-            ammo,
-            powerups,
-            ..
-        } = &mut state;
-        let targets: [(&mut [i32; 16], bool); 4] = [
-            (stats, false),
-            (persistant, false),
-            (ammo, false),
-            (powerups, true),
-        ];
-        for (k, (arr, long)) in targets.into_iter().enumerate() {
-            if !r.read_bit()? {
-                continue;
-            }
-            arrays[k] = true;
-            let mask = r.read_bits(16)? as u16;
-            masks[k] = mask;
-            for (i, v) in arr.iter_mut().enumerate() {
-                if mask & (1 << i) != 0 {
-                    *v = if long {
-                        r.read_long()?
-                    } else {
-                        i32::from(r.read_short()?)
-                    };
-                }
+    let mut wire = PlayerWire {
+        lc,
+        arrays_changed: r.read_bit()?,
+        ..Default::default()
+    };
+    if wire.arrays_changed {
+        read_playerstate_arrays(r, state, &mut wire)?;
+    }
+    Ok(wire)
+}
+
+/// The four arrays of a playerstate delta, each behind its presence bit and a 16-bit mask.
+fn read_playerstate_arrays(
+    r: &mut BitReader,
+    state: &mut PlayerState,
+    wire: &mut PlayerWire,
+) -> Result<(), DeltaError> {
+    let PlayerState {
+        stats,
+        persistant,
+        ammo,
+        powerups,
+        ..
+    } = state;
+    let targets: [(&mut [i32; 16], bool); 4] = [
+        (stats, false),
+        (persistant, false),
+        (ammo, false),
+        (powerups, true),
+    ];
+    for (k, (arr, long)) in targets.into_iter().enumerate() {
+        if !r.read_bit()? {
+            continue;
+        }
+        wire.arrays[k] = true;
+        let mask = r.read_bits(16)? as u16;
+        wire.masks[k] = mask;
+        for (i, v) in arr.iter_mut().enumerate() {
+            if mask & (1 << i) != 0 {
+                *v = if long {
+                    r.read_long()?
+                } else {
+                    i32::from(r.read_short()?)
+                };
             }
         }
     }
-    let [changed_stats, changed_persistant, changed_ammo, changed_powerups] = masks;
+    Ok(())
+}
+
+/// `MSG_ReadDeltaPlayerstate`; `from = None` means an all-zero base (full snapshot).
+pub fn read_delta_playerstate(
+    r: &mut BitReader,
+    from: Option<&PlayerState>,
+) -> Result<PlayerDelta, DeltaError> {
+    let start_bit = r.bit_pos();
+    let mut state = from.cloned().unwrap_or_default();
+    let mut changes = Vec::new();
+    let wire = read_playerstate_into(r, &mut state, &mut changes)?;
+    let [changed_stats, changed_persistant, changed_ammo, changed_powerups] = wire.masks;
     Ok(PlayerDelta {
         state,
-        lc,
+        lc: wire.lc,
         changes,
-        arrays_changed,
-        arrays,
+        arrays_changed: wire.arrays_changed,
+        arrays: wire.arrays,
         changed_stats,
         changed_persistant,
         changed_ammo,
