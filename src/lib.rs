@@ -20,6 +20,7 @@
 pub mod capture;
 pub mod flow;
 pub mod net;
+pub mod parallel;
 pub mod pipeline;
 pub mod pos;
 pub mod q3;

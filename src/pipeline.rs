@@ -1,14 +1,14 @@
 //! The one pass: capture → net → per-game trackers → events pushed to a [`Sink`]. Demo files
 //! enter here too, skipping capture, net and netchan. The pipeline defines the sink trait;
 //! sinks only see finished events and never reach back into parsing.
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::flow::{Dir, FlowError, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
+use crate::parallel::{worker_threads, Pool};
 use crate::q3;
 
 /// Something that consumes decoded events.
@@ -76,7 +76,7 @@ pub enum InputError {
 #[derive(Default)]
 struct OtherFlows {
     flows: Vec<FlowSummary>,
-    by_pair: HashMap<(SocketAddr, SocketAddr), (usize, Dir)>,
+    by_pair: FlowMap<(SocketAddr, SocketAddr), (usize, Dir)>,
 }
 
 impl OtherFlows {
@@ -112,28 +112,47 @@ pub struct Trackers {
     q3: q3::tracker::Tracker,
     other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
+    q3_work: Vec<(u32, q3::conn::Work)>,
+    /// Worker threads decoding Quake 3 flows, when the run is order-insensitive.
+    q3_pool: Option<Pool<q3::conn::Decoder>>,
     filter: Option<Vec<u32>>,
 }
 
 impl Trackers {
+    /// Decoding goes to worker threads when nothing is emitted (the flow table) and more
+    /// than one thread is available; otherwise it runs inline, in capture order.
     pub fn new(opts: &Options) -> Self {
+        let threads = worker_threads();
+        let detached = threads > 1 && !opts.emit && !opts.keep_raw;
         let q3_opts = q3::conn::Options {
             emit: opts.emit,
             keep_raw: opts.keep_raw,
+            detached,
         };
+        let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         Trackers {
             next_id: 1,
             q3: q3::tracker::Tracker::new(q3_opts),
             other: OtherFlows::default(),
             q3_out: Vec::new(),
+            q3_work: Vec::new(),
+            q3_pool,
             filter: opts.flows.clone(),
         }
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
-        if !self.q3.offer(d, &mut self.next_id, &mut self.q3_out) {
+        if !self
+            .q3
+            .offer(d, &mut self.next_id, &mut self.q3_out, &mut self.q3_work)
+        {
             self.other.offer(d, &mut self.next_id);
+        }
+        if let Some(pool) = &mut self.q3_pool {
+            for (flow, w) in self.q3_work.drain(..) {
+                pool.push(flow, w);
+            }
         }
         for m in self.q3_out.drain(..) {
             if self.filter.as_ref().is_none_or(|f| f.contains(&m.flow)) {
@@ -143,9 +162,19 @@ impl Trackers {
         Ok(())
     }
 
-    /// Every flow's summary, by id.
-    pub fn summaries(&self) -> Vec<FlowSummary> {
-        let mut v = self.q3.summaries();
+    /// Every flow's summary, by id (waits for the workers).
+    pub fn summaries(&mut self) -> Vec<FlowSummary> {
+        let mut v = match self.q3_pool.take() {
+            Some(pool) => {
+                let logs: FlowMap<u32, q3::conn::ErrorLog> = pool
+                    .finish()
+                    .into_iter()
+                    .map(|(flow, dec)| (flow, dec.errors))
+                    .collect();
+                self.q3.summaries_with(&logs)
+            }
+            None => self.q3.summaries(),
+        };
         v.extend(self.other.flows.iter().cloned());
         v.sort_by_key(|f| f.id);
         v
@@ -252,6 +281,7 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
     let detail = q3::conn::Options {
         emit: opts.emit,
         keep_raw: opts.keep_raw,
+        detached: false,
     }
     .detail();
     for rec in q3::demo::Reader::new(&data) {

@@ -1,14 +1,13 @@
 //! All Quake 3 flows of one capture stream: recognises Quake 3 traffic on any port by its
 //! connectionless handshake, routes every datagram to exactly one flow, and follows a client
 //! whose UDP port changes (NAT rebinding) by its qport, as the server does (§1.1).
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
-use super::conn::{Connection, Options};
+use super::conn::{Connection, ErrorLog, Options, Work};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
-use crate::flow::{Dir, FlowSummary};
+use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
 
 /// Which side sends a connectionless command.
@@ -52,10 +51,15 @@ pub struct Tracker {
     opts: Options,
     flows: Vec<Connection>,
     /// (server, client address) -> flow index.
-    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    by_pair: FlowMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) -> connection index.
-    by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+    by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
+    /// Datagrams since the last idle scan.
+    since_scan: u32,
 }
+
+/// Datagrams between two scans for idle connections.
+const IDLE_SCAN_EVERY: u32 = 8192;
 
 impl Tracker {
     pub fn new(opts: Options) -> Self {
@@ -66,14 +70,22 @@ impl Tracker {
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic
-    /// this tracker knows or recognises. A new flow takes its id from `next_id`.
-    pub fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Message>) -> bool {
+    /// this tracker knows or recognises. A new flow takes its id from `next_id`. Decoded
+    /// messages go to `out`; with detached decoders the decoding work goes to `work` instead.
+    pub fn offer(
+        &mut self,
+        d: &Datagram<'_>,
+        next_id: &mut u32,
+        out: &mut Vec<Message>,
+        work: &mut Vec<(u32, Work)>,
+    ) -> bool {
+        self.scan_idle(d.ts_ns, work);
         let Some((idx, dir)) = self.route(d, next_id) else {
             return false;
         };
         let conn = &mut self.flows[idx];
         let was_connected = conn.summary.qport;
-        conn.handle(dir, d, out);
+        conn.handle(dir, d, out, work);
         // A connect names the qport: from now on the server follows the client by it.
         if conn.summary.qport != was_connected {
             if let Some(q) = conn.summary.qport {
@@ -84,11 +96,25 @@ impl Tracker {
         true
     }
 
+    /// Now and then, release the decode state of connections silent for long: memory then
+    /// follows the number of live connections, not the length of the capture.
+    fn scan_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) {
+        self.since_scan += 1;
+        if self.since_scan < IDLE_SCAN_EVERY {
+            return;
+        }
+        self.since_scan = 0;
+        for conn in &mut self.flows {
+            conn.release_if_idle(now_ns, work);
+        }
+    }
+
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
         if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
             // A new handshake after an established netchan starts a new connection.
-            let restart = matches!(oob_role(d.payload), Some((Dir::C2s, true)))
-                && self.flows[i].established();
+            // established() first: it is cheap, oob_role may decompress a connect.
+            let restart = self.flows[i].established()
+                && matches!(oob_role(d.payload), Some((Dir::C2s, true)));
             if !restart {
                 return Some((i, Dir::C2s));
             }
@@ -126,6 +152,20 @@ impl Tracker {
     /// One summary per flow, in id order.
     pub fn summaries(&self) -> Vec<FlowSummary> {
         self.flows.iter().map(Connection::summary).collect()
+    }
+
+    /// As [`Self::summaries`], adding the errors of decoders that ran detached.
+    pub fn summaries_with(&self, logs: &FlowMap<u32, ErrorLog>) -> Vec<FlowSummary> {
+        self.flows
+            .iter()
+            .map(|c| {
+                let mut s = c.summary();
+                if let Some(log) = logs.get(&s.id) {
+                    log.merge_into(&mut s);
+                }
+                s
+            })
+            .collect()
     }
 
     /// The flows (for sinks that need their final state).
