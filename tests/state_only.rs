@@ -101,5 +101,40 @@ fn state_only_parse_keeps_the_same_state_and_errors() {
                 .collect()
         };
         assert!(frames(&full) == frames(&lean), "{}", path.display());
+        truncated_bodies_fail_alike(&data);
+    }
+}
+
+/// Cut every record short at a few places: both parses must stop with the same error.
+fn truncated_bodies_fail_alike(data: &[u8]) {
+    let (mut full, mut lean) = (ClientState::default(), ClientState::default());
+    for rec in Reader::new(data).flatten().take(400) {
+        for cut in [
+            rec.body.len() / 3,
+            rec.body.len() / 2,
+            rec.body.len() * 5 / 6,
+        ] {
+            let body = &rec.body[..cut];
+            let (mut f, mut l) = (full.clone(), lean.clone());
+            let a = parse_server_message_with(
+                &mut BitReader::new(body),
+                None,
+                rec.seq,
+                &mut f,
+                Detail::Full,
+            );
+            let b = parse_server_message_with(
+                &mut BitReader::new(body),
+                None,
+                rec.seq,
+                &mut l,
+                Detail::StateOnly,
+            );
+            assert_eq!(a.error, b.error, "record {} cut at {cut}", rec.index);
+        }
+        let mut r = BitReader::new(rec.body);
+        parse_server_message_with(&mut r, None, rec.seq, &mut full, Detail::Full);
+        let mut r = BitReader::new(rec.body);
+        parse_server_message_with(&mut r, None, rec.seq, &mut lean, Detail::StateOnly);
     }
 }

@@ -568,7 +568,8 @@ fn packet_entities_state(
         } else {
             baselines.get(newnum as usize).unwrap_or(&baselines[0])
         };
-        match read_entity_flags(r)? {
+        // As DeltaError, like read_delta_entity, so the message text is the same.
+        match read_entity_flags(r).map_err(DeltaError::from)? {
             EntityFlags::Removed => {}
             EntityFlags::Unchanged => out.push(EntityState {
                 number: newnum,
