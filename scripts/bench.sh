@@ -35,16 +35,18 @@ SMALL=$OUT/bench-cg.pcapng
 target/release/examples/mkbench "$BIG" "$MB" "$LANES"
 target/release/examples/mkbench "$SMALL" "$CG_MB" "$LANES"
 
-# best_of CMD...: prints "seconds max_rss_kb" of the fastest of $RUNS runs.
+# best_of CMD...: "wall_s cpu_s max_rss_kb" of the fastest of $RUNS runs (by CPU time:
+# on a loaded shared machine wall time mostly measures the other tenants).
 best_of() {
-    local best="" rss=0 i t m
+    local best="" wall="" rss=0 i w u s m c
     for ((i = 0; i < RUNS; i++)); do
-        /usr/bin/time -f "%e %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt"
-        read -r t m <"$OUT/time.txt"
-        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+        /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$@" >/dev/null 2>"$OUT/stderr.txt"
+        read -r w u s m <"$OUT/time.txt"
+        c=$(awk "BEGIN{print $u + $s}")
+        if [ -z "$best" ] || awk "BEGIN{exit !($c < $best)}"; then best=$c; wall=$w; fi
         ((m > rss)) && rss=$m
     done
-    echo "$best $rss"
+    echo "$wall $best $rss"
 }
 
 # instructions CMD...: total instructions executed (all threads), from callgrind.
@@ -60,37 +62,58 @@ cg_frames=$(capinfos -c -M "$SMALL" | awk -F: '/Number of packets/ {gsub(/ /,"",
 flows=$($Q flows --json "$BIG" | grep -c '"id"')
 
 cat "$BIG" >/dev/null # warm the page cache
-read -r t_cat m_cat < <(best_of cat "$BIG")
-read -r t_q m_q < <(best_of "$Q" flows "$BIG")
-read -r t_q1 m_q1 < <(QUAKECAP_THREADS=1 best_of "$Q" flows "$BIG")
-read -r t_ts m_ts < <(RUNS=1 best_of tshark -r "$BIG" -q -z conv,udp)
+read -r t_cat c_cat m_cat < <(best_of cat "$BIG")
+read -r t_q c_q m_q < <(best_of "$Q" flows "$BIG")
+read -r t_q1 c_q1 m_q1 < <(QUAKECAP_THREADS=1 best_of "$Q" flows "$BIG")
+read -r t_ts c_ts m_ts < <(RUNS=1 best_of tshark -r "$BIG" -q -z conv,udp)
+uptime
 
-i_q=$(instructions "$Q" flows "$SMALL")
-i_ts=$(instructions tshark -r "$SMALL" -q -z conv,udp)
-i_cat=$(instructions cat "$SMALL")
+# Per packet = (instructions on the sample - instructions on an empty capture) / frames:
+# tshark alone spends ~10^8 instructions starting up.
+EMPTY=$OUT/empty.pcapng
+target/release/examples/mkbench "$EMPTY" 0 "$LANES"
+i_q=$(($(instructions "$Q" flows "$SMALL") - $(instructions "$Q" flows "$EMPTY")))
+i_ts=$(($(instructions tshark -r "$SMALL" -q -z conv,udp) - $(instructions tshark -r "$EMPTY" -q -z conv,udp)))
+i_cat=$(($(instructions cat "$SMALL") - $(instructions cat "$EMPTY")))
+
+# Peak memory against file size: the same layout at 1/8 of BENCH_MEM_MB and at BENCH_MEM_MB.
+MEM_MB=${BENCH_MEM_MB:-1024}
+mem_rows=""
+for mb in $((MEM_MB / 8)) "$MEM_MB"; do
+    f=$OUT/mem-$mb.pcapng
+    target/release/examples/mkbench "$f" "$mb" "$LANES"
+    read -r t c m < <(RUNS=1 best_of "$Q" flows "$f")
+    mem_rows+="| $(($(stat -c %s "$f") / 1048576)) MB | $t | $c | $((m / 1024)) |"$'\n'
+    rm -f "$f"
+done
 
 # Demo benchmark: every .dm_68 in the set, one process.
 mapfile -t demo_files < <(ls "$DEMOS"/*.dm_6* 2>/dev/null)
 demo_bytes=$(cat "${demo_files[@]}" | wc -c)
-read -r t_demo m_demo < <(RUNS=$((RUNS * 2)) best_of "$Q" flows "${demo_files[@]}")
+read -r t_demo c_demo m_demo < <(RUNS=$((RUNS * 2)) best_of "$Q" flows "${demo_files[@]}")
 i_demo=$(instructions "$Q" flows "${demo_files[@]}")
 
 awk -v bytes="$bytes" -v frames="$frames" -v flows="$flows" -v cgf="$cg_frames" \
     -v tc="$t_cat" -v tq="$t_q" -v tq1="$t_q1" -v tt="$t_ts" \
+    -v cc="$c_cat" -v cq="$c_q" -v cq1="$c_q1" -v ct="$c_ts" \
     -v mc="$m_cat" -v mq="$m_q" -v mq1="$m_q1" -v mt="$m_ts" \
     -v iq="$i_q" -v it="$i_ts" -v ic="$i_cat" \
-    -v db="$demo_bytes" -v nd="${#demo_files[@]}" -v td="$t_demo" -v md="$m_demo" -v id="$i_demo" '
-function mbs(t) { return t > 0 ? bytes / 1048576 / t : 0 }
-function pps(t) { return t > 0 ? frames / t : 0 }
+    -v db="$demo_bytes" -v nd="${#demo_files[@]}" -v td="$t_demo" -v cd="$c_demo" -v md="$m_demo" -v id="$i_demo" '
+function r(n, d) { return d > 0 ? n / d : 0 }
+function row(name, w, c, i, m) {
+    printf "| %s | %.2f | %.2f | %.0f | %.0f | %.1fx | %.1fx | %s | %s | %.1f |\n", name, w, c, r(bytes/1048576, w), r(frames, w), r(tt, w), r(ct, c), \
+        (i == "" ? "" : sprintf("%.0f", i/cgf)), (i == "" ? "" : sprintf("%.1fx", r(it, i))), m/1024
+}
 BEGIN {
-    printf "capture: %.0f MB, %d frames, %d flows (instruction counts: %d-frame sample)\n\n", bytes/1048576, frames, flows, cgf
-    printf "| tool | wall s | MB/s | packets/s | vs tshark (wall) | instructions/packet | vs tshark (instr.) | max RSS MB |\n"
-    printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
-    printf "| `quakecap flows` (2 threads) | %.2f | %.0f | %.0f | %.1fx | %.0f | %.1fx | %.1f |\n", tq, mbs(tq), pps(tq), tt/tq, iq/cgf, it/iq, mq/1024
-    printf "| `quakecap flows` (1 thread) | %.2f | %.0f | %.0f | %.1fx | | | %.1f |\n", tq1, mbs(tq1), pps(tq1), tt/tq1, mq1/1024
-    printf "| `tshark -q -z conv,udp` | %.2f | %.1f | %.0f | 1.0x | %.0f | 1.0x | %.1f |\n", tt, mbs(tt), pps(tt), it/cgf, mt/1024
-    printf "| `cat FILE > /dev/null` | %.2f | %.0f | %.0f | %.0fx | %.0f | | %.1f |\n\n", tc, mbs(tc), pps(tc), tt/tc, ic/cgf, mc/1024
-    printf "demos: %d files, %.1f MB\n\n", nd, db/1048576
-    printf "| demo decode | wall s | MB/s | instructions/demo byte | max RSS MB |\n|---|---:|---:|---:|---:|\n"
-    printf "| `quakecap flows DEMOS...` | %.3f | %.1f | %.1f | %.1f |\n", td, (td > 0 ? db/1048576/td : 0), id/db, md/1024
+    printf "capture: %.0f MB, %d frames, %d flows; instruction counts on a %d-frame capture built the same way, startup excluded\n\n", bytes/1048576, frames, flows, cgf
+    printf "| command | wall s | CPU s | MB/s (wall) | packets/s (wall) | speed vs tshark (wall) | speed vs tshark (CPU) | instructions/packet | vs tshark (instructions) | max RSS MB |\n"
+    printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    row("`quakecap flows` (2 worker threads)", tq, cq, iq, mq)
+    row("`quakecap flows` (QUAKECAP_THREADS=1)", tq1, cq1, "", mq1)
+    row("`tshark -r FILE -q -z conv,udp`", tt, ct, it, mt)
+    row("`cat FILE > /dev/null`", tc, cc, ic, mc)
+    printf "\ndemos: %d files, %.1f MB\n\n", nd, db/1048576
+    printf "| demo decode | wall s | CPU s | MB/s (wall) | MB/s (CPU) | instructions/demo byte | max RSS MB |\n|---|---:|---:|---:|---:|---:|---:|\n"
+    printf "| `quakecap flows DEMOS...` | %.3f | %.3f | %.1f | %.1f | %.1f | %.1f |\n", td, cd, r(db/1048576, td), r(db/1048576, cd), r(id, db), md/1024
 }'
+printf "\n| capture size | quakecap flows wall s | CPU s | max RSS MB |\n|---:|---:|---:|---:|\n%s" "$mem_rows"
