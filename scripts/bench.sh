@@ -76,6 +76,14 @@ i_q=$(($(instructions "$Q" flows "$SMALL") - $(instructions "$Q" flows "$EMPTY")
 i_ts=$(($(instructions tshark -r "$SMALL" -q -z conv,udp) - $(instructions tshark -r "$EMPTY" -q -z conv,udp)))
 i_cat=$(($(instructions cat "$SMALL") - $(instructions cat "$EMPTY")))
 
+# Work per thread (router = capture, net, routing, netchan; then one per decode worker).
+rm -f "$OUT"/cgt.*
+valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$OUT/cgt.out" \
+    "$Q" flows "$SMALL" >/dev/null 2>&1
+split=$(for f in "$OUT"/cgt.out-*; do awk '/^summary:/ {print $2; exit}' "$f"; done |
+    awk '{v[NR] = $1; t += $1} END {for (i = 1; i <= NR; i++) printf "%s%s %.0f%%", (i > 1 ? ", " : ""), (i == 1 ? "router" : "worker " i - 1), 100 * v[i] / t}')
+rm -f "$OUT"/cgt.*
+
 # Peak memory against file size: the same layout at 1/8 of BENCH_MEM_MB and at BENCH_MEM_MB.
 MEM_MB=${BENCH_MEM_MB:-1024}
 mem_rows=""
@@ -116,4 +124,5 @@ BEGIN {
     printf "| demo decode | wall s | CPU s | MB/s (wall) | MB/s (CPU) | instructions/demo byte | max RSS MB |\n|---|---:|---:|---:|---:|---:|---:|\n"
     printf "| `quakecap flows DEMOS...` | %.3f | %.3f | %.1f | %.1f | %.1f | %.1f |\n", td, cd, r(db/1048576, td), r(db/1048576, cd), r(id, db), md/1024
 }'
+printf "\ninstructions per thread (quakecap flows, sample capture): %s\n" "$split"
 printf "\n| capture size | quakecap flows wall s | CPU s | max RSS MB |\n|---:|---:|---:|---:|\n%s" "$mem_rows"
