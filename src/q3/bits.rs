@@ -157,6 +157,50 @@ impl<'a> BitReader<'a> {
     pub fn read_bits(&mut self, n: i32) -> Result<i32, BitError> {
         let signed = n < 0;
         let bits = n.unsigned_abs().min(32);
+        let i = self.bit >> 3;
+        let mut value = match self.data.get(i..i + 8) {
+            Some(&[a, b, c, d, e, f, g, h]) => {
+                self.read_bits_inside(u64::from_le_bytes([a, b, c, d, e, f, g, h]), bits)?
+            }
+            _ => self.read_bits_near_end(bits)?,
+        };
+        if signed && bits > 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
+            value |= !mask(bits);
+        }
+        Ok(value as i32)
+    }
+
+    /// [`read_bits`](Self::read_bits) when the 8 bytes from the cursor's byte are all in the
+    /// message (`word`): at least 57 stream bits, and a read of up to 32 bits takes at most
+    /// 7 raw bits + 4 codes of at most 11 bits = 51. So no code can reach the end and the
+    /// whole read decodes from one register, without the per-code end checks.
+    #[inline(always)]
+    fn read_bits_inside(&mut self, word: u64, bits: u32) -> Result<u32, BitError> {
+        let start = self.bit;
+        let nraw = bits & 7;
+        let mut win = word >> (start & 7);
+        let mut value = (win as u32) & mask(nraw);
+        win >>= nraw;
+        let mut pos = start + nraw as usize;
+        let mut shift = nraw;
+        while shift < bits {
+            let (sym, len) = huffman::decode_window(win as u32);
+            if sym == NYT {
+                return Err(BitError::Nyt { bit: pos });
+            }
+            value |= u32::from(sym) << shift;
+            win >>= len;
+            pos += len as usize;
+            shift += 8;
+        }
+        self.bit = pos;
+        self.touched = true;
+        Ok(value)
+    }
+
+    /// [`read_bits`](Self::read_bits) within 8 bytes of the end: every code is checked
+    /// against the end of the message.
+    fn read_bits_near_end(&mut self, bits: u32) -> Result<u32, BitError> {
         let start = self.bit;
         let limit = self.data.len() * 8;
         let nraw = bits & 7;
@@ -189,10 +233,7 @@ impl<'a> BitReader<'a> {
         }
         self.bit = pos;
         self.touched = true;
-        if signed && bits > 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
-            value |= !mask(bits);
-        }
-        Ok(value as i32)
+        Ok(value)
     }
 
     /// `MSG_ReadByte` (8 bits unsigned).
@@ -540,6 +581,26 @@ mod tests {
     }
 
     proptest! {
+        /// The one-register path decodes exactly what the checked path decodes.
+        #[test]
+        fn register_path_matches_checked_path(
+            data in proptest::collection::vec(any::<u8>(), 8..40),
+            start in 0usize..64,
+            n in 0u32..=32,
+        ) {
+            let i = start >> 3;
+            prop_assume!(i + 8 <= data.len());
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&data[i..i + 8]);
+            let mut a = BitReader::new(&data);
+            a.set_bit_pos(start);
+            let mut b = a.clone();
+            let fast = a.read_bits_inside(u64::from_le_bytes(w), n);
+            let checked = b.read_bits_near_end(n);
+            prop_assert_eq!(fast, checked);
+            prop_assert_eq!(a.bit_pos(), b.bit_pos());
+        }
+
         #[test]
         fn prop_bits_roundtrip(items in proptest::collection::vec((width(), any::<i32>()), 0..64)) {
             let mut w = BitWriter::new();
