@@ -166,6 +166,22 @@ impl Decoder {
         });
     }
 
+    /// Record why message `a` did not decode to its end; returns the text for the event.
+    fn decode_error(
+        &mut self,
+        a: &Accepted,
+        dir: Dir,
+        e: Option<&dyn std::fmt::Display>,
+    ) -> Option<String> {
+        let what = match dir {
+            Dir::S2c => "server",
+            Dir::C2s => "client",
+        };
+        let text = format!("{what} message {}: {}", a.seq, e?);
+        self.error(a, dir, text.clone());
+        Some(text)
+    }
+
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
         let st = self.st.get_or_insert_with(Box::default);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
@@ -191,13 +207,7 @@ impl Decoder {
                 None => svc::parse_server_message_with(&mut r, None, a.seq, st, detail),
             }
         };
-        let error = parsed
-            .error
-            .as_ref()
-            .map(|e| format!("server message {}: {e}", a.seq));
-        if let Some(text) = &error {
-            self.error(&a, Dir::S2c, text.clone());
-        }
+        let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(|e| e as _));
         if self.opts.emit || self.opts.keep_raw {
             let mut m = message(&a, Dir::S2c, "server", Body::Server(parsed));
             m.error = error;
@@ -249,13 +259,7 @@ impl Decoder {
                 st.last_client_cmd = *cs;
             }
         }
-        let error = parsed
-            .error
-            .as_ref()
-            .map(|e| format!("client message {}: {e}", a.seq));
-        if let Some(text) = &error {
-            self.error(&a, Dir::C2s, text.clone());
-        }
+        let error = self.decode_error(&a, Dir::C2s, parsed.error.as_ref().map(|e| e as _));
         if self.opts.emit {
             let mut m = message(&a, Dir::C2s, "client", Body::Client(parsed));
             m.error = error;

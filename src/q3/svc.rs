@@ -552,32 +552,17 @@ fn packet_entities_state(
     baselines: &[EntityState],
     out: &mut Vec<EntityState>,
 ) -> Result<(), SvcError> {
-    let mut oi = 0usize;
-    loop {
-        let newnum = r.read_bits(GENTITYNUM_BITS)?;
-        if newnum == MAX_GENTITIES - 1 {
-            break;
-        }
-        while oi < old.len() && old[oi].number < newnum {
-            out.push(old[oi].clone());
-            oi += 1;
-        }
-        let from = if oi < old.len() && old[oi].number == newnum {
-            oi += 1;
-            &old[oi - 1]
-        } else {
-            baselines.get(newnum as usize).unwrap_or(&baselines[0])
-        };
+    merge_packet_entities(r, old, baselines, out, |r, from, number, out| {
         // As DeltaError, like read_delta_entity, so the message text is the same.
         match read_entity_flags(r).map_err(DeltaError::from)? {
             EntityFlags::Removed => {}
             EntityFlags::Unchanged => out.push(EntityState {
-                number: newnum,
+                number,
                 fields: from.fields,
             }),
             EntityFlags::Delta => {
                 out.push(EntityState {
-                    number: newnum,
+                    number,
                     fields: from.fields,
                 });
                 if let Some(e) = out.last_mut() {
@@ -585,9 +570,8 @@ fn packet_entities_state(
                 }
             }
         }
-    }
-    out.extend_from_slice(&old[oi..]);
-    Ok(())
+        Ok(())
+    })
 }
 
 /// `CL_ParsePacketEntities`: merge the old frame's sorted list with the transmitted deltas.
@@ -598,6 +582,31 @@ fn parse_packet_entities(
 ) -> Result<(Vec<EntityDelta>, Vec<EntityState>), SvcError> {
     let mut deltas = Vec::new();
     let mut out: Vec<EntityState> = Vec::with_capacity(old.len() + 8);
+    merge_packet_entities(r, old, baselines, &mut out, |r, from, number, out| {
+        let d = read_delta_entity(r, from, number)?;
+        if !d.removed {
+            out.push(d.state.clone());
+        }
+        deltas.push(d);
+        Ok(())
+    })?;
+    Ok((deltas, out))
+}
+
+/// The walk of `CL_ParsePacketEntities`: old entities below each transmitted number are
+/// kept as they are, the transmitted one is read by `entity` from its base (the old state
+/// or the baseline), which appends what the new frame keeps; the rest of the old list
+/// follows the end marker.
+fn merge_packet_entities<F>(
+    r: &mut BitReader<'_>,
+    old: &[EntityState],
+    baselines: &[EntityState],
+    out: &mut Vec<EntityState>,
+    mut entity: F,
+) -> Result<(), SvcError>
+where
+    F: FnMut(&mut BitReader<'_>, &EntityState, i32, &mut Vec<EntityState>) -> Result<(), SvcError>,
+{
     let mut oi = 0usize;
     loop {
         let newnum = r.read_bits(GENTITYNUM_BITS)?;
@@ -614,14 +623,10 @@ fn parse_packet_entities(
         } else {
             baselines.get(newnum as usize).unwrap_or(&baselines[0])
         };
-        let d = read_delta_entity(r, from, newnum)?;
-        if !d.removed {
-            out.push(d.state.clone());
-        }
-        deltas.push(d);
+        entity(r, from, newnum, out)?;
     }
-    out.extend(old[oi..].iter().cloned());
-    Ok((deltas, out))
+    out.extend_from_slice(&old[oi..]);
+    Ok(())
 }
 
 fn parse_download(
