@@ -44,6 +44,8 @@ pub struct Options {
     pub keep_raw: bool,
     /// Only these flow ids reach the sink (all flows are still tracked and counted).
     pub flows: Option<Vec<u32>>,
+    /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
+    pub threads: Option<usize>,
 }
 
 /// The outcome of one input.
@@ -122,7 +124,7 @@ impl Trackers {
     /// Decoding goes to worker threads when nothing is emitted (the flow table) and more
     /// than one thread is available; otherwise it runs inline, in capture order.
     pub fn new(opts: &Options) -> Self {
-        let threads = worker_threads();
+        let threads = opts.threads.unwrap_or_else(worker_threads).max(1);
         let detached = threads > 1 && !opts.emit && !opts.keep_raw;
         let q3_opts = q3::conn::Options {
             emit: opts.emit,

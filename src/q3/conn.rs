@@ -524,6 +524,11 @@ impl Connection {
         }
     }
 
+    /// True while the decode state is released for idleness.
+    pub fn released(&self) -> bool {
+        self.released
+    }
+
     /// True once netchan messages flowed (a later handshake is a new connection).
     pub fn established(&self) -> bool {
         self.rx_server.stats.accepted > 0

@@ -54,12 +54,12 @@ pub struct Tracker {
     by_pair: FlowMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) -> connection index.
     by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
-    /// Datagrams since the last idle scan.
-    since_scan: u32,
+    /// Capture time of the last idle scan.
+    last_scan_ns: i64,
 }
 
-/// Datagrams between two scans for idle connections.
-const IDLE_SCAN_EVERY: u32 = 8192;
+/// Capture time between two scans for idle connections.
+const IDLE_SCAN_NS: i64 = 10_000_000_000;
 
 impl Tracker {
     pub fn new(opts: Options) -> Self {
@@ -99,11 +99,10 @@ impl Tracker {
     /// Now and then, release the decode state of connections silent for long: memory then
     /// follows the number of live connections, not the length of the capture.
     fn scan_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) {
-        self.since_scan += 1;
-        if self.since_scan < IDLE_SCAN_EVERY {
+        if now_ns.saturating_sub(self.last_scan_ns) < IDLE_SCAN_NS {
             return;
         }
-        self.since_scan = 0;
+        self.last_scan_ns = now_ns;
         for conn in &mut self.flows {
             conn.release_if_idle(now_ns, work);
         }
