@@ -245,6 +245,7 @@ impl Decoder {
             checksum_feed: st.state.checksum_feed,
             acked_server_command: acked,
             last_client_command: st.last_client_cmd,
+            keep_usercmds: self.opts.emit,
         };
         let parsed = clc::parse_client_ops(&mut r, hdr, &ctx);
         for op in &parsed.ops {
