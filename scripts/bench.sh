@@ -73,6 +73,7 @@ uptime
 EMPTY=$OUT/empty.pcapng
 target/release/examples/mkbench "$EMPTY" 0 "$LANES"
 i_q=$(($(instructions "$Q" flows "$SMALL") - $(instructions "$Q" flows "$EMPTY")))
+i_q1=$(($(QUAKECAP_THREADS=1 instructions "$Q" flows "$SMALL") - $(instructions "$Q" flows "$EMPTY")))
 i_ts=$(($(instructions tshark -r "$SMALL" -q -z conv,udp) - $(instructions tshark -r "$EMPTY" -q -z conv,udp)))
 i_cat=$(($(instructions cat "$SMALL") - $(instructions cat "$EMPTY")))
 
@@ -105,7 +106,7 @@ awk -v bytes="$bytes" -v frames="$frames" -v flows="$flows" -v cgf="$cg_frames" 
     -v tc="$t_cat" -v tq="$t_q" -v tq1="$t_q1" -v tt="$t_ts" \
     -v cc="$c_cat" -v cq="$c_q" -v cq1="$c_q1" -v ct="$c_ts" \
     -v mc="$m_cat" -v mq="$m_q" -v mq1="$m_q1" -v mt="$m_ts" \
-    -v iq="$i_q" -v it="$i_ts" -v ic="$i_cat" \
+    -v iq="$i_q" -v iq1="$i_q1" -v it="$i_ts" -v ic="$i_cat" \
     -v db="$demo_bytes" -v nd="${#demo_files[@]}" -v td="$t_demo" -v cd="$c_demo" -v md="$m_demo" -v id="$i_demo" '
 function r(n, d) { return d > 0 ? n / d : 0 }
 function row(name, w, c, i, m) {
@@ -117,7 +118,7 @@ BEGIN {
     printf "| command | wall s | CPU s | MB/s (wall) | packets/s (wall) | speed vs tshark (wall) | speed vs tshark (CPU) | instructions/packet | vs tshark (instructions) | max RSS MB |\n"
     printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     row("`quakecap flows` (2 worker threads)", tq, cq, iq, mq)
-    row("`quakecap flows` (QUAKECAP_THREADS=1)", tq1, cq1, "", mq1)
+    row("`quakecap flows` (QUAKECAP_THREADS=1)", tq1, cq1, iq1, mq1)
     row("`tshark -r FILE -q -z conv,udp`", tt, ct, it, mt)
     row("`cat FILE > /dev/null`", tc, cc, ic, mc)
     printf "\ndemos: %d files, %.1f MB\n\n", nd, db/1048576
