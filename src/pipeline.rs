@@ -1,14 +1,14 @@
 //! The one pass: capture → net → per-game trackers → events pushed to a [`Sink`]. Demo files
 //! enter here too, skipping capture, net and netchan. The pipeline defines the sink trait;
 //! sinks only see finished events and never reach back into parsing.
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::flow::{Dir, FlowError, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
+use crate::parallel::{worker_threads, Pool};
 use crate::q3;
 use crate::qw;
 
@@ -52,6 +52,8 @@ pub struct Options {
     pub keep_raw: bool,
     /// Only these flow ids reach the sink (all flows are still tracked and counted).
     pub flows: Option<Vec<u32>>,
+    /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
+    pub threads: Option<usize>,
 }
 
 /// The outcome of one input.
@@ -84,7 +86,7 @@ pub enum InputError {
 #[derive(Default)]
 struct OtherFlows {
     flows: Vec<FlowSummary>,
-    by_pair: HashMap<(SocketAddr, SocketAddr), (usize, Dir)>,
+    by_pair: FlowMap<(SocketAddr, SocketAddr), (usize, Dir)>,
 }
 
 impl OtherFlows {
@@ -129,6 +131,9 @@ pub struct Trackers {
     qw: qw::Tracker,
     other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
+    q3_work: Vec<(u32, q3::conn::Work)>,
+    /// Worker threads decoding Quake 3 flows, when the run is order-insensitive.
+    q3_pool: Option<Pool<q3::conn::Decoder>>,
     qw_out: Vec<qw::Event>,
     filter: Option<Vec<u32>>,
     emit: bool,
@@ -142,11 +147,17 @@ fn qw_flow(e: &qw::Event) -> u32 {
 }
 
 impl Trackers {
+    /// Decoding goes to worker threads when nothing is emitted (the flow table) and more
+    /// than one thread is available; otherwise it runs inline, in capture order.
     pub fn new(opts: &Options) -> Self {
+        let threads = opts.threads.unwrap_or_else(worker_threads).max(1);
+        let detached = threads > 1 && !opts.emit && !opts.keep_raw;
         let q3_opts = q3::conn::Options {
             emit: opts.emit,
             keep_raw: opts.keep_raw,
+            detached,
         };
+        let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
         let qw_opts = qw::Options {
             decode: true,
@@ -158,6 +169,8 @@ impl Trackers {
             qw: qw::Tracker::new(qw_opts),
             other: OtherFlows::default(),
             q3_out: Vec::new(),
+            q3_work: Vec::new(),
+            q3_pool,
             qw_out: Vec::new(),
             filter: opts.flows.clone(),
             emit: opts.emit,
@@ -171,23 +184,40 @@ impl Trackers {
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
         let before = self.next_id;
-        if self.q3.offer(d, &mut self.next_id, &mut self.q3_out) {
-            // A game flow recognised late (mid-session) takes over what was counted as
-            // unknown UDP for the same endpoints, and its earlier id.
+        if self
+            .q3
+            .offer(d, &mut self.next_id, &mut self.q3_out, &mut self.q3_work)
+        {
             if self.next_id > before {
-                if let Some(prior) = self.other.take(d.src, d.dst) {
-                    if self.q3.adopt(d.src, d.dst, &prior) {
-                        self.next_id -= 1;
-                        for m in self.q3_out.iter_mut().filter(|m| m.flow == before) {
-                            m.flow = prior.id;
-                        }
-                    }
-                }
+                self.adopt_other(d, before);
             }
         } else if !self.qw.offer(d, &mut self.next_id, &mut self.qw_out) {
             self.other.offer(d, &mut self.next_id);
         }
+        if let Some(pool) = &mut self.q3_pool {
+            for (flow, w) in self.q3_work.drain(..) {
+                pool.push(flow, w);
+            }
+        }
         self.flush(sink)
+    }
+
+    /// A game flow recognised late (mid-session) takes over what was counted as unknown UDP
+    /// for the same endpoints, and its earlier id (`new_id` is the id it was just given).
+    fn adopt_other(&mut self, d: &Datagram<'_>, new_id: u32) {
+        let Some(prior) = self.other.take(d.src, d.dst) else {
+            return;
+        };
+        if !self.q3.adopt(d.src, d.dst, &prior) {
+            return;
+        }
+        self.next_id -= 1;
+        for m in self.q3_out.iter_mut().filter(|m| m.flow == new_id) {
+            m.flow = prior.id;
+        }
+        for (flow, _) in self.q3_work.iter_mut().filter(|(f, _)| *f == new_id) {
+            *flow = prior.id;
+        }
     }
 
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
@@ -212,9 +242,20 @@ impl Trackers {
         Ok(())
     }
 
-    /// End of the stream: flush what the trackers still hold, then every flow's summary, by id.
+    /// End of the stream: wait for the workers, flush what the trackers still hold, then
+    /// every flow's summary, by id.
     pub fn finish(&mut self, sink: &mut dyn Sink) -> io::Result<Vec<FlowSummary>> {
-        let mut v = self.q3.summaries();
+        let mut v = match self.q3_pool.take() {
+            Some(pool) => {
+                let logs: FlowMap<u32, q3::conn::ErrorLog> = pool
+                    .finish()
+                    .into_iter()
+                    .map(|(flow, dec)| (flow, dec.errors))
+                    .collect();
+                self.q3.summaries_with(&logs)
+            }
+            None => self.q3.summaries(),
+        };
         v.extend(self.qw.finish(&mut self.qw_out));
         self.flush(sink)?;
         v.extend(
@@ -326,6 +367,12 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         ..Default::default()
     };
     let mut state = q3::state::ClientState::default();
+    let detail = q3::conn::Options {
+        emit: opts.emit,
+        keep_raw: opts.keep_raw,
+        detached: false,
+    }
+    .detail();
     for rec in q3::demo::Reader::new(&data) {
         let rec = match rec {
             Ok(r) => r,
@@ -342,7 +389,7 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         report.frames += 1;
         summary.count_packet(Dir::S2c, rec.body.len(), 0);
         let mut r = q3::bits::BitReader::new(rec.body);
-        let parsed = q3::svc::parse_server_message(&mut r, None, rec.seq, &mut state);
+        let parsed = q3::svc::parse_server_message_with(&mut r, None, rec.seq, &mut state, detail);
         let error = parsed.error.as_ref().map(|e| {
             format!(
                 "record {} (seq {}, file offset {}): {e}",

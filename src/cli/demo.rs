@@ -154,6 +154,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         emit: false,
         keep_raw: true,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        threads: None,
     };
     let report = super::run_input(&args.file, &opts, &mut sink)?;
     super::warn(&report);

@@ -1,15 +1,14 @@
 //! All Quake 3 flows of one capture stream: recognises Quake 3 traffic on any port by its
 //! connectionless handshake, routes every datagram to exactly one flow, and follows a client
 //! whose UDP port changes (NAT rebinding) by its qport, as the server does (§1.1).
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use super::bits::BitReader;
-use super::conn::{Connection, Options};
+use super::conn::{Connection, ErrorLog, Options, Work};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
-use crate::flow::{Dir, FlowSummary};
+use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
 
 /// Which side sends a connectionless command.
@@ -97,12 +96,17 @@ pub struct Tracker {
     opts: Options,
     flows: Vec<Connection>,
     /// (server, client address) -> flow index.
-    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    by_pair: FlowMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) -> connection index.
-    by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+    by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
     /// (server, client) pairs that may be connections seen mid-session.
-    candidates: HashMap<(SocketAddr, SocketAddr), Candidate>,
+    candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
+    /// Capture time of the last idle scan.
+    last_scan_ns: i64,
 }
+
+/// Capture time between two scans for idle connections.
+const IDLE_SCAN_NS: i64 = 10_000_000_000;
 
 impl Tracker {
     pub fn new(opts: Options) -> Self {
@@ -113,14 +117,22 @@ impl Tracker {
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic
-    /// this tracker knows or recognises. A new flow takes its id from `next_id`.
-    pub fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Message>) -> bool {
+    /// this tracker knows or recognises. A new flow takes its id from `next_id`. Decoded
+    /// messages go to `out`; with detached decoders the decoding work goes to `work` instead.
+    pub fn offer(
+        &mut self,
+        d: &Datagram<'_>,
+        next_id: &mut u32,
+        out: &mut Vec<Message>,
+        work: &mut Vec<(u32, Work)>,
+    ) -> bool {
+        self.scan_idle(d.ts_ns, work);
         let Some((idx, dir)) = self.route(d, next_id) else {
             return false;
         };
         let conn = &mut self.flows[idx];
         let was_connected = conn.summary.qport;
-        conn.handle(dir, d, out);
+        conn.handle(dir, d, out, work);
         // A connect names the qport: from now on the server follows the client by it.
         if conn.summary.qport != was_connected {
             if let Some(q) = conn.summary.qport {
@@ -131,11 +143,24 @@ impl Tracker {
         true
     }
 
+    /// Now and then, release the decode state of connections silent for long: memory then
+    /// follows the number of live connections, not the length of the capture.
+    fn scan_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) {
+        if now_ns.saturating_sub(self.last_scan_ns) < IDLE_SCAN_NS {
+            return;
+        }
+        self.last_scan_ns = now_ns;
+        for conn in &mut self.flows {
+            conn.release_if_idle(now_ns, work);
+        }
+    }
+
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
         if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
             // A new handshake after an established netchan starts a new connection.
-            let restart = matches!(oob_role(d.payload), Some((Dir::C2s, true)))
-                && self.flows[i].established();
+            // established() first: it is cheap, oob_role may decompress a connect.
+            let restart = self.flows[i].established()
+                && matches!(oob_role(d.payload), Some((Dir::C2s, true)));
             if !restart {
                 return Some((i, Dir::C2s));
             }
@@ -237,6 +262,20 @@ impl Tracker {
     /// One summary per flow, in id order.
     pub fn summaries(&self) -> Vec<FlowSummary> {
         self.flows.iter().map(Connection::summary).collect()
+    }
+
+    /// As [`Self::summaries`], adding the errors of decoders that ran detached.
+    pub fn summaries_with(&self, logs: &FlowMap<u32, ErrorLog>) -> Vec<FlowSummary> {
+        self.flows
+            .iter()
+            .map(|c| {
+                let mut s = c.summary();
+                if let Some(log) = logs.get(&s.id) {
+                    log.merge_into(&mut s);
+                }
+                s
+            })
+            .collect()
     }
 
     /// The flows (for sinks that need their final state).
