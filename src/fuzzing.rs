@@ -182,6 +182,7 @@ pub fn client_message(data: &[u8]) {
         checksum_feed: hdr.0 ^ hdr.2,
         acked_server_command: data.get(..data.len().min(40)).unwrap_or(&[]),
         last_client_command: hdr.1,
+        keep_usercmds: true,
     };
     let m = q3::clc::parse_client_ops(&mut r, hdr, &ctx);
     let _ = serde_json::to_string(&m);
@@ -195,6 +196,7 @@ pub fn demo(data: &[u8]) {
         emit: true,
         keep_raw: true,
         flows: None,
+        threads: Some(1),
     };
     let _ = pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), &opts, &mut Discard);
 }
@@ -208,6 +210,7 @@ pub fn pipeline(data: &[u8]) {
         emit: true,
         keep_raw: true,
         flows: None,
+        threads: Some(1),
     };
     let _ = pipeline::run_reader(
         reader,
@@ -248,6 +251,7 @@ pub fn q3_datagrams(data: &[u8]) {
         emit: true,
         keep_raw: true,
         flows: None,
+        threads: Some(1),
     };
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();
@@ -255,7 +259,7 @@ pub fn q3_datagrams(data: &[u8]) {
         let _ = t.datagram(&d, &mut sinks);
     }
     let mut report = pipeline::Report::default();
-    t.fill_report(&mut report);
+    let _ = t.fill_report(&mut report, &mut sinks);
     let _ = sinks.finish(&report);
 }
 

@@ -21,6 +21,7 @@ pub mod capture;
 pub mod flow;
 pub mod fuzzing;
 pub mod net;
+pub mod parallel;
 pub mod pipeline;
 pub mod q3;
 pub mod qw;

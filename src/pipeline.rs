@@ -1,20 +1,25 @@
 //! The one pass: capture → net → per-game trackers → events pushed to a [`Sink`]. Demo files
 //! enter here too, skipping capture, net and netchan. The pipeline defines the sink trait;
 //! sinks only see finished events and never reach back into parsing.
-use std::collections::HashMap;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::flow::{Dir, FlowError, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
+use crate::parallel::{worker_threads, Pool};
 use crate::q3;
+use crate::qw;
 
 /// Something that consumes decoded events.
 pub trait Sink {
     /// One decoded Quake 3 message.
     fn q3_message(&mut self, _m: &q3::message::Message) -> io::Result<()> {
+        Ok(())
+    }
+    /// One QuakeWorld event (a decoded message, or a raw packet for demo writing).
+    fn qw_event(&mut self, _e: &qw::Event) -> io::Result<()> {
         Ok(())
     }
     /// End of one input: the flows it held.
@@ -30,6 +35,9 @@ impl Sink for Tee<'_> {
     fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.q3_message(m))
     }
+    fn qw_event(&mut self, e: &qw::Event) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.qw_event(e))
+    }
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.finish(r))
     }
@@ -44,6 +52,8 @@ pub struct Options {
     pub keep_raw: bool,
     /// Only these flow ids reach the sink (all flows are still tracked and counted).
     pub flows: Option<Vec<u32>>,
+    /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
+    pub threads: Option<usize>,
 }
 
 /// The outcome of one input.
@@ -84,10 +94,18 @@ pub const MAX_OTHER_FLOWS: usize = 100_000;
 #[derive(Default)]
 struct OtherFlows {
     flows: Vec<FlowSummary>,
-    by_pair: HashMap<(SocketAddr, SocketAddr), (usize, Dir)>,
+    by_pair: FlowMap<(SocketAddr, SocketAddr), (usize, Dir)>,
 }
 
 impl OtherFlows {
+    /// Remove and return the flow of these endpoints, if any.
+    fn take(&mut self, a: SocketAddr, b: SocketAddr) -> Option<FlowSummary> {
+        let (i, _) = self.by_pair.remove(&(a, b))?;
+        self.by_pair.remove(&(b, a));
+        // Keep indices stable: leave an empty row that `summaries` skips.
+        Some(std::mem::take(&mut self.flows[i]))
+    }
+
     /// Count the datagram on its flow; false when it has none and the table is full.
     fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> bool {
         let (i, dir) = match self.by_pair.get(&(d.src, d.dst)) {
@@ -128,31 +146,72 @@ struct Untracked {
 pub struct Trackers {
     next_id: u32,
     q3: q3::tracker::Tracker,
+    qw: qw::Tracker,
     other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
+    q3_work: Vec<(u32, q3::conn::Work)>,
+    /// Worker threads decoding Quake 3 flows, when the run is order-insensitive.
+    q3_pool: Option<Pool<q3::conn::Decoder>>,
+    qw_out: Vec<qw::Event>,
     filter: Option<Vec<u32>>,
     untracked: Untracked,
+    emit: bool,
+}
+
+fn qw_flow(e: &qw::Event) -> u32 {
+    match e {
+        qw::Event::Message(m) => m.flow,
+        qw::Event::Raw(r) => r.flow,
+    }
 }
 
 impl Trackers {
+    /// Decoding goes to worker threads when nothing is emitted (the flow table) and more
+    /// than one thread is available; otherwise it runs inline, in capture order.
     pub fn new(opts: &Options) -> Self {
+        let threads = opts.threads.unwrap_or_else(worker_threads).max(1);
+        let detached = threads > 1 && !opts.emit && !opts.keep_raw;
         let q3_opts = q3::conn::Options {
             emit: opts.emit,
+            keep_raw: opts.keep_raw,
+            detached,
+        };
+        let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
+        // QuakeWorld always decodes (the flow table counts failed messages too).
+        let qw_opts = qw::Options {
+            decode: true,
             keep_raw: opts.keep_raw,
         };
         Trackers {
             next_id: 1,
             q3: q3::tracker::Tracker::new(q3_opts),
+            qw: qw::Tracker::new(qw_opts),
             other: OtherFlows::default(),
             q3_out: Vec::new(),
+            q3_work: Vec::new(),
+            q3_pool,
+            qw_out: Vec::new(),
             filter: opts.flows.clone(),
             untracked: Untracked::default(),
+            emit: opts.emit,
         }
+    }
+
+    fn wanted(&self, flow: u32) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.contains(&flow))
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
-        if !self.q3.offer(d, &mut self.next_id, &mut self.q3_out)
+        let before = self.next_id;
+        if self
+            .q3
+            .offer(d, &mut self.next_id, &mut self.q3_out, &mut self.q3_work)
+        {
+            if self.next_id > before {
+                self.adopt_other(d, before);
+            }
+        } else if !self.qw.offer(d, &mut self.next_id, &mut self.qw_out)
             && !self.other.offer(d, &mut self.next_id)
         {
             if self.untracked.count == 0 {
@@ -160,17 +219,58 @@ impl Trackers {
             }
             self.untracked.count += 1;
         }
-        for m in self.q3_out.drain(..) {
-            if self.filter.as_ref().is_none_or(|f| f.contains(&m.flow)) {
+        if let Some(pool) = &mut self.q3_pool {
+            for (flow, w) in self.q3_work.drain(..) {
+                pool.push(flow, w);
+            }
+        }
+        self.flush(sink)
+    }
+
+    /// A game flow recognised late (mid-session) takes over what was counted as unknown UDP
+    /// for the same endpoints, and its earlier id (`new_id` is the id it was just given).
+    fn adopt_other(&mut self, d: &Datagram<'_>, new_id: u32) {
+        let Some(prior) = self.other.take(d.src, d.dst) else {
+            return;
+        };
+        if !self.q3.adopt(d.src, d.dst, &prior) {
+            return;
+        }
+        self.next_id -= 1;
+        for m in self.q3_out.iter_mut().filter(|m| m.flow == new_id) {
+            m.flow = prior.id;
+        }
+        for (flow, _) in self.q3_work.iter_mut().filter(|(f, _)| *f == new_id) {
+            *flow = prior.id;
+        }
+    }
+
+    fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        let mut q3_out = std::mem::take(&mut self.q3_out);
+        for m in q3_out.drain(..) {
+            if self.wanted(m.flow) {
                 sink.q3_message(&m)?;
             }
         }
+        self.q3_out = q3_out;
+        let mut qw_out = std::mem::take(&mut self.qw_out);
+        for e in qw_out.drain(..) {
+            let pass = match e {
+                qw::Event::Message(_) => self.emit,
+                qw::Event::Raw(_) => true,
+            };
+            if pass && self.wanted(qw_flow(&e)) {
+                sink.qw_event(&e)?;
+            }
+        }
+        self.qw_out = qw_out;
         Ok(())
     }
 
-    /// Put the flows and what the flow tables could not hold into the report.
-    pub fn fill_report(&self, report: &mut Report) {
-        report.flows = self.summaries();
+    /// End of the stream ([`Trackers::finish`]): the flows, and what the flow tables could
+    /// not hold, into the report.
+    pub fn fill_report(&mut self, report: &mut Report, sink: &mut dyn Sink) -> io::Result<()> {
+        report.flows = self.finish(sink)?;
         let u = self.untracked;
         report.untracked_datagrams = u.count;
         if u.count > 0 {
@@ -189,14 +289,34 @@ impl Trackers {
                 ),
             );
         }
+        Ok(())
     }
 
-    /// Every flow's summary, by id.
-    pub fn summaries(&self) -> Vec<FlowSummary> {
-        let mut v = self.q3.summaries();
-        v.extend(self.other.flows.iter().cloned());
+    /// End of the stream: wait for the workers, flush what the trackers still hold, then
+    /// every flow's summary, by id.
+    pub fn finish(&mut self, sink: &mut dyn Sink) -> io::Result<Vec<FlowSummary>> {
+        let mut v = match self.q3_pool.take() {
+            Some(pool) => {
+                let logs: FlowMap<u32, q3::conn::ErrorLog> = pool
+                    .finish()
+                    .into_iter()
+                    .map(|(flow, dec)| (flow, dec.errors))
+                    .collect();
+                self.q3.summaries_with(&logs)
+            }
+            None => self.q3.summaries(),
+        };
+        v.extend(self.qw.finish(&mut self.qw_out));
+        self.flush(sink)?;
+        v.extend(
+            self.other
+                .flows
+                .iter()
+                .filter(|f| f.packets.total() > 0)
+                .cloned(),
+        );
         v.sort_by_key(|f| f.id);
-        v
+        Ok(v)
     }
 }
 
@@ -268,7 +388,7 @@ pub fn run_reader<R: Read>(
         }
     }
     progress(reader.bytes_read());
-    trackers.fill_report(&mut report);
+    trackers.fill_report(&mut report, sink).map_err(io_err)?;
     if report.frames > 0 && report.udp_datagrams == 0 && report.net_errors == report.frames {
         return Err(InputError::Unusable {
             file,
@@ -330,6 +450,12 @@ pub fn run_q3_demo_bytes(
         ..Default::default()
     };
     let mut state = q3::state::ClientState::default();
+    let detail = q3::conn::Options {
+        emit: opts.emit,
+        keep_raw: opts.keep_raw,
+        detached: false,
+    }
+    .detail();
     for rec in q3::demo::Reader::new(data) {
         let rec = match rec {
             Ok(r) => r,
@@ -346,7 +472,7 @@ pub fn run_q3_demo_bytes(
         report.frames += 1;
         summary.count_packet(Dir::S2c, rec.body.len(), 0);
         let mut r = q3::bits::BitReader::new(rec.body);
-        let parsed = q3::svc::parse_server_message(&mut r, None, rec.seq, &mut state);
+        let parsed = q3::svc::parse_server_message_with(&mut r, None, rec.seq, &mut state, detail);
         let error = parsed.error.as_ref().map(|e| {
             format!(
                 "record {} (seq {}, file offset {}): {e}",
@@ -388,13 +514,62 @@ pub fn run_q3_demo_bytes(
     Ok(report)
 }
 
-/// The protocol a demo file's extension names (`.dm_68` → 68).
+/// The protocol a Quake 3 demo file's extension names (`.dm_68` → 68).
 pub fn demo_protocol(path: &Path) -> Option<u32> {
     path.extension()?
         .to_str()?
         .strip_prefix("dm_")?
         .parse()
         .ok()
+}
+
+/// True for a QuakeWorld demo file (`.qwd` client recording, `.mvd` server recording).
+pub fn is_qw_demo(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("qwd") || e.eq_ignore_ascii_case("mvd"))
+}
+
+/// True for any demo file quakecap reads (by extension).
+pub fn is_demo(path: &Path) -> bool {
+    demo_protocol(path).is_some() || is_qw_demo(path)
+}
+
+/// Decode a demo file of either game through the same decoders as captures.
+pub fn run_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+    if is_qw_demo(path) {
+        run_qw_demo(path, opts, sink)
+    } else {
+        run_q3_demo(path, opts, sink)
+    }
+}
+
+/// Decode a QuakeWorld .qwd or .mvd file.
+pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+    let file = path.display().to_string();
+    let data = std::fs::read(path).map_err(|source| InputError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let io_err = |source| InputError::Io {
+        file: file.clone(),
+        source,
+    };
+    let mut events = Vec::new();
+    let flows = qw::decode_demo_file(&file, &data, &mut events);
+    if opts.emit {
+        for e in &events {
+            sink.qw_event(e).map_err(io_err)?;
+        }
+    }
+    let report = Report {
+        file: file.clone(),
+        frames: events.len() as u64,
+        flows,
+        ..Default::default()
+    };
+    sink.finish(&report).map_err(io_err)?;
+    Ok(report)
 }
 
 /// One input of a merged run: its reader, its own IP reassembly, and the next frame, owned.
@@ -508,7 +683,12 @@ pub fn run_merged(
         }
         src.refill(&mut report);
     }
-    trackers.fill_report(&mut report);
+    trackers
+        .fill_report(&mut report, sink)
+        .map_err(|source| InputError::Io {
+            file: report.file.clone(),
+            source,
+        })?;
     sink.finish(&report).map_err(|source| InputError::Io {
         file: report.file.clone(),
         source,

@@ -151,7 +151,7 @@ fn run_datagrams(dgs: &[(SocketAddr, SocketAddr, Vec<u8>)]) -> Report {
         t.datagram(&d, &mut Nothing).unwrap();
     }
     let mut r = Report::default();
-    t.fill_report(&mut r);
+    t.fill_report(&mut r, &mut Nothing).unwrap();
     r
 }
 

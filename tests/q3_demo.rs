@@ -39,7 +39,7 @@ fn write_demos(path: &Path, opts: DemoOptions) -> (pipeline::Report, Mem) {
     let o = Options {
         emit: false,
         keep_raw: true,
-        flows: None,
+        ..Default::default()
     };
     let report = if pipeline::demo_protocol(path).is_some() {
         pipeline::run_q3_demo(path, &o, &mut sink)

@@ -83,8 +83,14 @@ impl DemoOutput for Files {
                 } else {
                     String::new()
                 };
+                // QuakeWorld (protocol 28) writes .qwd; Quake 3 .dm_<protocol>.
+                let ext = if protocol == 28 {
+                    "qwd".to_string()
+                } else {
+                    format!("dm_{protocol}")
+                };
                 let name = format!(
-                    "{}-flow{flow}{part}-{}-{}.dm_{protocol}",
+                    "{}-flow{flow}{part}-{}-{}.{ext}",
                     self.stem,
                     clean(player.unwrap_or("player")),
                     clean(map.unwrap_or("map"))
@@ -120,6 +126,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     if !args.out_dir.is_dir() {
         bail!("{}: not a directory", args.out_dir.display());
     }
+    if quakecap::pipeline::is_qw_demo(&args.file) {
+        bail!(
+            "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
+            args.file.display()
+        );
+    }
     let stem = args
         .file
         .file_stem()
@@ -142,6 +154,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         emit: false,
         keep_raw: true,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        threads: None,
     };
     let report = super::run_input(&args.file, &opts, &mut sink)?;
     super::warn(&report);
@@ -163,19 +176,25 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let conns = report
         .flows
         .iter()
-        .filter(|f| f.game == "q3" && (f.kind == "connection" || f.kind == "demo"))
+        .filter(|f| f.kind == "connection" || f.kind == "demo")
         .count();
     if conns == 0 {
-        writeln!(
-            out,
-            "{}: no Quake 3 client connection found",
-            args.file.display()
-        )?;
+        writeln!(out, "{}: no client connection found", args.file.display())?;
     }
     Ok(0)
 }
 
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {
+    if path.extension().is_some_and(|e| e == "qwd") {
+        writeln!(out, "{}", path.display())?;
+        return writeln!(
+            out,
+            "  flow {flow}, player {}, map {}: {} blocks",
+            s.player.as_deref().unwrap_or("?"),
+            s.map.as_deref().unwrap_or("?"),
+            s.records
+        );
+    }
     let span = match (s.first_server_time, s.last_server_time) {
         (Some(a), Some(b)) => format!("{:.1} s of game time ({a}..{b})", (b - a) as f64 / 1000.0),
         _ => "no snapshots".into(),

@@ -36,7 +36,7 @@ pub enum Command {
     },
     /// Decode every message of every flow (or the chosen ones), both directions.
     Decode {
-        /// A capture (pcap/pcapng) or a demo file (.dm_66/67/68/71).
+        /// A capture (pcap/pcapng) or a demo file (.dm_66/67/68/71, .qwd, .mvd).
         file: PathBuf,
         /// Only these flow ids.
         #[arg(long = "flow")]
@@ -103,15 +103,10 @@ pub fn progress_for(path: &Path) -> ProgressBar {
     pb
 }
 
-/// True for demo files (by extension).
-pub fn is_demo(path: &Path) -> bool {
-    pipeline::demo_protocol(path).is_some()
-}
-
 /// Run one input (capture or demo) through the pipeline.
 pub fn run_input(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
-    if is_demo(path) {
-        return pipeline::run_q3_demo(path, opts, sink);
+    if pipeline::is_demo(path) {
+        return pipeline::run_demo(path, opts, sink);
     }
     let pb = progress_for(path);
     let r = pipeline::run_capture(path, opts, sink, &mut |b| pb.set_position(b));
@@ -183,6 +178,7 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
         emit: true,
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows),
+        threads: None,
     };
     let out = io::BufWriter::new(io::stdout().lock());
     let report = if json {

@@ -122,12 +122,6 @@ impl<'a> BitReader<'a> {
         w >> (pos & 7)
     }
 
-    /// Reference one-bit read for tests (no fast paths at all).
-    #[cfg(test)]
-    pub(crate) fn read_bit_ref(&mut self) -> Result<bool, BitError> {
-        self.read_bits_checked(1).map(|v| v != 0)
-    }
-
     /// One raw bit (`MSG_ReadBits(msg, 1)`), the hot path of the delta decoders.
     #[inline(always)]
     pub fn read_bit(&mut self) -> Result<bool, BitError> {

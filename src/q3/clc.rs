@@ -89,6 +89,9 @@ pub struct ClcContext<'a> {
     pub acked_server_command: &'a [u8],
     /// Highest client command sequence seen so far (to mark retransmissions).
     pub last_client_command: i32,
+    /// Keep the decoded usercmds of move ops (off for the flow table: they are still read,
+    /// to stay in step and find errors, but a list per move is not built).
+    pub keep_usercmds: bool,
 }
 
 /// Decode the ops after the three header longs (already read into `hdr`).
@@ -155,11 +158,13 @@ fn parse_op(
                 return Err(ClcError::CmdCount { count, bit });
             }
             let key = ctx.checksum_feed ^ m.message_ack ^ hash_key(ctx.acked_server_command, 32);
-            let mut cmds = Vec::with_capacity(count as usize);
+            let mut cmds = Vec::with_capacity(if ctx.keep_usercmds { count as usize } else { 0 });
             let mut from = UserCmd::default();
             for _ in 0..count {
                 let c = read_delta_usercmd(r, key, &from)?;
-                cmds.push(c);
+                if ctx.keep_usercmds {
+                    cmds.push(c);
+                }
                 from = c;
             }
             ClientOp::Move {

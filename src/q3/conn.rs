@@ -13,13 +13,8 @@ use super::oob::Oob;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::flow::{Dir, FlowError, FlowSummary, MAX_KEPT_ERRORS};
 use crate::net::Datagram;
-
-/// `disconnect` (with or without a reason) as a reliable command in either direction.
-fn is_disconnect(text: &str) -> bool {
-    text.split_whitespace().next() == Some("disconnect")
-}
 
 /// What the connection should produce.
 #[derive(Debug, Clone, Copy, Default)]
@@ -28,9 +23,285 @@ pub struct Options {
     pub emit: bool,
     /// Keep descrambled server bodies on the events (for demo writing).
     pub keep_raw: bool,
+    /// Decoding runs elsewhere (a worker thread): the connection hands out [`Work`] instead
+    /// of running its [`Decoder`].
+    pub detached: bool,
 }
 
-/// A Quake 3 flow: a connection, or a connectionless exchange (query).
+impl Options {
+    /// Full op records only when someone reads them; the flow table needs the state alone.
+    pub fn detail(&self) -> svc::Detail {
+        if self.emit || self.keep_raw {
+            svc::Detail::Full
+        } else {
+            svc::Detail::StateOnly
+        }
+    }
+}
+
+/// A connection stays decodable this long without traffic; after that its decode state is
+/// released (the summary row stays). Both engines give up on a silent peer after 200 s
+/// (`sv_timeout`, `cl_timeout`), so neither end could still be using that state.
+pub const IDLE_RELEASE_NS: i64 = 200_000_000_000;
+
+/// A netchan message the receiving engine accepted, ready to decode.
+#[derive(Debug)]
+pub struct Accepted {
+    pub flow: u32,
+    pub frame: u64,
+    pub ts_ns: i64,
+    pub seq: i32,
+    pub body: Vec<u8>,
+    pub fragmented: bool,
+    pub challenge: i32,
+    pub proto: Protocol,
+}
+
+/// What a connection asks of its decoder, in capture order.
+#[derive(Debug)]
+pub enum Work {
+    Server(Accepted),
+    Client(Accepted),
+    /// A new netchan started (connectResponse): forget everything.
+    Reset,
+    /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
+    Release,
+}
+
+/// Errors of one flow: all counted, the first [`MAX_KEPT_ERRORS`] kept.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorLog {
+    pub count: u64,
+    pub kept: Vec<FlowError>,
+}
+
+impl ErrorLog {
+    fn push(&mut self, e: FlowError) {
+        self.count += 1;
+        if self.kept.len() < MAX_KEPT_ERRORS {
+            self.kept.push(e);
+        }
+    }
+
+    /// Fold into a summary whose own errors come from other datagrams: each datagram's
+    /// errors come from one side only, so ordering by frame restores capture order.
+    pub fn merge_into(&self, s: &mut FlowSummary) {
+        if self.count == 0 {
+            return;
+        }
+        s.errors += self.count;
+        s.error_details.extend(self.kept.iter().cloned());
+        s.error_details.sort_by_key(|e| e.frame);
+        s.error_details.truncate(MAX_KEPT_ERRORS);
+    }
+}
+
+/// The parse state of a connection: what its client knows.
+#[derive(Debug)]
+struct DecodeState {
+    state: ClientState,
+    client_cmds: Vec<String>,
+    last_client_cmd: i32,
+    /// The client left (sent `disconnect` or was told to): it processes nothing more, so
+    /// what follows is marked for the demo writer.
+    client_gone: bool,
+}
+
+/// `disconnect` (with or without a reason) as a reliable command in either direction.
+fn is_disconnect(text: &str) -> bool {
+    text.split_whitespace().next() == Some("disconnect")
+}
+
+impl Default for DecodeState {
+    fn default() -> Self {
+        DecodeState {
+            state: ClientState::default(),
+            client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
+            last_client_cmd: 0,
+            client_gone: false,
+        }
+    }
+}
+
+/// Everything after the netchan: descrambling and decoding, for one connection. It runs
+/// inline or on a worker thread; fed the same [`Work`] in the same order it does the same.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    opts: Options,
+    /// None until the first message, and again after a reset or release (a fresh state is
+    /// what a reset means; it also keeps idle connections small).
+    st: Option<Box<DecodeState>>,
+    pub errors: ErrorLog,
+}
+
+fn message(a: &Accepted, dir: Dir, kind: &'static str, body: Body) -> Message {
+    Message {
+        flow: a.flow,
+        game: "q3",
+        dir,
+        frame: a.frame,
+        time: a.ts_ns as f64 / 1e9,
+        seq: Some(a.seq),
+        fragmented: a.fragmented,
+        kind,
+        body,
+        error: None,
+        raw: None,
+        client_gone: false,
+        protocol: a.proto.number(),
+        file_offset: None,
+    }
+}
+
+impl Decoder {
+    pub fn new(opts: Options) -> Self {
+        Decoder {
+            opts,
+            ..Default::default()
+        }
+    }
+
+    /// Do one piece of work; decoded messages go to `out` when the options ask for them.
+    pub fn run(&mut self, w: Work, out: &mut Vec<Message>) {
+        match w {
+            Work::Server(a) => self.server_message(a, out),
+            Work::Client(a) => self.client_message(a, out),
+            Work::Reset | Work::Release => self.st = None,
+        }
+    }
+
+    fn error(&mut self, a: &Accepted, dir: Dir, message: String) {
+        self.errors.push(FlowError {
+            frame: a.frame,
+            dir: Some(dir),
+            message,
+        });
+    }
+
+    /// Record why message `a` did not decode to its end; returns the text for the event.
+    fn decode_error(
+        &mut self,
+        a: &Accepted,
+        dir: Dir,
+        e: Option<&dyn std::fmt::Display>,
+    ) -> Option<String> {
+        let what = match dir {
+            Dir::S2c => "server",
+            Dir::C2s => "client",
+        };
+        let text = format!("{what} message {}: {}", a.seq, e?);
+        self.error(a, dir, text.clone());
+        Some(text)
+    }
+
+    fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
+        let st = self.st.get_or_insert_with(Box::default);
+        // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
+        let ack = {
+            let mut r = BitReader::new(&a.body);
+            r.read_long().ok().map(|ack| (ack, r.bit_pos()))
+        };
+        if a.proto == Protocol::V68 {
+            if let Some((ack, _)) = ack {
+                let s = &st.client_cmds[(ack as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                scramble::s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
+            }
+        }
+        let detail = self.opts.detail();
+        let parsed = {
+            let mut r = BitReader::new(&a.body);
+            let st = &mut st.state;
+            match ack {
+                Some((ack, bit)) => {
+                    r.set_bit_pos(bit);
+                    svc::parse_server_message_with(&mut r, Some(ack), a.seq, st, detail)
+                }
+                None => svc::parse_server_message_with(&mut r, None, a.seq, st, detail),
+            }
+        };
+        // The client never processed what came after it left; a `disconnect` server command
+        // ends its session itself (the engine drops on it).
+        let was_gone = st.client_gone;
+        let told_to_go = parsed.ops.iter().any(|op| {
+            matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))
+        });
+        st.client_gone |= told_to_go;
+        let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(|e| e as _));
+        if self.opts.emit || self.opts.keep_raw {
+            let mut m = message(&a, Dir::S2c, "server", Body::Server(parsed));
+            m.client_gone = was_gone || told_to_go;
+            m.error = error;
+            if self.opts.keep_raw {
+                m.raw = Some(a.body);
+            }
+            out.push(m);
+        }
+    }
+
+    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
+        let hdr = {
+            let mut r = BitReader::new(&a.body);
+            clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
+        };
+        let Some((hdr, bit)) = hdr else {
+            let text = format!("client message {}: shorter than its header", a.seq);
+            self.error(&a, Dir::C2s, text.clone());
+            if self.opts.emit {
+                let mut m = message(&a, Dir::C2s, "client", Body::None);
+                m.fragmented = false;
+                m.error = Some(text);
+                out.push(m);
+            }
+            return;
+        };
+        let st = self.st.get_or_insert_with(Box::default);
+        let acked = st.state.server_command(hdr.2).as_bytes();
+        if a.proto == Protocol::V68 {
+            scramble::c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
+        }
+        let mut r = BitReader::new(&a.body);
+        r.set_bit_pos(bit);
+        let ctx = ClcContext {
+            checksum_feed: st.state.checksum_feed,
+            acked_server_command: acked,
+            last_client_command: st.last_client_cmd,
+            keep_usercmds: self.opts.emit,
+        };
+        let parsed = clc::parse_client_ops(&mut r, hdr, &ctx);
+        for op in &parsed.ops {
+            if let clc::ClientOp::ClientCommand {
+                seq: cs,
+                text,
+                new: true,
+                ..
+            } = op
+            {
+                st.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)].clone_from(text);
+                st.last_client_cmd = *cs;
+                st.client_gone |= is_disconnect(text);
+            }
+        }
+        let gone = st.client_gone;
+        let error = self.decode_error(&a, Dir::C2s, parsed.error.as_ref().map(|e| e as _));
+        if self.opts.emit {
+            let mut m = message(&a, Dir::C2s, "client", Body::Client(parsed));
+            m.client_gone = gone;
+            m.error = error;
+            out.push(m);
+        }
+    }
+}
+
+impl crate::parallel::Detached for Decoder {
+    type Work = Work;
+    fn run(&mut self, work: Work) {
+        // Detached decoders serve the flow table: nothing is emitted.
+        Decoder::run(self, work, &mut Vec::new());
+    }
+}
+
+/// A Quake 3 flow: a connection, or a connectionless exchange (query). This is the channel
+/// side (handshake, netchan, counters); decoding is its [`Decoder`]'s.
 #[derive(Debug)]
 pub struct Connection {
     pub summary: FlowSummary,
@@ -42,16 +313,13 @@ pub struct Connection {
     pub connected: bool,
     rx_server: Receiver,
     rx_client: Receiver,
-    /// The client's parse state, made on the first netchan message: it is large (configstrings,
-    /// baselines) and a capture may hold millions of query-only flows.
-    pub state: Option<Box<ClientState>>,
-    client_cmds: Vec<String>,
-    last_client_cmd: i32,
-    /// The client left (sent `disconnect` or was told to): it processes nothing more.
-    client_gone: bool,
+    opts: Options,
+    /// The decoder when it runs inline (not [`Options::detached`]).
+    decoder: Option<Decoder>,
+    /// Decode state was released for idleness.
+    released: bool,
     /// The capture started after the handshake: challenge and reliable commands unknown.
     mid_session: bool,
-    opts: Options,
 }
 
 impl Connection {
@@ -74,12 +342,10 @@ impl Connection {
             connected: false,
             rx_server: Receiver::new(),
             rx_client: Receiver::new(),
-            state: None,
-            client_cmds: Vec::new(),
-            last_client_cmd: 0,
-            client_gone: false,
-            mid_session: false,
             opts,
+            decoder: (!opts.detached).then(|| Decoder::new(opts)),
+            released: false,
+            mid_session: false,
         }
     }
 
@@ -111,14 +377,30 @@ impl Connection {
             body,
             error: None,
             raw: None,
-            client_gone: self.client_gone,
+            client_gone: false,
             protocol: self.proto.number(),
             file_offset: None,
         }
     }
 
-    /// Handle one datagram of this flow.
-    pub fn handle(&mut self, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Message>) {
+    /// Run `w` inline, or hand it out (tagged with the flow id) when detached.
+    fn dispatch(&mut self, w: Work, out: &mut Vec<Message>, work: &mut Vec<(u32, Work)>) {
+        match &mut self.decoder {
+            Some(dec) => dec.run(w, out),
+            None => work.push((self.summary.id, w)),
+        }
+    }
+
+    /// Handle one datagram of this flow. Decoding work goes to the inline decoder or, when
+    /// detached, to `work`.
+    pub fn handle(
+        &mut self,
+        dir: Dir,
+        d: &Datagram<'_>,
+        out: &mut Vec<Message>,
+        work: &mut Vec<(u32, Work)>,
+    ) {
+        self.released = false;
         self.summary.count_packet(dir, d.payload.len(), d.ts_ns);
         if dir == Dir::C2s {
             self.summary.add_client_port(d.src.port());
@@ -133,13 +415,33 @@ impl Connection {
             return self.error(d, dir, text);
         }
         if super::oob::is_oob(d.payload) {
-            self.handle_oob(dir, d, out);
+            self.handle_oob(dir, d, out, work);
         } else {
-            self.handle_netchan(dir, d, out);
+            self.handle_netchan(dir, d, out, work);
         }
     }
 
-    fn handle_oob(&mut self, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Message>) {
+    /// Free the decode state when the flow has been silent for [`IDLE_RELEASE_NS`] at
+    /// capture time `now_ns`. Returns true when it did.
+    pub fn release_if_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) -> bool {
+        let last_ns = (self.summary.last_time * 1e9) as i64;
+        if self.released || now_ns.saturating_sub(last_ns) < IDLE_RELEASE_NS {
+            return false;
+        }
+        self.released = true;
+        self.rx_server.release_buffer();
+        self.rx_client.release_buffer();
+        self.dispatch(Work::Release, &mut Vec::new(), work);
+        true
+    }
+
+    fn handle_oob(
+        &mut self,
+        dir: Dir,
+        d: &Datagram<'_>,
+        out: &mut Vec<Message>,
+        work: &mut Vec<(u32, Work)>,
+    ) {
         let oob = match Oob::parse(d.payload, dir) {
             Ok(o) => o,
             Err(e) => {
@@ -162,10 +464,7 @@ impl Connection {
                 // A new netchan starts: both ends reset their sequences and rings (§3.4).
                 self.rx_server.reset();
                 self.rx_client.reset();
-                self.client_cmds.clear();
-                self.last_client_cmd = 0;
-                self.client_gone = false;
-                self.state = None;
+                self.dispatch(Work::Reset, out, work);
                 if let Some(c) = oob.arg_int(0) {
                     self.challenge.get_or_insert(c as i32);
                 }
@@ -199,7 +498,13 @@ impl Connection {
         }
     }
 
-    fn handle_netchan(&mut self, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Message>) {
+    fn handle_netchan(
+        &mut self,
+        dir: Dir,
+        d: &Datagram<'_>,
+        out: &mut Vec<Message>,
+        work: &mut Vec<(u32, Work)>,
+    ) {
         if !self.connected {
             self.connected = true;
             self.summary.kind = "connection";
@@ -256,10 +561,21 @@ impl Connection {
             if self.mid_session {
                 return self.undecoded(d, dir, seq, fragmented, out);
             }
-            match dir {
-                Dir::S2c => self.server_message(d, seq, body, fragmented, out),
-                Dir::C2s => self.client_message(d, seq, body, fragmented, out),
-            }
+            let a = Accepted {
+                flow: self.summary.id,
+                frame: d.frame,
+                ts_ns: d.ts_ns,
+                seq,
+                body,
+                fragmented,
+                challenge: self.challenge.unwrap_or(0),
+                proto: self.proto,
+            };
+            let w = match dir {
+                Dir::S2c => Work::Server(a),
+                Dir::C2s => Work::Client(a),
+            };
+            self.dispatch(w, out, work);
         }
     }
 
@@ -280,133 +596,6 @@ impl Connection {
         }
     }
 
-    fn server_message(
-        &mut self,
-        d: &Datagram<'_>,
-        seq: i32,
-        mut body: Vec<u8>,
-        fragmented: bool,
-        out: &mut Vec<Message>,
-    ) {
-        // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
-        let ack = {
-            let mut r = BitReader::new(&body);
-            r.read_long().ok().map(|a| (a, r.bit_pos()))
-        };
-        if self.proto == Protocol::V68 {
-            if let Some((a, _)) = ack {
-                let s = self.client_command(a);
-                scramble::s2c(&mut body, self.challenge.unwrap_or(0), seq, s.as_bytes());
-            }
-        }
-        let mut m = self.message(d, Dir::S2c, Some(seq), "server", Body::None);
-        m.fragmented = fragmented;
-        {
-            let mut r = BitReader::new(&body);
-            let parsed = match ack {
-                Some((a, bit)) => {
-                    r.set_bit_pos(bit);
-                    svc::parse_server_message(&mut r, Some(a), seq, self.state_mut())
-                }
-                None => svc::parse_server_message(&mut r, None, seq, self.state_mut()),
-            };
-            if let Some(e) = &parsed.error {
-                let text = format!("server message {seq}: {e}");
-                self.error(d, Dir::S2c, text.clone());
-                m.error = Some(text);
-            }
-            // A `disconnect` server command ends the client's session (the engine drops on it).
-            if parsed.ops.iter().any(|op| matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))) {
-                self.client_gone = true;
-                m.client_gone = true;
-            }
-            m.body = Body::Server(parsed);
-        }
-        if self.opts.keep_raw {
-            m.raw = Some(body);
-        }
-        if self.opts.emit || self.opts.keep_raw {
-            out.push(m);
-        }
-    }
-
-    fn client_message(
-        &mut self,
-        d: &Datagram<'_>,
-        seq: i32,
-        mut body: Vec<u8>,
-        fragmented: bool,
-        out: &mut Vec<Message>,
-    ) {
-        let hdr = {
-            let mut r = BitReader::new(&body);
-            clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
-        };
-        let Some((hdr, bit)) = hdr else {
-            let text = format!("client message {seq}: shorter than its header");
-            self.error(d, Dir::C2s, text.clone());
-            if self.opts.emit {
-                let mut m = self.message(d, Dir::C2s, Some(seq), "client", Body::None);
-                m.error = Some(text);
-                out.push(m);
-            }
-            return;
-        };
-        let acked = self.state_mut().server_command(hdr.2).as_bytes().to_vec();
-        if self.proto == Protocol::V68 {
-            scramble::c2s(&mut body, self.challenge.unwrap_or(0), hdr.0, hdr.1, &acked);
-        }
-        let mut r = BitReader::new(&body);
-        r.set_bit_pos(bit);
-        let ctx = ClcContext {
-            checksum_feed: self.state_mut().checksum_feed,
-            acked_server_command: &acked,
-            last_client_command: self.last_client_cmd,
-        };
-        let parsed = clc::parse_client_ops(&mut r, hdr, &ctx);
-        for op in &parsed.ops {
-            if let clc::ClientOp::ClientCommand {
-                seq: cs,
-                text,
-                new: true,
-                ..
-            } = op
-            {
-                if self.client_cmds.is_empty() {
-                    self.client_cmds = vec![String::new(); MAX_RELIABLE_COMMANDS];
-                }
-                self.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.clone();
-                self.last_client_cmd = *cs;
-                if is_disconnect(text) {
-                    self.client_gone = true;
-                }
-            }
-        }
-        let mut m = self.message(d, Dir::C2s, Some(seq), "client", Body::None);
-        m.fragmented = fragmented;
-        if let Some(e) = &parsed.error {
-            let text = format!("client message {seq}: {e}");
-            self.error(d, Dir::C2s, text.clone());
-            m.error = Some(text);
-        }
-        if self.opts.emit {
-            m.body = Body::Client(parsed);
-            out.push(m);
-        }
-    }
-
-    /// The parse state, made when first needed.
-    fn state_mut(&mut self) -> &mut ClientState {
-        self.state.get_or_insert_with(Default::default)
-    }
-
-    /// The client command stored for reliable sequence `seq` (empty before any).
-    fn client_command(&self, seq: i32) -> &str {
-        self.client_cmds
-            .get((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))
-            .map_or("", String::as_str)
-    }
-
     /// The capture missed this connection's handshake: the netchan is followed, but protocol
     /// 68 bodies cannot be descrambled without the challenge and the reliable commands.
     pub fn mark_mid_session(&mut self, frame: u64) {
@@ -420,14 +609,22 @@ impl Connection {
         });
     }
 
+    /// True while the decode state is released for idleness.
+    pub fn released(&self) -> bool {
+        self.released
+    }
+
     /// True once netchan messages flowed (a later handshake is a new connection).
     pub fn established(&self) -> bool {
         self.rx_server.stats.accepted > 0
     }
 
-    /// The flow's summary row.
+    /// The flow's summary row (with the inline decoder's errors).
     pub fn summary(&self) -> FlowSummary {
         let mut s = self.summary.clone();
+        if let Some(dec) = &self.decoder {
+            dec.errors.merge_into(&mut s);
+        }
         s.challenge = self.challenge.map(i64::from);
         if s.kind == "connection" && s.protocol.is_none() && !self.mid_session {
             s.protocol = Some(self.proto.number());

@@ -234,6 +234,12 @@ impl Receiver {
         *self = Receiver::default();
     }
 
+    /// Drop the reassembly buffer of an idle channel (a message pending in it is lost, as
+    /// the timed-out engine would have lost it).
+    pub fn release_buffer(&mut self) {
+        self.frag_buf = Vec::new();
+    }
+
     /// Process one packet as the receiving engine would.
     pub fn process(&mut self, h: &Header<'_>) -> Rx {
         let seq = h.sequence;

@@ -9,10 +9,37 @@ pub const C2S_START: usize = 12;
 /// XOR `body[start..]` with the rolling key seeded by `key0` and driven by the reliable
 /// command string `s` (§3.1). An empty string leaves the key constant.
 pub fn xor_body(body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
+    // Tracked command strings never hold a NUL; one that does takes the engine's exact walk
+    // (a NUL sends the index back to 0, yet a leading NUL is itself used and stepped over).
+    if s.contains(&0) {
+        return xor_body_bytewise(body, start, key0, s);
+    }
+    let mut key = (key0 & 0xff) as u8;
+    let Some(tail) = body.get_mut(start..) else {
+        return;
+    };
+    if s.is_empty() {
+        tail.iter_mut().for_each(|b| *b ^= key);
+        return;
+    }
+    // One pass of the string per chunk: no index wrap test per byte (this runs over every
+    // byte of every protocol-68 message).
+    let mut i = start;
+    for chunk in tail.chunks_mut(s.len()) {
+        for (b, &c) in chunk.iter_mut().zip(s) {
+            let c = if c > 127 || c == b'%' { b'.' } else { c };
+            key ^= c << (i & 1);
+            *b ^= key;
+            i += 1;
+        }
+    }
+}
+
+/// `xor_body` one byte at a time, as the engine's loop is written.
+fn xor_body_bytewise(body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
     let mut key = (key0 & 0xff) as u8;
     let mut idx = 0usize;
     for (i, b) in body.iter_mut().enumerate().skip(start) {
-        // The string repeats from its start when its NUL is reached; the NUL is never used.
         if idx >= s.len() || s[idx] == 0 {
             idx = 0;
         }
@@ -57,6 +84,21 @@ pub fn c2s(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn matches_the_byte_at_a_time_form(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            s in proptest::collection::vec(1u8.., 0..40),
+            start in 0usize..16,
+            key0 in proptest::num::i32::ANY,
+        ) {
+            let (mut a, mut b) = (body.clone(), body);
+            xor_body(&mut a, start, key0, &s);
+            xor_body_bytewise(&mut b, start, key0, &s);
+            proptest::prop_assert_eq!(a, b);
+        }
+    }
 
     #[test]
     fn involution() {

@@ -60,7 +60,14 @@ pub struct ClientState {
     pub download_block: i32,
     /// A big configstring being assembled from `bcs0/1/2`.
     pub big_cs: Option<(usize, String)>,
+    /// Entity lists of frames that left the history, kept for the next snapshots: a frame's
+    /// list is several KB, too large for the allocator's fast path, and one is built per
+    /// snapshot.
+    spare_entities: Vec<Vec<EntityState>>,
 }
+
+/// How many spare entity lists a [`ClientState`] keeps.
+const MAX_SPARE_ENTITY_LISTS: usize = 4;
 
 impl Default for ClientState {
     fn default() -> Self {
@@ -79,6 +86,7 @@ impl Default for ClientState {
             gamestates: 0,
             download_block: 0,
             big_cs: None,
+            spare_entities: Vec::new(),
         }
     }
 }
@@ -189,7 +197,30 @@ impl ClientState {
         }
         self.last_snap_num = num;
         self.last_snap_time = Some(frame.server_time);
-        self.snapshots[(num as usize) & (PACKET_BACKUP - 1)] = Some(Slot { frame, valid: true });
+        let old = self.snapshots[(num as usize) & (PACKET_BACKUP - 1)]
+            .replace(Slot { frame, valid: true });
+        if let Some(old) = old {
+            self.recycle(old.frame);
+        }
+    }
+
+    /// Keep the entity list of a frame nobody else holds for [`Self::entity_list`].
+    pub fn recycle(&mut self, frame: Arc<SnapFrame>) {
+        if self.spare_entities.len() >= MAX_SPARE_ENTITY_LISTS {
+            return;
+        }
+        if let Ok(f) = Arc::try_unwrap(frame) {
+            let mut list = f.entities;
+            list.clear();
+            self.spare_entities.push(list);
+        }
+    }
+
+    /// An empty entity list with room for `n` entities, recycled when one is spare.
+    pub fn entity_list(&mut self, n: usize) -> Vec<EntityState> {
+        let mut list = self.spare_entities.pop().unwrap_or_default();
+        list.reserve(n);
+        list
     }
 
     /// Player name from CS_PLAYERS for the recording client.

@@ -8,11 +8,13 @@ use serde::Serialize;
 
 use super::bits::{BitError, BitReader};
 use super::delta::{
-    read_delta_entity, read_delta_playerstate, DeltaError, EntityDelta, EntityState, PlayerDelta,
+    read_delta_entity, read_delta_playerstate, read_entity_fields, read_entity_flags,
+    read_playerstate_into, DeltaError, EntityDelta, EntityFlags, EntityState, PlayerDelta,
+    PlayerState,
 };
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
 use super::state::{
-    ClientState, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES,
+    ClientState, Slot, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES,
     MAX_SNAPSHOT_ENTITIES,
 };
 
@@ -228,6 +230,16 @@ impl Serialize for SvcError {
     }
 }
 
+/// How much of a server message the parser records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every op with its deltas (decode output, demo writing).
+    Full,
+    /// Only the client state and the error: `ops` stays empty. The flow table needs nothing
+    /// more, and skipping the per-entity records is most of the cost of a snapshot.
+    StateOnly,
+}
+
 /// Decode a (descrambled) server message body whose netchan sequence is `seq`, updating
 /// `st`. `r` may already be past the reliableAcknowledge (when the caller read it from the
 /// scrambled bytes); pass `ack` then.
@@ -236,6 +248,18 @@ pub fn parse_server_message(
     ack: Option<i32>,
     seq: i32,
     st: &mut ClientState,
+) -> ServerMessage {
+    parse_server_message_with(r, ack, seq, st, Detail::Full)
+}
+
+/// [`parse_server_message`] recording `detail`. The client state after it, and the error,
+/// are the same whatever the detail.
+pub fn parse_server_message_with(
+    r: &mut BitReader<'_>,
+    ack: Option<i32>,
+    seq: i32,
+    st: &mut ClientState,
+    detail: Detail,
 ) -> ServerMessage {
     let mut msg = ServerMessage {
         ack: ack.unwrap_or(0),
@@ -252,10 +276,13 @@ pub fn parse_server_message(
         }
     }
     loop {
-        match parse_op(r, seq, st) {
-            Ok(op) => {
+        match parse_op(r, seq, st, detail) {
+            Ok(None) => {}
+            Ok(Some(op)) => {
                 let end = matches!(op, ServerOp::Eof { .. });
-                msg.ops.push(op);
+                if detail == Detail::Full {
+                    msg.ops.push(op);
+                }
                 if end {
                     break;
                 }
@@ -269,10 +296,20 @@ pub fn parse_server_message(
     msg
 }
 
-fn parse_op(r: &mut BitReader<'_>, seq: i32, st: &mut ClientState) -> Result<ServerOp, SvcError> {
+/// One op; `None` for a snapshot parsed without its record ([`Detail::StateOnly`]).
+fn parse_op(
+    r: &mut BitReader<'_>,
+    seq: i32,
+    st: &mut ClientState,
+    detail: Detail,
+) -> Result<Option<ServerOp>, SvcError> {
     let op = r.read_byte()?;
     let bit = r.bit_pos();
-    Ok(match op {
+    if op == SVC_SNAPSHOT && detail == Detail::StateOnly {
+        parse_snapshot_state(r, seq, st)?;
+        return Ok(None);
+    }
+    Ok(Some(match op {
         SVC_EOF => ServerOp::Eof { bit },
         SVC_NOP => ServerOp::Nop { bit },
         SVC_SERVERCOMMAND => {
@@ -293,7 +330,7 @@ fn parse_op(r: &mut BitReader<'_>, seq: i32, st: &mut ClientState) -> Result<Ser
             ServerOp::Voip(Box::new(parse_voip(r, bit, op == SVC_VOIP_OPUS)?))
         }
         _ => return Err(SvcError::BadOp { op, bit }),
-    })
+    }))
 }
 
 fn parse_gamestate(
@@ -355,12 +392,19 @@ fn parse_gamestate(
     })
 }
 
-fn parse_snapshot(
-    r: &mut BitReader<'_>,
-    bit: usize,
-    seq: i32,
-    st: &mut ClientState,
-) -> Result<Snapshot, SvcError> {
+/// The part of a snapshot before the playerstate, and the history slot it deltas from.
+struct SnapHead {
+    server_time: i32,
+    delta_num: u8,
+    delta_base: i32,
+    flags: u8,
+    areamask: Vec<u8>,
+    old: Option<Slot>,
+    valid: bool,
+    invalid_reason: Option<&'static str>,
+}
+
+fn read_snap_head(r: &mut BitReader<'_>, seq: i32, st: &ClientState) -> Result<SnapHead, SvcError> {
     let server_time = r.read_long()?;
     let delta_num = r.read_byte()?;
     let delta_base = if delta_num == 0 {
@@ -401,43 +445,132 @@ fn parse_snapshot(
         }
         Some(_) => (true, None),
     };
-    let ps_bit = r.bit_pos();
-    let playerstate = read_delta_playerstate(r, old.as_ref().map(|s| &s.frame.ps))?;
-    let entities_bit = r.bit_pos();
-    let empty = Vec::new();
-    let old_ents = old.as_ref().map_or(&empty, |s| &s.frame.entities);
-    let parse_start = st.parse_entities_num;
-    let (entities, frame_ents) = parse_packet_entities(r, old_ents, &st.baselines)?;
-    st.parse_entities_num += frame_ents.len() as u64;
-    let frame = Arc::new(SnapFrame {
-        message_num: seq,
-        server_time,
-        delta_num: delta_base,
-        flags,
-        areamask: areamask.clone(),
-        ps: playerstate.state.clone(),
-        entities: frame_ents,
-        parse_entities_num: parse_start,
-    });
-    let entity_count = frame.entities.len();
-    if valid {
-        st.store_snapshot(frame.clone());
-    }
-    Ok(Snapshot {
-        bit,
+    Ok(SnapHead {
         server_time,
         delta_num,
         delta_base,
         flags,
         areamask,
+        old,
         valid,
         invalid_reason,
+    })
+}
+
+/// Count the new frame's entities and keep it in the history when the client would.
+fn store_frame(
+    st: &mut ClientState,
+    h: &SnapHead,
+    seq: i32,
+    ps: PlayerState,
+    entities: Vec<EntityState>,
+    areamask: Vec<u8>,
+) -> Arc<SnapFrame> {
+    let parse_start = st.parse_entities_num;
+    st.parse_entities_num += entities.len() as u64;
+    let frame = Arc::new(SnapFrame {
+        message_num: seq,
+        server_time: h.server_time,
+        delta_num: h.delta_base,
+        flags: h.flags,
+        areamask,
+        ps,
+        entities,
+        parse_entities_num: parse_start,
+    });
+    if h.valid {
+        st.store_snapshot(frame.clone());
+    }
+    frame
+}
+
+fn parse_snapshot(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    seq: i32,
+    st: &mut ClientState,
+) -> Result<Snapshot, SvcError> {
+    let h = read_snap_head(r, seq, st)?;
+    let ps_bit = r.bit_pos();
+    let playerstate = read_delta_playerstate(r, h.old.as_ref().map(|s| &s.frame.ps))?;
+    let entities_bit = r.bit_pos();
+    let old_ents = h.old.as_ref().map_or(&[][..], |s| &s.frame.entities);
+    let (entities, frame_ents) = parse_packet_entities(r, old_ents, &st.baselines)?;
+    let frame = store_frame(
+        st,
+        &h,
+        seq,
+        playerstate.state.clone(),
+        frame_ents,
+        h.areamask.clone(),
+    );
+    Ok(Snapshot {
+        bit,
+        server_time: h.server_time,
+        delta_num: h.delta_num,
+        delta_base: h.delta_base,
+        flags: h.flags,
+        areamask: h.areamask,
+        valid: h.valid,
+        invalid_reason: h.invalid_reason,
         ps_bit,
         playerstate,
         entities_bit,
         entities,
-        entity_count,
+        entity_count: frame.entities.len(),
         frame,
+    })
+}
+
+/// [`parse_snapshot`] without the record: only the new frame, built in place.
+fn parse_snapshot_state(
+    r: &mut BitReader<'_>,
+    seq: i32,
+    st: &mut ClientState,
+) -> Result<(), SvcError> {
+    let mut h = read_snap_head(r, seq, st)?;
+    let mut ps = h
+        .old
+        .as_ref()
+        .map(|s| s.frame.ps.clone())
+        .unwrap_or_default();
+    read_playerstate_into(r, &mut ps, &mut ())?;
+    let old_ents = h.old.as_ref().map_or(&[][..], |s| &s.frame.entities);
+    let mut ents = st.entity_list(old_ents.len() + 8);
+    packet_entities_state(r, old_ents, &st.baselines, &mut ents)?;
+    let areamask = std::mem::take(&mut h.areamask);
+    let frame = store_frame(st, &h, seq, ps, ents, areamask);
+    // Not kept (an invalid delta): its list serves the next snapshot.
+    st.recycle(frame);
+    Ok(())
+}
+
+/// `CL_ParsePacketEntities` building only the new entity list.
+fn packet_entities_state(
+    r: &mut BitReader<'_>,
+    old: &[EntityState],
+    baselines: &[EntityState],
+    out: &mut Vec<EntityState>,
+) -> Result<(), SvcError> {
+    merge_packet_entities(r, old, baselines, out, |r, from, number, out| {
+        // As DeltaError, like read_delta_entity, so the message text is the same.
+        match read_entity_flags(r).map_err(DeltaError::from)? {
+            EntityFlags::Removed => {}
+            EntityFlags::Unchanged => out.push(EntityState {
+                number,
+                fields: from.fields,
+            }),
+            EntityFlags::Delta => {
+                out.push(EntityState {
+                    number,
+                    fields: from.fields,
+                });
+                if let Some(e) = out.last_mut() {
+                    read_entity_fields(r, &mut e.fields, &mut ())?;
+                }
+            }
+        }
+        Ok(())
     })
 }
 
@@ -449,6 +582,31 @@ fn parse_packet_entities(
 ) -> Result<(Vec<EntityDelta>, Vec<EntityState>), SvcError> {
     let mut deltas = Vec::new();
     let mut out: Vec<EntityState> = Vec::with_capacity(old.len() + 8);
+    merge_packet_entities(r, old, baselines, &mut out, |r, from, number, out| {
+        let d = read_delta_entity(r, from, number)?;
+        if !d.removed {
+            out.push(d.state.clone());
+        }
+        deltas.push(d);
+        Ok(())
+    })?;
+    Ok((deltas, out))
+}
+
+/// The walk of `CL_ParsePacketEntities`: old entities below each transmitted number are
+/// kept as they are, the transmitted one is read by `entity` from its base (the old state
+/// or the baseline), which appends what the new frame keeps; the rest of the old list
+/// follows the end marker.
+fn merge_packet_entities<F>(
+    r: &mut BitReader<'_>,
+    old: &[EntityState],
+    baselines: &[EntityState],
+    out: &mut Vec<EntityState>,
+    mut entity: F,
+) -> Result<(), SvcError>
+where
+    F: FnMut(&mut BitReader<'_>, &EntityState, i32, &mut Vec<EntityState>) -> Result<(), SvcError>,
+{
     let mut oi = 0usize;
     loop {
         let newnum = r.read_bits(GENTITYNUM_BITS)?;
@@ -465,14 +623,10 @@ fn parse_packet_entities(
         } else {
             baselines.get(newnum as usize).unwrap_or(&baselines[0])
         };
-        let d = read_delta_entity(r, from, newnum)?;
-        if !d.removed {
-            out.push(d.state.clone());
-        }
-        deltas.push(d);
+        entity(r, from, newnum, out)?;
     }
-    out.extend(old[oi..].iter().cloned());
-    Ok((deltas, out))
+    out.extend_from_slice(&old[oi..]);
+    Ok(())
 }
 
 fn parse_download(

@@ -1,15 +1,14 @@
 //! All Quake 3 flows of one capture stream: recognises Quake 3 traffic on any port by its
 //! connectionless handshake, routes every datagram to exactly one flow, and follows a client
 //! whose UDP port changes (NAT rebinding) by its qport, as the server does (§1.1).
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
 use super::bits::BitReader;
-use super::conn::{Connection, Options};
+use super::conn::{Connection, ErrorLog, Options, Work};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
-use crate::flow::{Dir, FlowSummary};
+use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
 
 /// Which side sends a connectionless command.
@@ -92,6 +91,19 @@ fn is_connect(payload: &[u8]) -> bool {
     payload.get(4..11) == Some(&b"connect"[..])
 }
 
+/// Client packets of one shape in a row before a connection without handshake is claimed.
+pub const MID_SESSION_CONFIRM: u8 = 3;
+/// Unconfirmed candidate pairs kept at most (memory stays bounded on hostile captures).
+const MAX_CANDIDATES: usize = 4096;
+
+/// A pair that looks like a Quake 3 connection seen mid-session, not yet confirmed.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    qport: u16,
+    seq: i32,
+    hits: u8,
+}
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -101,10 +113,17 @@ pub struct Tracker {
     connections: usize,
     queries: usize,
     /// (server, client address) -> flow index.
-    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    by_pair: FlowMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) -> connection index.
-    by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+    by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
+    /// (server, client) pairs that may be connections seen mid-session.
+    candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
+    /// Capture time of the last idle scan.
+    last_scan_ns: i64,
 }
+
+/// Capture time between two scans for idle connections.
+const IDLE_SCAN_NS: i64 = 10_000_000_000;
 
 impl Tracker {
     pub fn new(opts: Options) -> Self {
@@ -115,14 +134,22 @@ impl Tracker {
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic
-    /// this tracker knows or recognises. A new flow takes its id from `next_id`.
-    pub fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Message>) -> bool {
+    /// this tracker knows or recognises. A new flow takes its id from `next_id`. Decoded
+    /// messages go to `out`; with detached decoders the decoding work goes to `work` instead.
+    pub fn offer(
+        &mut self,
+        d: &Datagram<'_>,
+        next_id: &mut u32,
+        out: &mut Vec<Message>,
+        work: &mut Vec<(u32, Work)>,
+    ) -> bool {
+        self.scan_idle(d.ts_ns, work);
         let Some((idx, dir)) = self.route(d, next_id) else {
             return false;
         };
         let conn = &mut self.flows[idx];
         let was_connected = conn.summary.qport;
-        conn.handle(dir, d, out);
+        conn.handle(dir, d, out, work);
         // A connect names the qport: from now on the server follows the client by it.
         if conn.summary.qport != was_connected {
             if let Some(q) = conn.summary.qport {
@@ -133,11 +160,24 @@ impl Tracker {
         true
     }
 
+    /// Now and then, release the decode state of connections silent for long: memory then
+    /// follows the number of live connections, not the length of the capture.
+    fn scan_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) {
+        if now_ns.saturating_sub(self.last_scan_ns) < IDLE_SCAN_NS {
+            return;
+        }
+        self.last_scan_ns = now_ns;
+        for conn in &mut self.flows {
+            conn.release_if_idle(now_ns, work);
+        }
+    }
+
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
         if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
             // A new handshake after an established netchan starts a new connection.
-            let restart = matches!(oob_role(d.payload), Some((Dir::C2s, true)))
-                && self.flows[i].established();
+            // established() first: it is cheap, oob_role may decompress a connect.
+            let restart = self.flows[i].established()
+                && matches!(oob_role(d.payload), Some((Dir::C2s, true)));
             if !restart {
                 return Some((i, Dir::C2s));
             }
@@ -173,15 +213,48 @@ impl Tracker {
                 return Some((i, Dir::C2s));
             }
         }
-        // A connection whose handshake the capture missed, recognised by its netchan shape.
-        let dir = netchan_shape(d.payload)?;
-        let (server, client) = match dir {
-            Dir::C2s => (d.dst, d.src),
-            Dir::S2c => (d.src, d.dst),
-        };
-        let i = self.new_flow(server, client, true, next_id)?;
+        self.mid_session_candidate(d, next_id)
+    }
+
+    /// A connection whose handshake the capture missed, recognised by its netchan shape: it is
+    /// claimed only after [`MID_SESSION_CONFIRM`] client packets in a row keep one qport and
+    /// rising sequences (a single packet of another game can pass the shape test by chance;
+    /// a QuakeWorld client's bytes 4..6 are its changing acknowledgement).
+    fn mid_session_candidate(
+        &mut self,
+        d: &Datagram<'_>,
+        next_id: &mut u32,
+    ) -> Option<(usize, Dir)> {
+        if netchan_shape(d.payload) != Some(Dir::C2s) {
+            return None;
+        }
+        let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
+        let qport = h.qport?;
+        if self.candidates.len() >= MAX_CANDIDATES {
+            self.candidates.clear();
+        }
+        let key = (d.dst, d.src);
+        let c = self.candidates.entry(key).or_insert(Candidate {
+            qport,
+            seq: h.sequence,
+            hits: 0,
+        });
+        if c.hits > 0 && (c.qport != qport || h.sequence <= c.seq) {
+            *c = Candidate {
+                qport,
+                seq: h.sequence,
+                hits: 0,
+            };
+        }
+        c.hits += 1;
+        c.seq = h.sequence;
+        if c.hits < MID_SESSION_CONFIRM {
+            return None;
+        }
+        self.candidates.remove(&key);
+        let i = self.new_flow(d.dst, d.src, true, next_id)?;
         self.flows[i].mark_mid_session(d.frame);
-        Some((i, dir))
+        Some((i, Dir::C2s))
     }
 
     /// A new flow, or None when its kind's limit is reached: `connection` for a flow that
@@ -211,9 +284,41 @@ impl Tracker {
         Some(i)
     }
 
+    /// Merge `prior` (the same endpoints, counted before this tracker recognised them) into
+    /// the flow that owns the pair; it keeps the earlier id. Returns false when no flow of
+    /// this tracker owns the pair.
+    pub fn adopt(&mut self, a: SocketAddr, b: SocketAddr, prior: &FlowSummary) -> bool {
+        let Some(&i) = self
+            .by_pair
+            .get(&(a, b))
+            .or_else(|| self.by_pair.get(&(b, a)))
+        else {
+            return false;
+        };
+        let conn = &mut self.flows[i];
+        // `prior` took its first sender as the client.
+        let swapped = prior.server != conn.server.to_string();
+        conn.summary.absorb(prior, swapped);
+        true
+    }
+
     /// One summary per flow, in id order.
     pub fn summaries(&self) -> Vec<FlowSummary> {
         self.flows.iter().map(Connection::summary).collect()
+    }
+
+    /// As [`Self::summaries`], adding the errors of decoders that ran detached.
+    pub fn summaries_with(&self, logs: &FlowMap<u32, ErrorLog>) -> Vec<FlowSummary> {
+        self.flows
+            .iter()
+            .map(|c| {
+                let mut s = c.summary();
+                if let Some(log) = logs.get(&s.id) {
+                    log.merge_into(&mut s);
+                }
+                s
+            })
+            .collect()
     }
 
     /// The flows (for sinks that need their final state).

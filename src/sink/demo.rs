@@ -4,7 +4,7 @@
 //! original sequence numbers). A delta snapshot whose base is not in the demo is re-encoded
 //! as a full snapshot when the decoder holds its state, and dropped otherwise while the
 //! message's server commands are kept (re-encoded message).
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::pipeline::Sink;
@@ -81,7 +81,10 @@ pub struct DemoSink<O: DemoOutput> {
     out: O,
     opts: DemoOptions,
     flows: HashMap<u32, FlowDemo<O::W>>,
-    /// Flows whose server stream never reached a gamestate: (flow, messages seen).
+    /// QuakeWorld connections: one .qwd writer each (in memory until the end, demos are small).
+    qw: BTreeMap<u32, crate::qw::qwd::Writer>,
+    /// Flows whose server stream never reached a gamestate (QuakeWorld: a signon): (flow,
+    /// messages seen).
     pub no_gamestate: Vec<(u32, u64)>,
 }
 
@@ -91,6 +94,7 @@ impl<O: DemoOutput> DemoSink<O> {
             out,
             opts,
             flows: HashMap::new(),
+            qw: BTreeMap::new(),
             no_gamestate: Vec::new(),
         }
     }
@@ -199,6 +203,39 @@ fn plan(
     }
 }
 
+impl<O: DemoOutput> DemoSink<O> {
+    /// Write the .qwd of every QuakeWorld connection that reached its signon.
+    fn finish_qw(&mut self, r: &crate::pipeline::Report) -> io::Result<()> {
+        for (flow, w) in std::mem::take(&mut self.qw) {
+            let (reads, cmds) = w.counts();
+            if !w.has_signon() {
+                self.no_gamestate.push((flow, reads as u64));
+                continue;
+            }
+            let map = w.map().map(str::to_string);
+            let player = r
+                .flows
+                .iter()
+                .find(|f| f.id == flow)
+                .and_then(|f| f.name.clone());
+            let bytes = w.finish()?;
+            let mut out = self
+                .out
+                .open(flow, 0, 28, map.as_deref(), player.as_deref())?;
+            out.write_all(&bytes)?;
+            let stats = DemoStats {
+                records: (reads + cmds) as u64,
+                gamestates: 1,
+                map,
+                player,
+                ..Default::default()
+            };
+            self.out.closed(flow, 0, out, &stats)?;
+        }
+        Ok(())
+    }
+}
+
 impl<O: DemoOutput> Sink for DemoSink<O> {
     fn q3_message(&mut self, m: &Message) -> io::Result<()> {
         if m.kind != "server" || m.client_gone {
@@ -280,7 +317,15 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
         Ok(())
     }
 
-    fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
+    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
+        if let crate::qw::Event::Raw(p) = e {
+            self.qw.entry(p.flow).or_default().push(p)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, r: &crate::pipeline::Report) -> io::Result<()> {
+        self.finish_qw(r)?;
         let ids: Vec<u32> = self.flows.keys().copied().collect();
         for id in ids {
             let before = self.flows.get(&id).map_or(0, |f| f.before_gamestate);

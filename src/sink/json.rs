@@ -29,6 +29,13 @@ impl<W: Write> Sink for JsonLines<W> {
         serde_json::to_writer(&mut self.out, m)?;
         self.out.write_all(b"\n")
     }
+    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
+        if let crate::qw::Event::Message(m) = e {
+            serde_json::to_writer(&mut self.out, m)?;
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
     fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
         self.out.flush()
     }

@@ -172,6 +172,17 @@ impl<W: Write> Sink for Text<W> {
         }
         Ok(())
     }
+    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
+        if let crate::qw::Event::Message(m) = e {
+            let mut s = String::new();
+            m.write_text(&mut s).map_err(io::Error::other)?;
+            self.out.write_all(s.as_bytes())?;
+            if !s.ends_with('\n') {
+                self.out.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    }
     fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
         self.out.flush()
     }

@@ -50,6 +50,7 @@ pub fn decode(path: &std::path::Path, keep_raw: bool) -> (Report, Vec<Message>) 
         emit: true,
         keep_raw,
         flows: None,
+        threads: None,
     };
     let mut c = Collect::default();
     let report = if pipeline::demo_protocol(path).is_some() {
