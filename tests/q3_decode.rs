@@ -107,15 +107,10 @@ fn snapshots(msgs: &[Message], flow: u32) -> HashMap<i32, SnapState> {
 fn capture_and_client_demo_give_the_same_snapshots() {
     for folder in Q3_CAPTURES {
         let (report, msgs) = decode(&cap(&format!("{folder}/capture.pcapng")), false);
-        let conns: Vec<u32> = report
-            .flows
-            .iter()
-            .filter(|f| f.kind == "connection")
-            .map(|f| f.id)
-            .collect();
+        let conns = connection_ids(&report);
         for demo in client_demos(folder) {
             let name = demo.file_name().unwrap().to_string_lossy().to_string();
-            let client: usize = name[6..7].parse().unwrap();
+            let client = client_number(&demo);
             let from_capture = snapshots(&msgs, conns[client - 1]);
             let (_, dmsgs) = decode(&demo, false);
             let from_demo = snapshots(&dmsgs, 1);
@@ -163,12 +158,7 @@ fn server_commands(msgs: &[Message], flow: u32) -> Vec<String> {
 fn lab_chat_is_decoded_both_ways() {
     for folder in Q3_CAPTURES {
         let (report, msgs) = decode(&cap(&format!("{folder}/capture.pcapng")), false);
-        let conns: Vec<u32> = report
-            .flows
-            .iter()
-            .filter(|f| f.kind == "connection")
-            .map(|f| f.id)
-            .collect();
+        let conns = connection_ids(&report);
         for (i, flow) in conns.iter().enumerate() {
             let n = i + 1;
             let cmds = client_commands(&msgs, *flow);

@@ -58,15 +58,10 @@ fn client_demo_records_appear_byte_identical_with_the_same_sequence() {
             &cap(&format!("{folder}/capture.pcapng")),
             DemoOptions::default(),
         );
-        let conns: Vec<u32> = report
-            .flows
-            .iter()
-            .filter(|f| f.kind == "connection")
-            .map(|f| f.id)
-            .collect();
+        let conns = connection_ids(&report);
         for demo in client_demos(folder) {
             let name = demo.file_name().unwrap().to_string_lossy().to_string();
-            let client: usize = name[6..7].parse().unwrap();
+            let client = client_number(&demo);
             let (ours, _) = &mem.files[&(conns[client - 1], 0)];
             let ours: HashMap<i32, Vec<u8>> = demo_records(ours).into_iter().collect();
             let theirs = demo_records(&std::fs::read(&demo).unwrap());

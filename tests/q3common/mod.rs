@@ -80,3 +80,25 @@ pub fn demo_records(data: &[u8]) -> Vec<(i32, Vec<u8>)> {
         .map(|r| (r.seq, r.body.to_vec()))
         .collect()
 }
+
+/// The ids of the client connections of a run, in order of first packet.
+pub fn connection_ids(report: &Report) -> Vec<u32> {
+    report
+        .flows
+        .iter()
+        .filter(|f| f.kind == "connection")
+        .map(|f| f.id)
+        .collect()
+}
+
+/// N of a client demo named `clientN-demoM.dm_NN`.
+pub fn client_number(demo: &std::path::Path) -> usize {
+    let name = demo
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    name.strip_prefix("client")
+        .and_then(|r| r.split('-').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
