@@ -97,21 +97,8 @@ fn decode_qwd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
                 k => Err(r.err(format!("bad .qwd block type {k}"))),
             }
         })();
-        match res {
-            Ok(m) => {
-                *sum.packets.get_mut(m.dir) += 1;
-                *sum.bytes.get_mut(m.dir) += m.size as u64;
-                push_error(sum, &m);
-                out.push(Event::Message(m));
-            }
-            Err(e) => {
-                sum.push_error(FlowError {
-                    frame: block,
-                    dir: None,
-                    message: format!("{e} (block at file offset {start})"),
-                });
-                break;
-            }
+        if !record_block(res, block, start, sum, out) {
+            break;
         }
     }
 }
@@ -218,21 +205,36 @@ fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
             m.error = err.map(|e| e.to_string());
             Ok(m)
         })();
-        match res {
-            Ok(m) => {
-                *sum.packets.get_mut(m.dir) += 1;
-                *sum.bytes.get_mut(m.dir) += m.size as u64;
-                push_error(sum, &m);
-                out.push(Event::Message(m));
-            }
-            Err(e) => {
-                sum.push_error(FlowError {
-                    frame: block,
-                    dir: None,
-                    message: format!("{e} (block at file offset {start})"),
-                });
-                break;
-            }
+        if !record_block(res, block, start, sum, out) {
+            break;
+        }
+    }
+}
+
+/// Count one decoded demo block on the summary and emit it; an unreadable block is recorded
+/// with its file offset and ends the file (its framing is lost). Returns false then.
+fn record_block<E: std::fmt::Display>(
+    res: Result<Message, E>,
+    block: u64,
+    start: usize,
+    sum: &mut FlowSummary,
+    out: &mut Vec<Event>,
+) -> bool {
+    match res {
+        Ok(m) => {
+            *sum.packets.get_mut(m.dir) += 1;
+            *sum.bytes.get_mut(m.dir) += m.size as u64;
+            push_error(sum, &m);
+            out.push(Event::Message(m));
+            true
+        }
+        Err(e) => {
+            sum.push_error(FlowError {
+                frame: block,
+                dir: None,
+                message: format!("{e} (block at file offset {start})"),
+            });
+            false
         }
     }
 }
