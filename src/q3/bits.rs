@@ -449,6 +449,50 @@ fn mask(bits: u32) -> u32 {
     }
 }
 
+/// What [`decode_window`] read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    pub value: i32,
+    /// Stream bits the value took.
+    pub bits: u32,
+    /// A Huffman code was the NYT leaf (the read is invalid).
+    pub nyt: bool,
+}
+
+/// `MSG_ReadBits(n)` decoded from the stream bits in `w` (LSB first, as
+/// [`BitReader::peek64`] gives them), with no end check: `n` in 1..=32 unsigned, -32..=-1
+/// signed. Needs at most 51 bits of `w` (7 raw bits and four 11-bit codes). The delta
+/// readers decode a whole field from one window with it, then commit with
+/// [`BitReader::advance`], whose end rule is the engine's; a read that fails either check is
+/// re-done by the exact step-by-step reader for its error.
+#[inline(always)]
+pub fn decode_window(mut w: u64, n: i32) -> Decoded {
+    let bits = n.unsigned_abs().min(32);
+    let nraw = bits & 7;
+    let mut value = (w as u32) & mask(nraw);
+    w >>= nraw;
+    let mut consumed = nraw;
+    let mut flags = 0u16;
+    let mut shift = nraw;
+    while shift < bits {
+        let e = huffman::lut_entry(w as u32);
+        let len = u32::from(e >> 9);
+        flags |= e;
+        value |= u32::from(e & 0xff) << shift;
+        w >>= len;
+        consumed += len;
+        shift += 8;
+    }
+    if n < 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
+        value |= !mask(bits);
+    }
+    Decoded {
+        value: value as i32,
+        bits: consumed,
+        nyt: flags & NYT != 0,
+    }
+}
+
 /// Writer producing a message body exactly like `MSG_WriteBits` in bitstream mode.
 #[derive(Clone, Debug, Default)]
 pub struct BitWriter {

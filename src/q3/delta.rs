@@ -11,7 +11,7 @@
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use crate::q3::bits::{BitError, BitReader, BitWriter};
+use crate::q3::bits::{decode_window, BitError, BitReader, BitWriter};
 use crate::q3::fields::{
     NetField, ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, GENTITYNUM_BITS, MAX_GENTITIES,
     NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS, PLAYER_FIELDS,
@@ -365,11 +365,61 @@ pub fn read_entity_fields<C: ChangeSink>(
         return Err(DeltaError::FieldCount { lc, bit: lc_bit });
     }
     let after_lc = r.bit_pos();
+    entity_fields(r, fields, lc as usize, changes)?;
+    Ok((lc, after_lc))
+}
+
+/// Entity fields `0..n`. Fast path: runs of unchanged bits in one step, each changed field
+/// decoded from one 64-bit window. Whatever it cannot commit (the message end, a NYT code)
+/// the exact reader redoes from that field, so results and errors are the engine's.
+fn entity_fields<C: ChangeSink>(
+    r: &mut BitReader,
+    fields: &mut [i32; NUM_ENTITY_FIELDS],
+    n: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
+    let mut i = 0;
+    while i < n {
+        let w = r.peek64();
+        let run = (w.trailing_zeros() as usize).min(57).min(n - i);
+        if run > 0 {
+            if !r.advance(run) {
+                break;
+            }
+            i += run;
+            continue;
+        }
+        let Some(c) = entity_change(w, &ENTITY_FIELDS[i]).filter(|c| r.advance(c.bits)) else {
+            break;
+        };
+        fields[i] = c.raw;
+        changes.change(FieldChange {
+            index: i as u8,
+            enc: c.enc,
+            value: c.value,
+        });
+        i += 1;
+    }
+    if i < n {
+        entity_fields_exact(r, fields, i, n, changes)?;
+    }
+    Ok(())
+}
+
+/// Entity fields `from..lc` read bit by bit as `MSG_ReadDeltaEntity` does.
+fn entity_fields_exact<C: ChangeSink>(
+    r: &mut BitReader,
+    fields: &mut [i32; NUM_ENTITY_FIELDS],
+    from: usize,
+    lc: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
     for (i, (field, slot)) in ENTITY_FIELDS
         .iter()
         .zip(fields.iter_mut())
-        .take(lc as usize)
         .enumerate()
+        .take(lc)
+        .skip(from)
     {
         if !r.read_bit()? {
             continue;
@@ -389,7 +439,79 @@ pub fn read_entity_fields<C: ChangeSink>(
             value,
         });
     }
-    Ok((lc, after_lc))
+    Ok(())
+}
+
+/// A changed field decoded from a window by the fast path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Change {
+    raw: i32,
+    enc: FieldEnc,
+    value: i32,
+    /// Stream bits it took, from its changed bit on.
+    bits: usize,
+}
+
+/// A float body (form bit, then 13 or 32 bits) at the start of `w`; `None` on a NYT code.
+#[inline(always)]
+fn float_in_window(w: u64, before: usize) -> Option<Change> {
+    if w & 1 == 0 {
+        let d = decode_window(w >> 1, FLOAT_INT_BITS);
+        let trunc = d.value - FLOAT_INT_BIAS;
+        (!d.nyt).then(|| Change {
+            raw: (trunc as f32).to_bits() as i32,
+            enc: FieldEnc::Int,
+            value: trunc,
+            bits: before + 1 + d.bits as usize,
+        })
+    } else {
+        let d = decode_window(w >> 1, 32);
+        (!d.nyt).then_some(Change {
+            raw: d.value,
+            enc: FieldEnc::Float,
+            value: d.value,
+            bits: before + 1 + d.bits as usize,
+        })
+    }
+}
+
+/// An entity field whose changed bit is bit 0 of `w` (and is 1): the zero bit, then the
+/// value. At most 47 bits of the window.
+#[inline(always)]
+fn entity_change(w: u64, field: &NetField) -> Option<Change> {
+    if w & 2 == 0 {
+        return Some(Change {
+            raw: 0,
+            enc: FieldEnc::Zero,
+            value: 0,
+            bits: 2,
+        });
+    }
+    if field.is_float() {
+        return float_in_window(w >> 2, 2);
+    }
+    let d = decode_window(w >> 2, field.bits);
+    (!d.nyt).then_some(Change {
+        raw: d.value,
+        enc: FieldEnc::Int,
+        value: d.value,
+        bits: 2 + d.bits as usize,
+    })
+}
+
+/// A playerstate field whose changed bit is bit 0 of `w` (and is 1). At most 46 bits.
+#[inline(always)]
+fn player_change(w: u64, field: &NetField) -> Option<Change> {
+    if field.is_float() {
+        return float_in_window(w >> 1, 1);
+    }
+    let d = decode_window(w >> 1, field.bits);
+    (!d.nyt).then_some(Change {
+        raw: d.value,
+        enc: FieldEnc::Int,
+        value: d.value,
+        bits: 1 + d.bits as usize,
+    })
 }
 
 /// `MSG_ReadDeltaEntity`: the caller has already read the `GENTITYNUM_BITS` entity number.
@@ -514,7 +636,7 @@ fn write_float_body(w: &mut BitWriter, full: f32, raw: i32) {
 }
 
 /// Result of [`read_delta_playerstate`].
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct PlayerDelta {
     /// Absolute state after the delta.
     pub state: PlayerState,
@@ -579,11 +701,67 @@ pub fn read_playerstate_into<C: ChangeSink>(
     if lc as usize > NUM_PLAYER_FIELDS {
         return Err(DeltaError::FieldCount { lc, bit: start_bit });
     }
+    player_fields(r, state, lc as usize, changes)?;
+    let mut wire = PlayerWire {
+        lc,
+        arrays_changed: r.read_bit()?,
+        ..Default::default()
+    };
+    if wire.arrays_changed {
+        read_playerstate_arrays(r, state, &mut wire)?;
+    }
+    Ok(wire)
+}
+
+/// Playerstate fields `0..n`, with the fast path of [`entity_fields`].
+fn player_fields<C: ChangeSink>(
+    r: &mut BitReader,
+    state: &mut PlayerState,
+    n: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
+    let mut i = 0;
+    while i < n {
+        let w = r.peek64();
+        let run = (w.trailing_zeros() as usize).min(57).min(n - i);
+        if run > 0 {
+            if !r.advance(run) {
+                break;
+            }
+            i += run;
+            continue;
+        }
+        let Some(c) = player_change(w, &PLAYER_FIELDS[i]).filter(|c| r.advance(c.bits)) else {
+            break;
+        };
+        state.fields[i] = c.raw;
+        changes.change(FieldChange {
+            index: i as u8,
+            enc: c.enc,
+            value: c.value,
+        });
+        i += 1;
+    }
+    if i < n {
+        player_fields_exact(r, state, i, n, changes)?;
+    }
+    Ok(())
+}
+
+/// Playerstate fields `from..lc` read bit by bit as `MSG_ReadDeltaPlayerstate` does.
+fn player_fields_exact<C: ChangeSink>(
+    r: &mut BitReader,
+    state: &mut PlayerState,
+    from: usize,
+    lc: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
     for (i, (field, slot)) in PLAYER_FIELDS
         .iter()
         .zip(state.fields.iter_mut())
-        .take(lc as usize)
         .enumerate()
+        .take(lc)
+        .skip(from)
     {
         if !r.read_bit()? {
             continue;
@@ -601,15 +779,7 @@ pub fn read_playerstate_into<C: ChangeSink>(
             value,
         });
     }
-    let mut wire = PlayerWire {
-        lc,
-        arrays_changed: r.read_bit()?,
-        ..Default::default()
-    };
-    if wire.arrays_changed {
-        read_playerstate_arrays(r, state, &mut wire)?;
-    }
-    Ok(wire)
+    Ok(())
 }
 
 /// The four arrays of a playerstate delta, each behind its presence bit and a 16-bit mask.
@@ -814,6 +984,74 @@ mod tests {
             0
         } else {
             to
+        }
+    }
+
+    /// Message bytes for the fast-path tests: random, or mostly zero so that long runs of
+    /// unchanged fields, message ends inside a field and NYT codes all occur.
+    fn wire_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..40),
+            proptest::collection::vec(prop_oneof![4 => Just(0u8), 1 => any::<u8>()], 0..40),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The window fast path of the entity fields gives exactly the bit-by-bit reader's
+        /// fields, changes, end position and errors.
+        #[test]
+        fn prop_entity_fields_fast_equals_exact(
+            data in wire_bytes(),
+            start in 0usize..320,
+            n in 0usize..=NUM_ENTITY_FIELDS,
+            base in any::<[i32; 8]>(),
+        ) {
+            let mut f1 = [0i32; NUM_ENTITY_FIELDS];
+            for (k, v) in f1.iter_mut().enumerate() {
+                *v = base[k % 8];
+            }
+            let mut f2 = f1;
+            let (mut c1, mut c2) = (Vec::new(), Vec::new());
+            let mut r1 = BitReader::new(&data);
+            r1.set_bit_pos(start);
+            let mut r2 = r1.clone();
+            let a = entity_fields(&mut r1, &mut f1, n, &mut c1);
+            let b = entity_fields_exact(&mut r2, &mut f2, 0, n, &mut c2);
+            prop_assert_eq!(&a, &b);
+            if a.is_ok() {
+                prop_assert_eq!(f1, f2);
+                prop_assert_eq!(c1, c2);
+                prop_assert_eq!(r1.bit_pos(), r2.bit_pos());
+            }
+        }
+
+        /// The same for the playerstate fields.
+        #[test]
+        fn prop_player_fields_fast_equals_exact(
+            data in wire_bytes(),
+            start in 0usize..320,
+            n in 0usize..=NUM_PLAYER_FIELDS,
+            base in any::<[i32; 8]>(),
+        ) {
+            let mut p1 = PlayerState::default();
+            for (k, v) in p1.fields.iter_mut().enumerate() {
+                *v = base[k % 8];
+            }
+            let mut p2 = p1.clone();
+            let (mut c1, mut c2) = (Vec::new(), Vec::new());
+            let mut r1 = BitReader::new(&data);
+            r1.set_bit_pos(start);
+            let mut r2 = r1.clone();
+            let a = player_fields(&mut r1, &mut p1, n, &mut c1);
+            let b = player_fields_exact(&mut r2, &mut p2, 0, n, &mut c2);
+            prop_assert_eq!(&a, &b);
+            if a.is_ok() {
+                prop_assert_eq!(p1, p2);
+                prop_assert_eq!(c1, c2);
+                prop_assert_eq!(r1.bit_pos(), r2.bit_pos());
+            }
         }
     }
 

@@ -1,9 +1,8 @@
 //! What a Quake 3 client knows while parsing server messages (q3-protocol.md §6): the
 //! configstring table, baselines, snapshot history (32 frames by message number) and the
 //! reliable server-command ring. The same state serves captures and demo files.
-use std::sync::Arc;
-
 use super::delta::{EntityState, PlayerState};
+use super::fields::NUM_ENTITY_FIELDS;
 
 pub const MAX_CONFIGSTRINGS: usize = 1024;
 pub const PACKET_BACKUP: usize = 32;
@@ -17,8 +16,9 @@ pub const CS_SYSTEMINFO: usize = 1;
 /// First player configstring (`CS_PLAYERS`).
 pub const CS_PLAYERS: usize = 544;
 
-/// One parsed snapshot: the absolute game state the client holds after it.
-#[derive(Debug, Clone, PartialEq)]
+/// One parsed snapshot: the absolute game state the client holds after it (the record a
+/// decoded [`super::svc::Snapshot`] carries; the history keeps [`HistFrame`]s).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SnapFrame {
     pub message_num: i32,
     pub server_time: i32,
@@ -32,19 +32,136 @@ pub struct SnapFrame {
     pub parse_entities_num: u64,
 }
 
-/// A history slot: the frame and whether the client still holds it as valid.
-#[derive(Debug, Clone)]
-pub struct Slot {
-    pub frame: Arc<SnapFrame>,
+/// An entity of a history frame: its number (the sort key, kept here so the merge of
+/// `CL_ParsePacketEntities` need not look into the pool) and its state in the [`EntityPool`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntRef {
+    pub number: i32,
+    id: u32,
+}
+
+/// Entity states shared between the frames of the history. A snapshot usually changes a few
+/// entities of its base frame and keeps the rest, so an unchanged entity is a shared
+/// reference here, not a copy of its 216 bytes; the states are reference-counted by hand
+/// (one owner, one thread) and their slots reused, so a snapshot allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub struct EntityPool {
+    states: Vec<EntityState>,
+    refs: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl EntityPool {
+    /// A free slot with one reference.
+    fn take_slot(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                self.refs[id as usize] = 1;
+                id
+            }
+            None => {
+                self.states.push(EntityState::default());
+                self.refs.push(1);
+                (self.states.len() - 1) as u32
+            }
+        }
+    }
+
+    /// A new entity state with one reference.
+    pub fn alloc(&mut self, number: i32, fields: &[i32; NUM_ENTITY_FIELDS]) -> EntRef {
+        let id = self.take_slot();
+        let dst = &mut self.states[id as usize];
+        dst.number = number;
+        dst.fields = *fields;
+        EntRef { number, id }
+    }
+
+    /// A copy of the state behind `from`, renumbered, as a new entity with one reference.
+    pub fn alloc_copy(&mut self, from: EntRef, number: i32) -> EntRef {
+        let id = self.take_slot();
+        let src = self.states[from.id as usize].fields;
+        let dst = &mut self.states[id as usize];
+        dst.number = number;
+        dst.fields = src;
+        EntRef { number, id }
+    }
+
+    /// One more frame holds `e`.
+    #[inline]
+    pub fn share(&mut self, e: EntRef) -> EntRef {
+        self.refs[e.id as usize] += 1;
+        e
+    }
+
+    /// A frame let go of `e`; its slot is reused once nobody holds it.
+    #[inline]
+    pub fn release(&mut self, e: EntRef) {
+        let r = &mut self.refs[e.id as usize];
+        *r -= 1;
+        if *r == 0 {
+            self.free.push(e.id);
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, e: EntRef) -> &EntityState {
+        &self.states[e.id as usize]
+    }
+
+    /// The state behind `e`, to be changed: only for an entity just allocated (one holder).
+    #[inline]
+    pub fn get_mut(&mut self, e: EntRef) -> &mut EntityState {
+        &mut self.states[e.id as usize]
+    }
+}
+
+/// A frame of the snapshot history (`cl.snapshots[]`): what a later snapshot deltas from.
+#[derive(Debug, Clone, Default)]
+pub struct HistFrame {
+    pub message_num: i32,
+    pub server_time: i32,
+    pub delta_num: i32,
+    pub flags: u8,
+    areamask: [u8; MAX_AREAMASK],
+    areamask_len: u8,
+    pub ps: PlayerState,
+    /// Sorted by entity number (as the server sent them), states in the pool.
+    pub ents: Vec<EntRef>,
+    /// Running count of entities parsed before this frame (the engine's ring position).
+    pub parse_entities_num: u64,
+    /// The client still holds it as valid.
     pub valid: bool,
 }
+
+impl HistFrame {
+    pub fn areamask(&self) -> &[u8] {
+        &self.areamask[..self.areamask_len as usize]
+    }
+
+    /// Set the area mask; at most [`MAX_AREAMASK`] bytes (the parser rejects longer ones).
+    pub fn set_areamask(&mut self, mask: &[u8]) {
+        let n = mask.len().min(MAX_AREAMASK);
+        self.areamask[..n].copy_from_slice(&mask[..n]);
+        self.areamask_len = n as u8;
+    }
+}
+
+/// The largest area mask a snapshot may carry (MAX_MAP_AREA_BYTES).
+pub const MAX_AREAMASK: usize = 32;
 
 /// The client's parse state for one connection (or one demo file).
 #[derive(Debug, Clone)]
 pub struct ClientState {
     pub configstrings: Vec<String>,
     pub baselines: Vec<EntityState>,
-    pub snapshots: Vec<Option<Slot>>,
+    /// Baselines set since the last gamestate (a gamestate resets only these).
+    baselines_set: Vec<u16>,
+    /// The snapshot ring, by message number; `None` for a slot never filled.
+    snapshots: Vec<Option<Box<HistFrame>>>,
+    /// Entity states of the history frames.
+    pub pool: EntityPool,
+    /// A frame's buffers kept for the next snapshot (no allocation per snapshot).
+    spare: Option<Box<HistFrame>>,
     /// Message number of the last valid snapshot (the engine's `cl.snap.messageNum`).
     pub last_snap_num: i32,
     pub last_snap_time: Option<i32>,
@@ -60,21 +177,17 @@ pub struct ClientState {
     pub download_block: i32,
     /// A big configstring being assembled from `bcs0/1/2`.
     pub big_cs: Option<(usize, String)>,
-    /// Entity lists of frames that left the history, kept for the next snapshots: a frame's
-    /// list is several KB, too large for the allocator's fast path, and one is built per
-    /// snapshot.
-    spare_entities: Vec<Vec<EntityState>>,
 }
-
-/// How many spare entity lists a [`ClientState`] keeps.
-const MAX_SPARE_ENTITY_LISTS: usize = 4;
 
 impl Default for ClientState {
     fn default() -> Self {
         ClientState {
             configstrings: vec![String::new(); MAX_CONFIGSTRINGS],
             baselines: vec![EntityState::default(); super::fields::MAX_GENTITIES as usize],
+            baselines_set: Vec::new(),
             snapshots: vec![None; PACKET_BACKUP],
+            pool: EntityPool::default(),
+            spare: None,
             last_snap_num: 0,
             last_snap_time: None,
             parse_entities_num: 0,
@@ -86,7 +199,6 @@ impl Default for ClientState {
             gamestates: 0,
             download_block: 0,
             big_cs: None,
-            spare_entities: Vec::new(),
         }
     }
 }
@@ -107,10 +219,15 @@ impl ClientState {
     /// command ring stays (q3-protocol.md §3.4).
     pub fn clear_for_gamestate(&mut self) {
         self.configstrings.iter_mut().for_each(String::clear);
-        self.baselines
-            .iter_mut()
-            .for_each(|b| *b = EntityState::default());
-        self.snapshots.iter_mut().for_each(|s| *s = None);
+        // Only the baselines the last gamestate set: the table is 221 KB.
+        for n in std::mem::take(&mut self.baselines_set) {
+            self.baselines[n as usize] = EntityState::default();
+        }
+        for k in 0..PACKET_BACKUP {
+            if let Some(f) = self.snapshots[k].take() {
+                self.recycle(f);
+            }
+        }
         self.last_snap_num = 0;
         self.last_snap_time = None;
         self.big_cs = None;
@@ -177,14 +294,67 @@ impl ClientState {
         }
     }
 
-    /// The history slot for a message number, if it holds that very message.
-    pub fn slot(&self, message_num: i32) -> Option<&Slot> {
-        self.snapshots[(message_num as usize) & (PACKET_BACKUP - 1)].as_ref()
+    /// Set baseline `num` (an `svc_baseline` of the gamestate).
+    pub fn set_baseline(&mut self, num: usize, state: &EntityState) {
+        if let Some(b) = self.baselines.get_mut(num) {
+            b.clone_from(state);
+            self.baselines_set.push(num as u16);
+        }
+    }
+
+    /// The history slot for a message number (whatever message it holds now), if it was
+    /// ever filled.
+    pub fn slot(&self, message_num: i32) -> Option<&HistFrame> {
+        self.snapshots[(message_num as usize) & (PACKET_BACKUP - 1)].as_deref()
+    }
+
+    /// The history frames, ring order.
+    pub fn history(&self) -> impl Iterator<Item = &HistFrame> {
+        self.snapshots.iter().flatten().map(|f| &**f)
+    }
+
+    /// For a snapshot parse: the base frame (by message number), the pool, the baselines.
+    pub fn delta_parts(
+        &mut self,
+        base: Option<i32>,
+    ) -> (Option<&HistFrame>, &mut EntityPool, &[EntityState]) {
+        let old = base.and_then(|n| self.snapshots[(n as usize) & (PACKET_BACKUP - 1)].as_deref());
+        (old, &mut self.pool, &self.baselines)
+    }
+
+    /// A history frame as a self-contained [`SnapFrame`].
+    pub fn snap_frame(&self, f: &HistFrame) -> SnapFrame {
+        SnapFrame {
+            message_num: f.message_num,
+            server_time: f.server_time,
+            delta_num: f.delta_num,
+            flags: f.flags,
+            areamask: f.areamask().to_vec(),
+            ps: f.ps.clone(),
+            entities: f.ents.iter().map(|&e| self.pool.get(e).clone()).collect(),
+            parse_entities_num: f.parse_entities_num,
+        }
+    }
+
+    /// An empty frame to build the next snapshot in (buffers reused).
+    pub fn new_frame(&mut self) -> Box<HistFrame> {
+        let mut f = self.spare.take().unwrap_or_default();
+        f.ents.clear();
+        f
+    }
+
+    /// Let go of a frame that is not (or no longer) in the history.
+    pub fn recycle(&mut self, mut f: Box<HistFrame>) {
+        for &e in &f.ents {
+            self.pool.release(e);
+        }
+        f.ents.clear();
+        self.spare = Some(f);
     }
 
     /// Store a valid snapshot as `CL_ParseSnapshot` does: slots of skipped message numbers
     /// are invalidated first.
-    pub fn store_snapshot(&mut self, frame: Arc<SnapFrame>) {
+    pub fn store_snapshot(&mut self, mut frame: Box<HistFrame>) {
         let num = frame.message_num;
         // The engine invalidates old..num with old clamped to num - 31; wrapping arithmetic
         // keeps hostile message numbers (a demo's sequences are any i32) from overflowing.
@@ -197,30 +367,11 @@ impl ClientState {
         }
         self.last_snap_num = num;
         self.last_snap_time = Some(frame.server_time);
-        let old = self.snapshots[(num as usize) & (PACKET_BACKUP - 1)]
-            .replace(Slot { frame, valid: true });
+        frame.valid = true;
+        let old = self.snapshots[(num as usize) & (PACKET_BACKUP - 1)].replace(frame);
         if let Some(old) = old {
-            self.recycle(old.frame);
+            self.recycle(old);
         }
-    }
-
-    /// Keep the entity list of a frame nobody else holds for [`Self::entity_list`].
-    pub fn recycle(&mut self, frame: Arc<SnapFrame>) {
-        if self.spare_entities.len() >= MAX_SPARE_ENTITY_LISTS {
-            return;
-        }
-        if let Ok(f) = Arc::try_unwrap(frame) {
-            let mut list = f.entities;
-            list.clear();
-            self.spare_entities.push(list);
-        }
-    }
-
-    /// An empty entity list with room for `n` entities, recycled when one is spare.
-    pub fn entity_list(&mut self, n: usize) -> Vec<EntityState> {
-        let mut list = self.spare_entities.pop().unwrap_or_default();
-        list.reserve(n);
-        list
     }
 
     /// Player name from CS_PLAYERS for the recording client.
@@ -255,19 +406,27 @@ mod tests {
     fn snapshots_at_extreme_message_numbers_do_not_overflow() {
         let mut st = ClientState::default();
         for num in [i32::MIN, i32::MIN + 3, 5, i32::MAX, i32::MIN] {
-            let frame = SnapFrame {
-                message_num: num,
-                server_time: 0,
-                delta_num: -1,
-                flags: 0,
-                areamask: Vec::new(),
-                ps: Default::default(),
-                entities: Vec::new(),
-                parse_entities_num: 0,
-            };
-            st.store_snapshot(Arc::new(frame));
+            let mut frame = st.new_frame();
+            frame.message_num = num;
+            st.store_snapshot(frame);
             assert_eq!(st.last_snap_num, num);
         }
+    }
+
+    /// Shared states are counted: a slot is reused only when its last holder lets go.
+    #[test]
+    fn pool_reuses_a_state_only_when_nobody_holds_it() {
+        let mut pool = EntityPool::default();
+        let a = pool.alloc(7, &[0; NUM_ENTITY_FIELDS]);
+        let b = pool.share(a);
+        pool.release(a);
+        let c = pool.alloc_copy(b, 9);
+        assert_ne!(c.id, b.id, "b still holds the first state");
+        assert_eq!((pool.get(b).number, pool.get(c).number), (7, 9));
+        pool.release(b);
+        let d = pool.alloc(3, &[0; NUM_ENTITY_FIELDS]);
+        assert_eq!(d.id, b.id, "the released slot is reused");
+        assert_eq!(pool.get(d).number, 3);
     }
 
     #[test]

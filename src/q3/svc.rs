@@ -8,14 +8,15 @@ use serde::Serialize;
 
 use super::bits::{BitError, BitReader};
 use super::delta::{
-    read_delta_entity, read_delta_playerstate, read_entity_fields, read_entity_flags,
-    read_playerstate_into, DeltaError, EntityDelta, EntityFlags, EntityState, PlayerDelta,
-    PlayerState,
+    read_delta_entity, read_entity_fields, read_entity_flags, read_playerstate_into, ChangeSink,
+    DeltaError, EntityDelta, EntityFlags, EntityState, FieldChange, PlayerDelta, PlayerState,
+    PlayerWire,
 };
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
+pub use super::state::MAX_AREAMASK;
 use super::state::{
-    ClientState, Slot, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES,
-    MAX_SNAPSHOT_ENTITIES,
+    ClientState, EntRef, EntityPool, HistFrame, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS,
+    MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES,
 };
 
 pub const SVC_BAD: u8 = 0;
@@ -30,8 +31,6 @@ pub const SVC_EOF: u8 = 8;
 pub const SVC_VOIP_SPEEX: u8 = 9;
 pub const SVC_VOIP_OPUS: u8 = 10;
 
-/// The largest area mask a snapshot may carry (MAX_MAP_AREA_BYTES).
-pub const MAX_AREAMASK: usize = 32;
 /// Largest download chunk the client accepts.
 pub const MAX_DOWNLOAD_CHUNK: i32 = 16384;
 
@@ -306,7 +305,7 @@ fn parse_op(
     let op = r.read_byte()?;
     let bit = r.bit_pos();
     if op == SVC_SNAPSHOT && detail == Detail::StateOnly {
-        parse_snapshot_state(r, seq, st)?;
+        parse_snapshot_with(r, seq, st, &mut ())?;
         return Ok(None);
     }
     Ok(Some(match op {
@@ -370,9 +369,7 @@ fn parse_gamestate(
                 let num = r.read_bits(GENTITYNUM_BITS)?;
                 let zero = EntityState::default();
                 let d = read_delta_entity(r, &zero, num)?;
-                if let Some(b) = st.baselines.get_mut(num as usize) {
-                    *b = d.state.clone();
-                }
+                st.set_baseline(num as usize, &d.state);
                 baselines.push(d);
             }
             _ => return Err(SvcError::BadGamestateOp { op, bit: at }),
@@ -392,19 +389,25 @@ fn parse_gamestate(
     })
 }
 
-/// The part of a snapshot before the playerstate, and the history slot it deltas from.
+/// The part of a snapshot before the playerstate, and how the client takes it.
 struct SnapHead {
     server_time: i32,
     delta_num: u8,
     delta_base: i32,
     flags: u8,
-    areamask: Vec<u8>,
-    old: Option<Slot>,
+    /// Message number of the history slot to delta from, when that slot was ever filled.
+    old: Option<i32>,
     valid: bool,
     invalid_reason: Option<&'static str>,
 }
 
-fn read_snap_head(r: &mut BitReader<'_>, seq: i32, st: &ClientState) -> Result<SnapHead, SvcError> {
+/// Read the snapshot head; the area mask goes into `frame`.
+fn read_snap_head(
+    r: &mut BitReader<'_>,
+    seq: i32,
+    st: &ClientState,
+    frame: &mut HistFrame,
+) -> Result<SnapHead, SvcError> {
     let server_time = r.read_long()?;
     let delta_num = r.read_byte()?;
     let delta_base = if delta_num == 0 {
@@ -421,24 +424,25 @@ fn read_snap_head(r: &mut BitReader<'_>, seq: i32, st: &ClientState) -> Result<S
             bit: mask_at,
         });
     }
-    let mut areamask = Vec::with_capacity(mask_len as usize);
-    for _ in 0..mask_len {
-        areamask.push(r.read_byte()?);
+    let mut areamask = [0u8; MAX_AREAMASK];
+    for b in &mut areamask[..mask_len as usize] {
+        *b = r.read_byte()?;
     }
+    frame.set_areamask(&areamask[..mask_len as usize]);
     // The engine deltas from the slot even when it is not valid (values are then garbage,
     // the parse stays in step); only an empty slot means "from nothing".
     let old = if delta_base <= 0 {
         None
     } else {
-        st.snapshots[(delta_base as usize) & 31].clone()
+        st.slot(delta_base)
     };
-    let (valid, invalid_reason) = match &old {
+    let (valid, invalid_reason) = match old {
         None if delta_base <= 0 => (true, None),
         None => (false, Some("Delta from invalid frame")),
         Some(s) if !s.valid => (false, Some("Delta from invalid frame")),
-        Some(s) if s.frame.message_num != delta_base => (false, Some("Delta frame too old")),
+        Some(s) if s.message_num != delta_base => (false, Some("Delta frame too old")),
         Some(s)
-            if st.parse_entities_num - s.frame.parse_entities_num
+            if st.parse_entities_num - s.parse_entities_num
                 > MAX_PARSE_ENTITIES - MAX_SNAPSHOT_ENTITIES =>
         {
             (false, Some("Delta parseEntitiesNum too old"))
@@ -450,38 +454,154 @@ fn read_snap_head(r: &mut BitReader<'_>, seq: i32, st: &ClientState) -> Result<S
         delta_num,
         delta_base,
         flags,
-        areamask,
-        old,
+        old: old.map(|_| delta_base),
         valid,
         invalid_reason,
     })
 }
 
-/// Count the new frame's entities and keep it in the history when the client would.
-fn store_frame(
-    st: &mut ClientState,
-    h: &SnapHead,
-    seq: i32,
-    ps: PlayerState,
-    entities: Vec<EntityState>,
-    areamask: Vec<u8>,
-) -> Arc<SnapFrame> {
-    let parse_start = st.parse_entities_num;
-    st.parse_entities_num += entities.len() as u64;
-    let frame = Arc::new(SnapFrame {
-        message_num: seq,
-        server_time: h.server_time,
-        delta_num: h.delta_base,
-        flags: h.flags,
-        areamask,
-        ps,
-        entities,
-        parse_entities_num: parse_start,
-    });
-    if h.valid {
-        st.store_snapshot(frame.clone());
+/// What a snapshot parse records besides the new frame: everything for [`Detail::Full`]
+/// ([`SnapRecord`]), nothing for [`Detail::StateOnly`] (`()`, which compiles away).
+trait Recorder {
+    type Changes: ChangeSink + Default;
+    fn playerstate(
+        &mut self,
+        ps: &PlayerState,
+        wire: PlayerWire,
+        changes: Self::Changes,
+        bits: (usize, usize),
+    );
+    /// One transmitted entity; `state` is `None` for a removal.
+    fn entity(&mut self, e: EntityWire<Self::Changes>, state: Option<&EntityState>);
+    /// The finished frame, before it enters the history.
+    fn frame(&mut self, st: &ClientState, f: &HistFrame);
+}
+
+/// What the wire said about one transmitted entity.
+struct EntityWire<C> {
+    number: i32,
+    flags: EntityFlags,
+    lc: u8,
+    changes: C,
+    bit_after_flag: usize,
+    start_bit: usize,
+    end_bit: usize,
+}
+
+impl Recorder for () {
+    type Changes = ();
+    #[inline(always)]
+    fn playerstate(&mut self, _: &PlayerState, _: PlayerWire, _: (), _: (usize, usize)) {}
+    #[inline(always)]
+    fn entity(&mut self, _: EntityWire<()>, _: Option<&EntityState>) {}
+    #[inline(always)]
+    fn frame(&mut self, _: &ClientState, _: &HistFrame) {}
+}
+
+/// The records of a snapshot parsed with [`Detail::Full`].
+#[derive(Default)]
+struct SnapRecord {
+    playerstate: PlayerDelta,
+    entities: Vec<EntityDelta>,
+    frame: SnapFrame,
+}
+
+impl Recorder for SnapRecord {
+    type Changes = Vec<FieldChange>;
+
+    fn playerstate(
+        &mut self,
+        ps: &PlayerState,
+        wire: PlayerWire,
+        changes: Vec<FieldChange>,
+        (start_bit, end_bit): (usize, usize),
+    ) {
+        let [changed_stats, changed_persistant, changed_ammo, changed_powerups] = wire.masks;
+        self.playerstate = PlayerDelta {
+            state: ps.clone(),
+            lc: wire.lc,
+            changes,
+            arrays_changed: wire.arrays_changed,
+            arrays: wire.arrays,
+            changed_stats,
+            changed_persistant,
+            changed_ammo,
+            changed_powerups,
+            start_bit,
+            end_bit,
+        };
     }
-    frame
+
+    fn entity(&mut self, e: EntityWire<Vec<FieldChange>>, state: Option<&EntityState>) {
+        self.entities.push(EntityDelta {
+            state: state.cloned().unwrap_or(EntityState::zeroed(e.number)),
+            removed: e.flags == EntityFlags::Removed,
+            has_delta: e.flags == EntityFlags::Delta,
+            lc: e.lc,
+            changes: e.changes,
+            bit_after_flag: e.bit_after_flag,
+            start_bit: e.start_bit,
+            end_bit: e.end_bit,
+        });
+    }
+
+    fn frame(&mut self, st: &ClientState, f: &HistFrame) {
+        self.frame = st.snap_frame(f);
+    }
+}
+
+/// `CL_ParseSnapshot`: build the new frame from its base and keep it in the history when
+/// the client would. Nothing is kept when the snapshot does not decode to its end.
+fn parse_snapshot_with<R: Recorder>(
+    r: &mut BitReader<'_>,
+    seq: i32,
+    st: &mut ClientState,
+    rec: &mut R,
+) -> Result<SnapHead, SvcError> {
+    let mut frame = st.new_frame();
+    match read_snapshot_into(r, seq, st, &mut frame, rec) {
+        Ok(h) => {
+            frame.message_num = seq;
+            frame.server_time = h.server_time;
+            frame.delta_num = h.delta_base;
+            frame.flags = h.flags;
+            frame.parse_entities_num = st.parse_entities_num;
+            st.parse_entities_num += frame.ents.len() as u64;
+            rec.frame(st, &frame);
+            if h.valid {
+                st.store_snapshot(frame);
+            } else {
+                st.recycle(frame);
+            }
+            Ok(h)
+        }
+        Err(e) => {
+            st.recycle(frame);
+            Err(e)
+        }
+    }
+}
+
+fn read_snapshot_into<R: Recorder>(
+    r: &mut BitReader<'_>,
+    seq: i32,
+    st: &mut ClientState,
+    frame: &mut HistFrame,
+    rec: &mut R,
+) -> Result<SnapHead, SvcError> {
+    let h = read_snap_head(r, seq, st, frame)?;
+    let (old, pool, baselines) = st.delta_parts(h.old);
+    match old {
+        Some(o) => frame.ps.clone_from(&o.ps),
+        None => frame.ps = PlayerState::default(),
+    }
+    let ps_bit = r.bit_pos();
+    let mut changes = R::Changes::default();
+    let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+    rec.playerstate(&frame.ps, wire, changes, (ps_bit, r.bit_pos()));
+    let old_ents = old.map_or(&[][..], |o| &o.ents[..]);
+    merge_packet_entities(r, old_ents, pool, baselines, &mut frame.ents, rec)?;
+    Ok(h)
 }
 
 fn parse_snapshot(
@@ -490,142 +610,103 @@ fn parse_snapshot(
     seq: i32,
     st: &mut ClientState,
 ) -> Result<Snapshot, SvcError> {
-    let h = read_snap_head(r, seq, st)?;
-    let ps_bit = r.bit_pos();
-    let playerstate = read_delta_playerstate(r, h.old.as_ref().map(|s| &s.frame.ps))?;
-    let entities_bit = r.bit_pos();
-    let old_ents = h.old.as_ref().map_or(&[][..], |s| &s.frame.entities);
-    let (entities, frame_ents) = parse_packet_entities(r, old_ents, &st.baselines)?;
-    let frame = store_frame(
-        st,
-        &h,
-        seq,
-        playerstate.state.clone(),
-        frame_ents,
-        h.areamask.clone(),
-    );
+    let mut rec = SnapRecord::default();
+    let h = parse_snapshot_with(r, seq, st, &mut rec)?;
+    let SnapRecord {
+        playerstate,
+        entities,
+        frame,
+    } = rec;
     Ok(Snapshot {
         bit,
         server_time: h.server_time,
         delta_num: h.delta_num,
         delta_base: h.delta_base,
         flags: h.flags,
-        areamask: h.areamask,
+        areamask: frame.areamask.clone(),
         valid: h.valid,
         invalid_reason: h.invalid_reason,
-        ps_bit,
+        ps_bit: playerstate.start_bit,
+        entities_bit: playerstate.end_bit,
         playerstate,
-        entities_bit,
         entities,
         entity_count: frame.entities.len(),
-        frame,
-    })
-}
-
-/// [`parse_snapshot`] without the record: only the new frame, built in place.
-fn parse_snapshot_state(
-    r: &mut BitReader<'_>,
-    seq: i32,
-    st: &mut ClientState,
-) -> Result<(), SvcError> {
-    let mut h = read_snap_head(r, seq, st)?;
-    let mut ps = h
-        .old
-        .as_ref()
-        .map(|s| s.frame.ps.clone())
-        .unwrap_or_default();
-    read_playerstate_into(r, &mut ps, &mut ())?;
-    let old_ents = h.old.as_ref().map_or(&[][..], |s| &s.frame.entities);
-    let mut ents = st.entity_list(old_ents.len() + 8);
-    packet_entities_state(r, old_ents, &st.baselines, &mut ents)?;
-    let areamask = std::mem::take(&mut h.areamask);
-    let frame = store_frame(st, &h, seq, ps, ents, areamask);
-    // Not kept (an invalid delta): its list serves the next snapshot.
-    st.recycle(frame);
-    Ok(())
-}
-
-/// `CL_ParsePacketEntities` building only the new entity list.
-fn packet_entities_state(
-    r: &mut BitReader<'_>,
-    old: &[EntityState],
-    baselines: &[EntityState],
-    out: &mut Vec<EntityState>,
-) -> Result<(), SvcError> {
-    merge_packet_entities(r, old, baselines, out, |r, from, number, out| {
-        // As DeltaError, like read_delta_entity, so the message text is the same.
-        match read_entity_flags(r).map_err(DeltaError::from)? {
-            EntityFlags::Removed => {}
-            EntityFlags::Unchanged => out.push(EntityState {
-                number,
-                fields: from.fields,
-            }),
-            EntityFlags::Delta => {
-                out.push(EntityState {
-                    number,
-                    fields: from.fields,
-                });
-                if let Some(e) = out.last_mut() {
-                    read_entity_fields(r, &mut e.fields, &mut ())?;
-                }
-            }
-        }
-        Ok(())
+        frame: Arc::new(frame),
     })
 }
 
 /// `CL_ParsePacketEntities`: merge the old frame's sorted list with the transmitted deltas.
-fn parse_packet_entities(
+/// Old entities below each transmitted number are kept as they are (shared, not copied),
+/// the transmitted one is read from its base (the old state or the baseline); the rest of
+/// the old list follows the end marker.
+fn merge_packet_entities<R: Recorder>(
     r: &mut BitReader<'_>,
-    old: &[EntityState],
+    old: &[EntRef],
+    pool: &mut EntityPool,
     baselines: &[EntityState],
-) -> Result<(Vec<EntityDelta>, Vec<EntityState>), SvcError> {
-    let mut deltas = Vec::new();
-    let mut out: Vec<EntityState> = Vec::with_capacity(old.len() + 8);
-    merge_packet_entities(r, old, baselines, &mut out, |r, from, number, out| {
-        let d = read_delta_entity(r, from, number)?;
-        if !d.removed {
-            out.push(d.state.clone());
-        }
-        deltas.push(d);
-        Ok(())
-    })?;
-    Ok((deltas, out))
-}
-
-/// The walk of `CL_ParsePacketEntities`: old entities below each transmitted number are
-/// kept as they are, the transmitted one is read by `entity` from its base (the old state
-/// or the baseline), which appends what the new frame keeps; the rest of the old list
-/// follows the end marker.
-fn merge_packet_entities<F>(
-    r: &mut BitReader<'_>,
-    old: &[EntityState],
-    baselines: &[EntityState],
-    out: &mut Vec<EntityState>,
-    mut entity: F,
-) -> Result<(), SvcError>
-where
-    F: FnMut(&mut BitReader<'_>, &EntityState, i32, &mut Vec<EntityState>) -> Result<(), SvcError>,
-{
+    out: &mut Vec<EntRef>,
+    rec: &mut R,
+) -> Result<(), SvcError> {
     let mut oi = 0usize;
     loop {
         let newnum = r.read_bits(GENTITYNUM_BITS)?;
         if newnum == MAX_GENTITIES - 1 {
             break;
         }
-        while oi < old.len() && old[oi].number < newnum {
-            out.push(old[oi].clone());
+        while let Some(&e) = old.get(oi).filter(|e| e.number < newnum) {
+            out.push(pool.share(e));
             oi += 1;
         }
-        let from = if oi < old.len() && old[oi].number == newnum {
-            oi += 1;
-            &old[oi - 1]
-        } else {
-            baselines.get(newnum as usize).unwrap_or(&baselines[0])
-        };
-        entity(r, from, newnum, out)?;
+        let from_old = old.get(oi).copied().filter(|e| e.number == newnum);
+        oi += usize::from(from_old.is_some());
+        let base = || baselines.get(newnum as usize).unwrap_or(&baselines[0]);
+        read_entity(r, newnum, from_old, base, pool, out, rec)?;
     }
-    out.extend_from_slice(&old[oi..]);
+    for &e in &old[oi..] {
+        out.push(pool.share(e));
+    }
+    Ok(())
+}
+
+/// `MSG_ReadDeltaEntity` into the new frame: an unchanged entity of the old frame is shared,
+/// a changed one gets its own state.
+fn read_entity<'b, R: Recorder>(
+    r: &mut BitReader<'_>,
+    number: i32,
+    from_old: Option<EntRef>,
+    base: impl Fn() -> &'b EntityState,
+    pool: &mut EntityPool,
+    out: &mut Vec<EntRef>,
+    rec: &mut R,
+) -> Result<(), SvcError> {
+    let start_bit = r.bit_pos();
+    // As DeltaError, like read_delta_entity, so the message text is the same.
+    let flags = read_entity_flags(r).map_err(DeltaError::from)?;
+    let bit = r.bit_pos();
+    let mut wire = EntityWire {
+        number,
+        flags,
+        lc: 0,
+        changes: R::Changes::default(),
+        bit_after_flag: bit,
+        start_bit,
+        end_bit: bit,
+    };
+    let e = match (flags, from_old) {
+        (EntityFlags::Removed, _) => return Ok(rec.entity(wire, None)),
+        (EntityFlags::Unchanged, Some(o)) => pool.share(o),
+        (EntityFlags::Delta, Some(o)) => pool.alloc_copy(o, number),
+        (_, None) => pool.alloc(number, &base().fields),
+    };
+    // In the frame before its fields are read: a failed read still releases it.
+    out.push(e);
+    if flags == EntityFlags::Delta {
+        let (lc, after_lc) = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut wire.changes)?;
+        wire.lc = lc;
+        wire.bit_after_flag = after_lc;
+        wire.end_bit = r.bit_pos();
+    }
+    rec.entity(wire, Some(pool.get(e)));
     Ok(())
 }
 
