@@ -693,7 +693,10 @@ fn read_entity<'b, R: Recorder>(
         end_bit: bit,
     };
     let e = match (flags, from_old) {
-        (EntityFlags::Removed, _) => return Ok(rec.entity(wire, None)),
+        (EntityFlags::Removed, _) => {
+            rec.entity(wire, None);
+            return Ok(());
+        }
         (EntityFlags::Unchanged, Some(o)) => pool.share(o),
         (EntityFlags::Delta, Some(o)) => pool.alloc_copy(o, number),
         (_, None) => pool.alloc(number, &base().fields),
