@@ -42,32 +42,41 @@ pub struct EntRef {
 
 /// Entity states shared between the frames of the history. A snapshot usually changes a few
 /// entities of its base frame and keeps the rest, so an unchanged entity is a shared
-/// reference here, not a copy of its 216 bytes; the states are reference-counted by hand
-/// (one owner, one thread) and their slots reused, so a snapshot allocates nothing.
+/// reference here, not a copy of its 216 bytes. Nothing is counted per reference: slots that
+/// no history frame holds any more are found by an occasional mark-and-sweep over the
+/// history ([`ClientState::new_frame`]), sized so that its cost per allocated state stays
+/// constant, and reused, so a snapshot allocates nothing.
 #[derive(Debug, Clone, Default)]
 pub struct EntityPool {
     states: Vec<EntityState>,
-    refs: Vec<u32>,
+    /// Collection epoch in which each slot was last found held.
+    marks: Vec<u32>,
+    epoch: u32,
+    /// Slots nobody holds.
     free: Vec<u32>,
+    /// The pool grows (instead of collecting) until it has this many slots.
+    grow_to: usize,
 }
 
+/// Fewest slots between two collections.
+const MIN_COLLECT_INTERVAL: usize = 512;
+
 impl EntityPool {
-    /// A free slot with one reference.
+    /// A free slot (reused, or a new one).
+    #[inline]
     fn take_slot(&mut self) -> u32 {
         match self.free.pop() {
-            Some(id) => {
-                self.refs[id as usize] = 1;
-                id
-            }
+            Some(id) => id,
             None => {
                 self.states.push(EntityState::default());
-                self.refs.push(1);
+                self.marks.push(0);
                 (self.states.len() - 1) as u32
             }
         }
     }
 
-    /// A new entity state with one reference.
+    /// A new entity state.
+    #[inline]
     pub fn alloc(&mut self, number: i32, fields: &[i32; NUM_ENTITY_FIELDS]) -> EntRef {
         let id = self.take_slot();
         let dst = &mut self.states[id as usize];
@@ -76,7 +85,8 @@ impl EntityPool {
         EntRef { number, id }
     }
 
-    /// A copy of the state behind `from`, renumbered, as a new entity with one reference.
+    /// A copy of the state behind `from`, renumbered, as a new entity.
+    #[inline]
     pub fn alloc_copy(&mut self, from: EntRef, number: i32) -> EntRef {
         let id = self.take_slot();
         let src = self.states[from.id as usize].fields;
@@ -84,23 +94,6 @@ impl EntityPool {
         dst.number = number;
         dst.fields = src;
         EntRef { number, id }
-    }
-
-    /// One more frame holds `e`.
-    #[inline]
-    pub fn share(&mut self, e: EntRef) -> EntRef {
-        self.refs[e.id as usize] += 1;
-        e
-    }
-
-    /// A frame let go of `e`; its slot is reused once nobody holds it.
-    #[inline]
-    pub fn release(&mut self, e: EntRef) {
-        let r = &mut self.refs[e.id as usize];
-        *r -= 1;
-        if *r == 0 {
-            self.free.push(e.id);
-        }
     }
 
     #[inline]
@@ -112,6 +105,40 @@ impl EntityPool {
     #[inline]
     pub fn get_mut(&mut self, e: EntRef) -> &mut EntityState {
         &mut self.states[e.id as usize]
+    }
+
+    /// Slots in the pool (held or not).
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    /// True when the free slots are used up and the pool has grown to its bound.
+    fn collect_due(&self) -> bool {
+        self.free.is_empty() && self.states.len() >= self.grow_to
+    }
+
+    /// Free every slot that none of `frames` holds. The next collection waits until the
+    /// pool has made room for at least as many new states as this one looked at, so the
+    /// work per state stays constant.
+    fn collect<'a>(&mut self, frames: impl Iterator<Item = &'a [EntRef]>) {
+        self.epoch = self.epoch.wrapping_add(1).max(1);
+        let mut refs = 0;
+        for f in frames {
+            refs += f.len();
+            for e in f {
+                self.marks[e.id as usize] = self.epoch;
+            }
+        }
+        self.free.clear();
+        let epoch = self.epoch;
+        let free = &mut self.free;
+        free.extend((0..self.marks.len() as u32).filter(|&id| self.marks[id as usize] != epoch));
+        let held = self.states.len() - self.free.len();
+        self.grow_to = held + refs.max(MIN_COLLECT_INTERVAL);
     }
 }
 
@@ -252,6 +279,12 @@ impl ClientState {
     }
 
     fn apply_command(&mut self, text: &str) {
+        // Most commands are prints, scores, team info: skip the tokenizing (and its
+        // allocations) unless the first word can be `cs` or `bcs0/1/2`.
+        let head = text.trim_start_matches(|c: char| c <= ' ');
+        if !(head.starts_with("cs") || head.starts_with("bcs") || head.starts_with('"')) {
+            return;
+        }
         let toks = super::oob::tokenize(text);
         let Some(cmd) = toks.first() else { return };
         let index = toks
@@ -336,18 +369,21 @@ impl ClientState {
         }
     }
 
-    /// An empty frame to build the next snapshot in (buffers reused).
+    /// An empty frame to build the next snapshot in (buffers reused). Entity states no
+    /// history frame holds are collected here, between snapshots, when the pool is full.
     pub fn new_frame(&mut self) -> Box<HistFrame> {
+        if self.pool.collect_due() {
+            let frames = self.snapshots.iter().flatten().map(|f| &f.ents[..]);
+            self.pool.collect(frames);
+        }
         let mut f = self.spare.take().unwrap_or_default();
         f.ents.clear();
         f
     }
 
-    /// Let go of a frame that is not (or no longer) in the history.
+    /// Let go of a frame that is not (or no longer) in the history (its entity states
+    /// become free at the next collection).
     pub fn recycle(&mut self, mut f: Box<HistFrame>) {
-        for &e in &f.ents {
-            self.pool.release(e);
-        }
         f.ents.clear();
         self.spare = Some(f);
     }
@@ -413,20 +449,75 @@ mod tests {
         }
     }
 
-    /// Shared states are counted: a slot is reused only when its last holder lets go.
+    /// A collection frees exactly the states no frame holds; they are reused.
     #[test]
-    fn pool_reuses_a_state_only_when_nobody_holds_it() {
+    fn pool_reuses_only_states_no_frame_holds() {
         let mut pool = EntityPool::default();
-        let a = pool.alloc(7, &[0; NUM_ENTITY_FIELDS]);
-        let b = pool.share(a);
-        pool.release(a);
-        let c = pool.alloc_copy(b, 9);
-        assert_ne!(c.id, b.id, "b still holds the first state");
-        assert_eq!((pool.get(b).number, pool.get(c).number), (7, 9));
-        pool.release(b);
-        let d = pool.alloc(3, &[0; NUM_ENTITY_FIELDS]);
-        assert_eq!(d.id, b.id, "the released slot is reused");
-        assert_eq!(pool.get(d).number, 3);
+        let a = pool.alloc(7, &[1; NUM_ENTITY_FIELDS]);
+        let b = pool.alloc_copy(a, 9);
+        let c = pool.alloc(3, &[2; NUM_ENTITY_FIELDS]);
+        assert!(pool.collect_due());
+        let held = [a, c];
+        pool.collect(std::iter::once(&held[..]));
+        assert_eq!(pool.free, vec![b.id]);
+        let d = pool.alloc(4, &[3; NUM_ENTITY_FIELDS]);
+        assert_eq!(d.id, b.id, "the free slot is reused");
+        assert_eq!(
+            pool.get(a),
+            &EntityState {
+                number: 7,
+                fields: [1; NUM_ENTITY_FIELDS]
+            }
+        );
+        assert_eq!(pool.get(c).fields, [2; NUM_ENTITY_FIELDS]);
+        assert_eq!(pool.get(d).number, 4);
+        // Full again, but not grown to its bound: it grows instead of collecting.
+        assert!(!pool.collect_due());
+        assert_eq!(pool.alloc(5, &[0; NUM_ENTITY_FIELDS]).id, 3);
+    }
+
+    /// Over a long run of snapshots the pool stays the size of what the history holds, and
+    /// no state a frame holds is ever reused.
+    #[test]
+    fn pool_stays_bounded_over_many_snapshots() {
+        let mut st = ClientState::default();
+        let state = |num: i32, number: i32| {
+            let mut f = [0; NUM_ENTITY_FIELDS];
+            f[0] = num;
+            f[1] = number;
+            f
+        };
+        for num in 1..20_000 {
+            // Each snapshot deltas from the previous one (or from two back, as after a
+            // loss): keeps its entities but one, which it replaces, and adds two events.
+            let base = if num % 7 == 0 { num - 2 } else { num - 1 };
+            let old: Vec<EntRef> = st.slot(base).map(|f| f.ents.clone()).unwrap_or_default();
+            let mut frame = st.new_frame();
+            frame.message_num = num;
+            let changed = num % 40;
+            frame
+                .ents
+                .extend(old.iter().filter(|e| e.number >= 2 && e.number != changed));
+            for number in [0, 1, changed] {
+                frame.ents.push(st.pool.alloc(number, &state(num, number)));
+            }
+            frame.ents.sort_by_key(|e| e.number);
+            frame.ents.dedup_by_key(|e| e.number);
+            st.store_snapshot(frame);
+            for f in st.history() {
+                for &e in &f.ents {
+                    let held = st.pool.get(e);
+                    assert_eq!(held.number, e.number, "a held state was reused");
+                    assert_eq!(held.fields[1], e.number, "a held state was reused");
+                    assert!(held.fields[0] <= f.message_num, "a held state was reused");
+                }
+            }
+        }
+        assert!(
+            st.pool.len() < 4 * MIN_COLLECT_INTERVAL,
+            "{}",
+            st.pool.len()
+        );
     }
 
     #[test]

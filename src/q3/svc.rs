@@ -653,18 +653,16 @@ fn merge_packet_entities<R: Recorder>(
         if newnum == MAX_GENTITIES - 1 {
             break;
         }
-        while let Some(&e) = old.get(oi).filter(|e| e.number < newnum) {
-            out.push(pool.share(e));
-            oi += 1;
-        }
+        // Old entities below the transmitted one stay as they are: shared in one run.
+        let kept = old[oi..].iter().take_while(|e| e.number < newnum).count();
+        out.extend_from_slice(&old[oi..oi + kept]);
+        oi += kept;
         let from_old = old.get(oi).copied().filter(|e| e.number == newnum);
         oi += usize::from(from_old.is_some());
         let base = || baselines.get(newnum as usize).unwrap_or(&baselines[0]);
         read_entity(r, newnum, from_old, base, pool, out, rec)?;
     }
-    for &e in &old[oi..] {
-        out.push(pool.share(e));
-    }
+    out.extend_from_slice(&old[oi..]);
     Ok(())
 }
 
@@ -697,11 +695,10 @@ fn read_entity<'b, R: Recorder>(
             rec.entity(wire, None);
             return Ok(());
         }
-        (EntityFlags::Unchanged, Some(o)) => pool.share(o),
+        (EntityFlags::Unchanged, Some(o)) => o,
         (EntityFlags::Delta, Some(o)) => pool.alloc_copy(o, number),
         (_, None) => pool.alloc(number, &base().fields),
     };
-    // In the frame before its fields are read: a failed read still releases it.
     out.push(e);
     if flags == EntityFlags::Delta {
         let (lc, after_lc) = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut wire.changes)?;
