@@ -409,7 +409,8 @@ impl<'a> BitReader<'a> {
     }
 
     fn read_string_max(&mut self, max: usize) -> Result<String, BitError> {
-        let mut out: Vec<u8> = Vec::new();
+        // One allocation for most strings instead of growing from empty.
+        let mut out: Vec<u8> = Vec::with_capacity(128);
         'window: loop {
             // Up to 5 codes per 64-bit window (5 * 11 = 55 <= 57 valid bits).
             let mut w = self.window64(self.bit);
