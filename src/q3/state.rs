@@ -188,7 +188,8 @@ pub struct ClientState {
     /// Entity states of the history frames.
     pub pool: EntityPool,
     /// A frame's buffers kept for the next snapshot (no allocation per snapshot).
-    spare: Option<Box<HistFrame>>,
+    /// (All of them after a gamestate emptied the history.)
+    spare: Vec<Box<HistFrame>>,
     /// Message number of the last valid snapshot (the engine's `cl.snap.messageNum`).
     pub last_snap_num: i32,
     pub last_snap_time: Option<i32>,
@@ -214,7 +215,7 @@ impl Default for ClientState {
             baselines_set: Vec::new(),
             snapshots: vec![None; PACKET_BACKUP],
             pool: EntityPool::default(),
-            spare: None,
+            spare: Vec::new(),
             last_snap_num: 0,
             last_snap_time: None,
             parse_entities_num: 0,
@@ -376,7 +377,7 @@ impl ClientState {
             let frames = self.snapshots.iter().flatten().map(|f| &f.ents[..]);
             self.pool.collect(frames);
         }
-        let mut f = self.spare.take().unwrap_or_default();
+        let mut f = self.spare.pop().unwrap_or_default();
         f.ents.clear();
         f
     }
@@ -385,7 +386,9 @@ impl ClientState {
     /// become free at the next collection).
     pub fn recycle(&mut self, mut f: Box<HistFrame>) {
         f.ents.clear();
-        self.spare = Some(f);
+        if self.spare.len() <= PACKET_BACKUP {
+            self.spare.push(f);
+        }
     }
 
     /// Store a valid snapshot as `CL_ParseSnapshot` does: slots of skipped message numbers
