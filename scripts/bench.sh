@@ -102,6 +102,16 @@ demo_bytes=$(cat "${demo_files[@]}" | wc -c)
 read -r t_demo c_demo m_demo < <(RUNS=$((RUNS * 2)) best_of "$Q" flows "${demo_files[@]}")
 i_demo=$(instructions "$Q" flows "${demo_files[@]}")
 
+# Where the instructions go (one thread), by layer of the pipeline; the whole profiles stay
+# in bench-out/ for callgrind_annotate.
+QUAKECAP_THREADS=1 valgrind --tool=callgrind --callgrind-out-file="$OUT/profile-capture.out" \
+    "$Q" flows "$SMALL" >/dev/null 2>&1
+valgrind --tool=callgrind --callgrind-out-file="$OUT/profile-demos.out" \
+    "$Q" flows "${demo_files[@]}" >/dev/null 2>&1
+layers() { callgrind_annotate --inclusive=no --auto=no --threshold=100 "$1" | awk "${@:2}" -f scripts/profile-layers.awk; }
+layers_capture=$(layers "$OUT/profile-capture.out" -v per="$cg_frames" -v unit=packet)
+layers_demos=$(layers "$OUT/profile-demos.out" -v per="$demo_bytes" -v unit="demo byte" -v dec=1)
+
 awk -v bytes="$bytes" -v frames="$frames" -v flows="$flows" -v cgf="$cg_frames" \
     -v tc="$t_cat" -v tq="$t_q" -v tq1="$t_q1" -v tt="$t_ts" \
     -v cc="$c_cat" -v cq="$c_q" -v cq1="$c_q1" -v ct="$c_ts" \
@@ -127,3 +137,5 @@ BEGIN {
 }'
 printf "\ninstructions per thread (quakecap flows, sample capture): %s\n" "$split"
 printf "\n| capture size | quakecap flows wall s | CPU s | max RSS MB |\n|---:|---:|---:|---:|\n%s" "$mem_rows"
+printf "\nwhere the instructions go, capture (one thread):\n\n%s\n" "$layers_capture"
+printf "\nwhere the instructions go, demos:\n\n%s\n" "$layers_demos"
