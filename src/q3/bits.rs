@@ -450,6 +450,37 @@ fn mask(bits: u32) -> u32 {
     }
 }
 
+/// `n` times `MSG_ReadByte`, appended to `out`: five byte codes per 64-bit window (a
+/// download block is up to 16 KB). From the first window that cannot be committed (the
+/// message end, a NYT code) the bytes are read one at a time, so the error is the engine's.
+pub fn read_bytes_into(r: &mut BitReader<'_>, n: usize, out: &mut Vec<u8>) -> Result<(), BitError> {
+    out.reserve(n);
+    let mut left = n;
+    while left >= 5 {
+        let mut w = r.peek64();
+        let mut buf = [0u8; 5];
+        let mut used = 0usize;
+        let mut flags = 0u16;
+        for b in &mut buf {
+            let e = huffman::lut_entry(w as u32);
+            let len = e >> 9;
+            flags |= e;
+            *b = e as u8;
+            w >>= len;
+            used += usize::from(len);
+        }
+        if flags & NYT != 0 || !r.advance(used) {
+            break;
+        }
+        out.extend_from_slice(&buf);
+        left -= 5;
+    }
+    for _ in 0..left {
+        out.push(r.read_byte()?);
+    }
+    Ok(())
+}
+
 /// What [`decode_window`] read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decoded {
@@ -763,6 +794,30 @@ mod tests {
 
     fn width() -> impl Strategy<Value = i32> {
         prop_oneof![1i32..=32, -31i32..=-1]
+    }
+
+    proptest! {
+        /// The windowed byte reader is `n` times `read_byte`: same bytes, same end position,
+        /// same error (random data holds NYT codes and ends inside codes).
+        #[test]
+        fn prop_read_bytes_into_equals_read_byte(
+            data in proptest::collection::vec(any::<u8>(), 0..64),
+            start in 0usize..64,
+            n in 0usize..80,
+        ) {
+            let mut r1 = BitReader::new(&data);
+            r1.set_bit_pos(start);
+            let mut r2 = r1.clone();
+            let mut fast = Vec::new();
+            let a = read_bytes_into(&mut r1, n, &mut fast);
+            let mut slow = Vec::new();
+            let b = (0..n).try_for_each(|_| r2.read_byte().map(|v| slow.push(v)));
+            prop_assert_eq!(a, b);
+            prop_assert_eq!(fast, slow);
+            if a.is_ok() {
+                prop_assert_eq!(r1.bit_pos(), r2.bit_pos());
+            }
+        }
     }
 
     proptest! {

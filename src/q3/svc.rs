@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::bits::{BitError, BitReader};
+use super::bits::{read_bytes_into, BitError, BitReader};
 use super::delta::{
     read_delta_entity, read_entity_fields, read_entity_flags, read_playerstate_into, ChangeSink,
     DeltaError, EntityDelta, EntityFlags, EntityState, FieldChange, PlayerDelta, PlayerState,
@@ -739,10 +739,8 @@ fn parse_download(
     if !(0..=MAX_DOWNLOAD_CHUNK).contains(&size) {
         return Err(SvcError::DownloadSize { size, bit: at });
     }
-    let mut data = Vec::with_capacity(size as usize);
-    for _ in 0..size {
-        data.push(r.read_byte()?);
-    }
+    let mut data = Vec::new();
+    read_bytes_into(r, size as usize, &mut data)?;
     let expected = (st.download_block & 0xffff) == (block & 0xffff);
     if expected {
         st.download_block += 1;
