@@ -188,7 +188,9 @@ pub struct ClientState {
     /// Entity states of the history frames.
     pub pool: EntityPool,
     /// A frame's buffers kept for the next snapshot (no allocation per snapshot).
-    /// (All of them after a gamestate emptied the history.)
+    /// (All of them after a gamestate emptied the history.) Boxed: frames move between the
+    /// history and here as pointers, not as their 600 bytes.
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<HistFrame>>,
     /// Message number of the last valid snapshot (the engine's `cl.snap.messageNum`).
     pub last_snap_num: i32,
