@@ -68,6 +68,18 @@ impl EntityPool {
         match self.free.pop() {
             Some(id) => id,
             None => {
+                let len = self.states.len();
+                if len == self.states.capacity() {
+                    // Grow to the next collection bound at once (each doubling would copy
+                    // every state so far); past it (one huge snapshot), double.
+                    let want = self
+                        .grow_to
+                        .max(MIN_COLLECT_INTERVAL)
+                        .saturating_sub(len)
+                        .max(len);
+                    self.states.reserve(want);
+                    self.marks.reserve(want);
+                }
                 self.states.push(EntityState::default());
                 self.marks.push(0);
                 (self.states.len() - 1) as u32
@@ -379,7 +391,13 @@ impl ClientState {
             let frames = self.snapshots.iter().flatten().map(|f| &f.ents[..]);
             self.pool.collect(frames);
         }
-        let mut f = self.spare.pop().unwrap_or_default();
+        let mut f = self.spare.pop().unwrap_or_else(|| {
+            // Room for a typical game's entities, so a new frame does not grow five times.
+            Box::new(HistFrame {
+                ents: Vec::with_capacity(64),
+                ..Default::default()
+            })
+        });
         f.ents.clear();
         f
     }
@@ -479,6 +497,18 @@ mod tests {
         // Full again, but not grown to its bound: it grows instead of collecting.
         assert!(!pool.collect_due());
         assert_eq!(pool.alloc(5, &[0; NUM_ENTITY_FIELDS]).id, 3);
+    }
+
+    /// One snapshot may allocate far past the collection bound (collections run between
+    /// snapshots): the pool then keeps growing.
+    #[test]
+    fn pool_grows_past_its_bound_within_a_snapshot() {
+        let mut pool = EntityPool::default();
+        for k in 0..5 * MIN_COLLECT_INTERVAL as i32 {
+            let e = pool.alloc(k, &[k; NUM_ENTITY_FIELDS]);
+            assert_eq!(pool.get(e).fields[3], k);
+        }
+        assert_eq!(pool.len(), 5 * MIN_COLLECT_INTERVAL);
     }
 
     /// Over a long run of snapshots the pool stays the size of what the history holds, and
