@@ -105,6 +105,9 @@ struct DecodeState {
     /// The client left (sent `disconnect` or was told to): it processes nothing more, so
     /// what follows is marked for the demo writer.
     client_gone: bool,
+    /// Descrambling key streams of each direction (protocol 68).
+    keys_s2c: scramble::KeyCache,
+    keys_c2s: scramble::KeyCache,
 }
 
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
@@ -119,6 +122,8 @@ impl Default for DecodeState {
             client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
             last_client_cmd: 0,
             client_gone: false,
+            keys_s2c: scramble::KeyCache::new(),
+            keys_c2s: scramble::KeyCache::new(),
         }
     }
 }
@@ -204,7 +209,8 @@ impl Decoder {
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
                 let s = &st.client_cmds[(ack as usize) & (MAX_RELIABLE_COMMANDS - 1)];
-                scramble::s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
+                st.keys_s2c
+                    .s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
             }
         }
         let detail = self.opts.detail();
@@ -257,7 +263,8 @@ impl Decoder {
         let st = self.st.get_or_insert_with(Box::default);
         let acked = st.state.server_command(hdr.2).as_bytes();
         if a.proto == Protocol::V68 {
-            scramble::c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
+            st.keys_c2s
+                .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
         }
         let mut r = BitReader::new(&a.body);
         r.set_bit_pos(bit);
