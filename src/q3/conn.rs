@@ -108,6 +108,10 @@ struct DecodeState {
     /// Descrambling key streams of each direction (protocol 68).
     keys_s2c: scramble::KeyCache,
     keys_c2s: scramble::KeyCache,
+    /// The usercmd key hash of the acknowledged server command, and the client parse's
+    /// buffers: kept so a client message allocates nothing.
+    key_hash: clc::KeyHashCache,
+    clc_scratch: clc::ClcScratch,
 }
 
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
@@ -124,6 +128,8 @@ impl Default for DecodeState {
             client_gone: false,
             keys_s2c: scramble::KeyCache::new(),
             keys_c2s: scramble::KeyCache::new(),
+            key_hash: clc::KeyHashCache::default(),
+            clc_scratch: clc::ClcScratch::default(),
         }
     }
 }
@@ -274,26 +280,46 @@ impl Decoder {
             last_client_command: st.last_client_cmd,
             keep_usercmds: self.opts.emit,
         };
-        let parsed = clc::parse_client_ops(&mut r, hdr, &ctx);
-        for op in &parsed.ops {
-            if let clc::ClientOp::ClientCommand {
+        let key_hash = st.key_hash.get(acked);
+        // The ops are only collected for the caller; the state needs the new commands.
+        let mut ops = Vec::new();
+        let emit = self.opts.emit;
+        let (cmds, last, gone) = (
+            &mut st.client_cmds,
+            &mut st.last_client_cmd,
+            &mut st.client_gone,
+        );
+        let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
+            if let clc::OpView::ClientCommand {
                 seq: cs,
                 text,
                 new: true,
                 ..
             } = op
             {
-                st.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)].clone_from(text);
-                st.last_client_cmd = *cs;
-                st.client_gone |= is_disconnect(text);
+                let slot = &mut cmds[(cs as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                slot.clear();
+                slot.push_str(&String::from_utf8_lossy(text));
+                *last = cs;
+                *gone |= is_disconnect(slot);
             }
-        }
+            if emit {
+                ops.push(op.owned());
+            }
+        });
         let gone = st.client_gone;
-        let error = self.decode_error(&a, Dir::C2s, parsed.error.as_ref().map(|e| e as _));
+        let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(|e| e as _));
         if self.opts.emit {
+            let parsed = clc::ClientMessage {
+                server_id: hdr.0,
+                message_ack: hdr.1,
+                reliable_ack: hdr.2,
+                ops,
+                error,
+            };
             let mut m = message(&a, Dir::C2s, "client", Body::Client(parsed));
             m.client_gone = gone;
-            m.error = error;
+            m.error = error_text;
             out.push(m);
         }
     }

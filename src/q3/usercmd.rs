@@ -34,11 +34,12 @@ fn mask(bits: u32) -> i32 {
     ((1u64 << bits) - 1) as i32
 }
 
-/// `MSG_ReadDeltaKey`: changed bit, then `bits` bits XOR the width-masked key.
-#[inline]
-fn read_delta_key(r: &mut BitReader, key: i32, old: i32, bits: u32) -> Result<i32, BitError> {
+/// `MSG_ReadDeltaKey`: changed bit, then `BITS` bits XOR the width-masked key. The width
+/// is a constant so every field read is straight-line code (this runs per usercmd field).
+#[inline(always)]
+fn read_delta_key<const BITS: u32>(r: &mut BitReader, key: i32, old: i32) -> Result<i32, BitError> {
     if r.read_bit()? {
-        Ok(r.read_bits(bits as i32)? ^ (key & mask(bits)))
+        Ok(r.read_bits_fixed::<BITS>()? ^ (key & mask(BITS)))
     } else {
         Ok(old)
     }
@@ -62,9 +63,9 @@ pub fn read_delta_usercmd(
     from: &UserCmd,
 ) -> Result<UserCmd, BitError> {
     let server_time = if r.read_bit()? {
-        from.server_time.wrapping_add(r.read_bits(8)?)
+        from.server_time.wrapping_add(r.read_bits_fixed::<8>()?)
     } else {
-        r.read_bits(32)?
+        r.read_bits_fixed::<32>()?
     };
     if !r.read_bit()? {
         return Ok(UserCmd {
@@ -73,14 +74,14 @@ pub fn read_delta_usercmd(
         });
     }
     let key = key ^ server_time;
-    let a0 = read_delta_key(r, key, from.angles[0], 16)?;
-    let a1 = read_delta_key(r, key, from.angles[1], 16)?;
-    let a2 = read_delta_key(r, key, from.angles[2], 16)?;
-    let forwardmove = movement(read_delta_key(r, key, i32::from(from.forwardmove), 8)?);
-    let rightmove = movement(read_delta_key(r, key, i32::from(from.rightmove), 8)?);
-    let upmove = movement(read_delta_key(r, key, i32::from(from.upmove), 8)?);
-    let buttons = read_delta_key(r, key, from.buttons, 16)?;
-    let weapon = read_delta_key(r, key, i32::from(from.weapon), 8)? as u8;
+    let a0 = read_delta_key::<16>(r, key, from.angles[0])?;
+    let a1 = read_delta_key::<16>(r, key, from.angles[1])?;
+    let a2 = read_delta_key::<16>(r, key, from.angles[2])?;
+    let forwardmove = movement(read_delta_key::<8>(r, key, i32::from(from.forwardmove))?);
+    let rightmove = movement(read_delta_key::<8>(r, key, i32::from(from.rightmove))?);
+    let upmove = movement(read_delta_key::<8>(r, key, i32::from(from.upmove))?);
+    let buttons = read_delta_key::<16>(r, key, from.buttons)?;
+    let weapon = read_delta_key::<8>(r, key, i32::from(from.weapon))? as u8;
     Ok(UserCmd {
         server_time,
         angles: [a0, a1, a2],
