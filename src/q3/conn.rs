@@ -1,6 +1,7 @@
 //! One Quake 3 connection (server + client IP + qport): the netchan receivers of both ends,
 //! the descrambling state, and the client's parse state. Both directions must be fed in
 //! capture-time order (q3-protocol.md §3.4).
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use super::bits::BitReader;
@@ -173,11 +174,15 @@ impl Decoder {
     }
 
     /// Do one piece of work; decoded messages go to `out` when the options ask for them.
-    pub fn run(&mut self, w: Work, out: &mut Vec<Message>) {
+    /// Returns the message body when nothing kept it, for the caller to reuse its buffer.
+    pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
             Work::Client(a) => self.client_message(a, out),
-            Work::Reset | Work::Release => self.st = None,
+            Work::Reset | Work::Release => {
+                self.st = None;
+                None
+            }
         }
     }
 
@@ -205,7 +210,7 @@ impl Decoder {
         Some(text)
     }
 
-    fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
+    fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let st = self.st.get_or_insert_with(Box::default);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
         let ack = {
@@ -245,12 +250,15 @@ impl Decoder {
             m.error = error;
             if self.opts.keep_raw {
                 m.raw = Some(a.body);
+                out.push(m);
+                return None;
             }
             out.push(m);
         }
+        Some(a.body)
     }
 
-    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
+    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let hdr = {
             let mut r = BitReader::new(&a.body);
             clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
@@ -264,7 +272,7 @@ impl Decoder {
                 m.error = Some(text);
                 out.push(m);
             }
-            return;
+            return Some(a.body);
         };
         let st = self.st.get_or_insert_with(Box::default);
         let acked = st.state.server_command(hdr.2).as_bytes();
@@ -322,6 +330,7 @@ impl Decoder {
             m.error = error_text;
             out.push(m);
         }
+        Some(a.body)
     }
 }
 
@@ -329,7 +338,7 @@ impl crate::parallel::Detached for Decoder {
     type Work = Work;
     fn run(&mut self, work: Work) {
         // Detached decoders serve the flow table: nothing is emitted.
-        Decoder::run(self, work, &mut Vec::new());
+        let _ = Decoder::run(self, work, &mut Vec::new());
     }
 }
 
@@ -351,6 +360,9 @@ pub struct Connection {
     decoder: Option<Decoder>,
     /// Decode state was released for idleness.
     released: bool,
+    /// A message buffer the inline decoder gave back: the next accepted message is copied
+    /// into it, so steady traffic allocates nothing.
+    spare: Vec<u8>,
     /// The capture started after the handshake: challenge and reliable commands unknown.
     mid_session: bool,
 }
@@ -378,6 +390,7 @@ impl Connection {
             opts,
             decoder: (!opts.detached).then(|| Decoder::new(opts)),
             released: false,
+            spare: Vec::new(),
             mid_session: false,
         }
     }
@@ -419,7 +432,11 @@ impl Connection {
     /// Run `w` inline, or hand it out (tagged with the flow id) when detached.
     fn dispatch(&mut self, w: Work, out: &mut Vec<Message>, work: &mut Vec<(u32, Work)>) {
         match &mut self.decoder {
-            Some(dec) => dec.run(w, out),
+            Some(dec) => {
+                if let Some(buf) = dec.run(w, out) {
+                    self.spare = buf;
+                }
+            }
             None => work.push((self.summary.id, w)),
         }
     }
@@ -464,6 +481,7 @@ impl Connection {
         self.released = true;
         self.rx_server.release_buffer();
         self.rx_client.release_buffer();
+        self.spare = Vec::new();
         self.dispatch(Work::Release, &mut Vec::new(), work);
         true
     }
@@ -594,6 +612,15 @@ impl Connection {
             if self.mid_session {
                 return self.undecoded(d, dir, seq, fragmented, out);
             }
+            let body = match body {
+                Cow::Owned(v) => v,
+                Cow::Borrowed(b) => {
+                    let mut v = std::mem::take(&mut self.spare);
+                    v.clear();
+                    v.extend_from_slice(b);
+                    v
+                }
+            };
             let a = Accepted {
                 flow: self.summary.id,
                 frame: d.frame,

@@ -4,6 +4,8 @@
 //! receiving engine's `Netchan_Process` for one direction exactly (§1.4): stale and duplicate
 //! sequences are dropped before fragment handling, fragments must arrive in order, a fragment
 //! shorter than [`FRAGMENT_SIZE`] completes the message.
+use std::borrow::Cow;
+
 use crate::flow::Dir;
 
 /// Set in the sequence word of every fragment.
@@ -150,11 +152,13 @@ pub fn checksum71(challenge: i32, sequence: i32) -> u32 {
 
 /// What the receiver did with one packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rx {
-    /// A whole message was accepted: its sequence and body (reassembled if it came in fragments).
+pub enum Rx<'a> {
+    /// A whole message was accepted: its sequence and body (reassembled if it came in
+    /// fragments; else the packet's own bytes, borrowed, so the caller decides whether and
+    /// where to copy them).
     Accepted {
         seq: i32,
-        body: Vec<u8>,
+        body: Cow<'a, [u8]>,
         fragmented: bool,
     },
     /// A fragment was buffered; the message is not complete yet.
@@ -241,7 +245,7 @@ impl Receiver {
     }
 
     /// Process one packet as the receiving engine would.
-    pub fn process(&mut self, h: &Header<'_>) -> Rx {
+    pub fn process<'a>(&mut self, h: &Header<'a>) -> Rx<'a> {
         let seq = h.sequence;
         if seq <= self.incoming {
             let back = self.incoming.wrapping_sub(seq);
@@ -283,14 +287,14 @@ impl Receiver {
             self.stats.reassembled += 1;
             return Rx::Accepted {
                 seq,
-                body,
+                body: Cow::Owned(body),
                 fragmented: true,
             };
         }
         self.accept(seq);
         Rx::Accepted {
             seq,
-            body: h.payload.to_vec(),
+            body: Cow::Borrowed(h.payload),
             fragmented: false,
         }
     }
@@ -418,7 +422,19 @@ mod tests {
         let mut feed = |s: i32| {
             let mut p = (s as u32).to_le_bytes().to_vec();
             p.push(0);
-            rx.process(&Header::parse(&p, Dir::S2c, Protocol::V68).unwrap())
+            match rx.process(&Header::parse(&p, Dir::S2c, Protocol::V68).unwrap()) {
+                Rx::Accepted {
+                    seq,
+                    body,
+                    fragmented,
+                } => Rx::Accepted {
+                    seq,
+                    body: Cow::Owned(body.into_owned()),
+                    fragmented,
+                },
+                Rx::Pending => Rx::Pending,
+                Rx::Dropped(r) => Rx::Dropped(r),
+            }
         };
         assert!(matches!(feed(10), Rx::Accepted { seq: 10, .. }));
         // A damaged sequence word: held back, and the channel goes on from 11.

@@ -38,6 +38,12 @@ fn oob_role(payload: &[u8]) -> Option<(Dir, bool)> {
     None
 }
 
+/// False when [`oob_role`] cannot be `Some((Dir::C2s, true))`: that needs a word starting
+/// with `g`/`G` (getchallenge, any case) or `c` (connect) at byte 4.
+fn may_start_connection(payload: &[u8]) -> bool {
+    matches!(payload.get(4), Some(b'g' | b'G' | b'c'))
+}
+
 /// A Quake 3 connect carries an adaptive-Huffman userinfo that decodes to `"\...`.
 fn is_q3_connect(payload: &[u8]) -> bool {
     payload
@@ -175,8 +181,10 @@ impl Tracker {
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
         if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
             // A new handshake after an established netchan starts a new connection.
-            // established() first: it is cheap, oob_role may decompress a connect.
+            // established() and the first letter first: they are cheap, and this runs for
+            // every client packet; oob_role may decompress a connect.
             let restart = self.flows[i].established()
+                && may_start_connection(d.payload)
                 && matches!(oob_role(d.payload), Some((Dir::C2s, true)));
             if !restart {
                 return Some((i, Dir::C2s));
