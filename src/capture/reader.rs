@@ -402,34 +402,58 @@ impl<R: Read> CaptureReader<R> {
 
     /// The common block, an Enhanced Packet Block already whole in the read-ahead and valid,
     /// read in place: the record [`Self::next_pcapng`] returns for it, or None, with nothing
-    /// consumed, for anything else (other blocks, partial reads, every error).
+    /// consumed, for anything else (other blocks, partial reads, every error). The checks
+    /// are the general walk's: block length (a multiple of 4, room for the 20 fixed bytes,
+    /// at most a packet body), trailer, described interface, captured length.
     fn buffered_epb(&mut self) -> Option<Record> {
+        const FIXED: usize = 28; // type, length, interface, time (2), captured, original
         let State::PcapNg(section) = &self.state else {
             return None;
         };
         let be = section.big_endian;
+        let word = |b: [u8; 4]| {
+            if be {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
         let avail = self.src.buf.get(self.src.pos..self.src.end)?;
-        if u32_at(avail, 0, be)? != pcapng::EPB {
+        let head: &[u8; FIXED] = avail.get(..FIXED)?.try_into().ok()?;
+        let field = |i: usize| {
+            word([
+                head[4 * i],
+                head[4 * i + 1],
+                head[4 * i + 2],
+                head[4 * i + 3],
+            ])
+        };
+        let len = field(1);
+        if field(0) != pcapng::EPB || len % 4 != 0 || len < 32 {
             return None;
         }
-        let len = u32_at(avail, 4, be)?;
+        let body_len = len as usize - 12;
+        if body_len > MAX_PACKET_BODY {
+            return None;
+        }
+        let trailer: [u8; 4] = avail.get(8 + body_len..12 + body_len)?.try_into().ok()?;
+        let iface = section.interfaces.get(field(2) as usize)?.as_ref()?;
+        let caplen = field(5);
+        if word(trailer) != len || caplen > MAX_CAPLEN || 20 + caplen as usize > body_len {
+            return None;
+        }
         let offset = self.src.offset;
-        let body_len = block_body_len(len, MIN_BLOCK_LEN, offset).ok()?;
-        if body_len > MAX_PACKET_BODY || u32_at(avail, 8 + body_len, be)? != len {
-            return None;
-        }
-        let body = avail.get(8..8 + body_len)?;
-        let p = pcapng::parse_packet(pcapng::EPB, body, section, self.last_ts_ns, offset).ok()?;
-        let start = self.src.consume(body_len + 12) + 8;
-        self.frames += 1;
-        Some(Record {
-            start: start + p.data_start,
-            len: p.caplen,
-            ts_ns: p.ts_ns,
-            link: p.link,
-            orig_len: p.orig_len,
+        let record = Record {
+            start: self.src.pos + FIXED,
+            len: caplen as usize,
+            ts_ns: iface.ts_ns(field(3), field(4)),
+            link: iface.link,
+            orig_len: field(6),
             offset,
-        })
+        };
+        self.src.consume(body_len + 12);
+        self.frames += 1;
+        Some(record)
     }
 
     fn packet(
@@ -927,7 +951,13 @@ mod tests {
 
     fn spec_block(&(kind, iface, ts, ref data): &BlockSpec) -> Vec<u8> {
         match kind {
-            0..=3 => epb(iface, ts, data),
+            0..=2 => epb(iface, ts, data),
+            3 => {
+                // original length beyond the captured one
+                let mut b = epb(iface, ts, data);
+                b[24..28].copy_from_slice(&(data.len() as u32 + 1000).to_le_bytes());
+                b
+            }
             4 => {
                 // caplen beyond the block
                 let mut b = epb(iface, ts, data);
@@ -981,5 +1011,24 @@ mod tests {
             }
             proptest::prop_assert_eq!(walk(Cursor::new(&f)), walk(OneByte(&f)));
         }
+    }
+    #[test]
+    fn in_place_epbs_big_endian() {
+        let mut f = shb(true);
+        let mut idb_body = 1u16.to_be_bytes().to_vec();
+        idb_body.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        f.extend(block(pcapng::IDB, &idb_body, true));
+        for (i, data) in [&frame1()[..], &[1, 2, 3], &[]].iter().enumerate() {
+            let mut b = Vec::new();
+            for v in [0, 0, i as u32 + 7, data.len() as u32, data.len() as u32 + 3] {
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            b.extend_from_slice(data);
+            f.extend(block(pcapng::EPB, &b, true));
+        }
+        let fast = walk(Cursor::new(&f));
+        assert_eq!(fast.len(), 4);
+        assert_eq!(fast, walk(OneByte(&f)));
+        assert_eq!(fast[0].as_ref().map(|w| (w.1, w.3)), Ok((7_000, 84)));
     }
 }
