@@ -241,6 +241,7 @@ pub fn walk_client_ops(
     }
 }
 
+#[inline(always)]
 fn parse_op<'s>(
     r: &mut BitReader<'_>,
     ctx: &ClcContext<'_>,

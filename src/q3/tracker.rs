@@ -110,6 +110,15 @@ struct Candidate {
     hits: u8,
 }
 
+/// The flows of an address pair `(a, b)`.
+#[derive(Debug, Clone, Copy, Default)]
+struct PairFlows {
+    /// The flow with server `a` and client `b`.
+    a_serves: Option<usize>,
+    /// The flow with server `b` and client `a`.
+    b_serves: Option<usize>,
+}
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -118,8 +127,9 @@ pub struct Tracker {
     /// Flows created by a `connect`, and by anything else (see the limits above).
     connections: usize,
     queries: usize,
-    /// (server, client address) -> flow index.
-    by_pair: FlowMap<(SocketAddr, SocketAddr), usize>,
+    /// (server, client address) -> flow index, kept under both orders of the pair so that
+    /// one lookup per datagram finds its flow in either direction.
+    by_pair: FlowMap<(SocketAddr, SocketAddr), PairFlows>,
     /// (server, client IP, qport) -> connection index.
     by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
     /// (server, client) pairs that may be connections seen mid-session.
@@ -178,8 +188,19 @@ impl Tracker {
         }
     }
 
+    /// Map `(server, client)` to flow `i`.
+    fn insert_pair(&mut self, server: SocketAddr, client: SocketAddr, i: usize) {
+        self.by_pair.entry((server, client)).or_default().a_serves = Some(i);
+        self.by_pair.entry((client, server)).or_default().b_serves = Some(i);
+    }
+
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
-        if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
+        let known = self
+            .by_pair
+            .get(&(d.dst, d.src))
+            .copied()
+            .unwrap_or_default();
+        if let Some(i) = known.a_serves {
             // A new handshake after an established netchan starts a new connection.
             // established() and the first letter first: they are cheap, and this runs for
             // every client packet; oob_role may decompress a connect.
@@ -194,7 +215,7 @@ impl Tracker {
                 Dir::C2s,
             ));
         }
-        if let Some(&i) = self.by_pair.get(&(d.src, d.dst)) {
+        if let Some(i) = known.b_serves {
             return Some((i, Dir::S2c));
         }
         if oob::is_oob(d.payload) {
@@ -217,7 +238,7 @@ impl Tracker {
                 if self.flows[i].summary.client_ports.len() >= MAX_CLIENT_PORTS {
                     return None;
                 }
-                self.by_pair.insert((d.dst, d.src), i);
+                self.insert_pair(d.dst, d.src, i);
                 return Some((i, Dir::C2s));
             }
         }
@@ -288,7 +309,7 @@ impl Tracker {
         self.flows
             .push(Connection::new(id, server, client, self.opts));
         let i = self.flows.len() - 1;
-        self.by_pair.insert((server, client), i);
+        self.insert_pair(server, client, i);
         Some(i)
     }
 
@@ -296,10 +317,10 @@ impl Tracker {
     /// the flow that owns the pair; it keeps the earlier id. Returns false when no flow of
     /// this tracker owns the pair.
     pub fn adopt(&mut self, a: SocketAddr, b: SocketAddr, prior: &FlowSummary) -> bool {
-        let Some(&i) = self
+        let Some(i) = self
             .by_pair
             .get(&(a, b))
-            .or_else(|| self.by_pair.get(&(b, a)))
+            .and_then(|p| p.a_serves.or(p.b_serves))
         else {
             return false;
         };
