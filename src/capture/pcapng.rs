@@ -81,6 +81,7 @@ impl Interface {
     }
 
     /// Timestamp (high and low 32-bit words) to ns since the epoch, saturating.
+    #[inline]
     pub(crate) fn ts_ns(&self, hi: u32, lo: u32) -> i64 {
         let units = (u64::from(hi) << 32) | u64::from(lo);
         if let Some(ns) = self.ts_ns_i64(units) {

@@ -81,6 +81,7 @@ fn le32(b: &[u8], at: usize) -> Option<u32> {
 
 impl<'a> Header<'a> {
     /// Parse the header of a packet travelling in `dir` on a channel of `proto`.
+    #[inline]
     pub fn parse(buf: &'a [u8], dir: Dir, proto: Protocol) -> Result<Self, HeaderError> {
         let trunc = |need| HeaderError::Truncated {
             len: buf.len(),
@@ -245,6 +246,7 @@ impl Receiver {
     }
 
     /// Process one packet as the receiving engine would.
+    #[inline]
     pub fn process<'a>(&mut self, h: &Header<'a>) -> Rx<'a> {
         let seq = h.sequence;
         if seq <= self.incoming {
@@ -320,6 +322,7 @@ impl Receiver {
         true
     }
 
+    #[inline]
     fn accept(&mut self, seq: i32) {
         let gap = seq.wrapping_sub(self.incoming).wrapping_sub(1);
         if gap > 0 && self.stats.accepted > 0 {
