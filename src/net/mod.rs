@@ -85,6 +85,7 @@ impl NetDecoder {
     /// Decode one frame. `Ok(Some)`: a whole UDP datagram (payload borrowed from the frame,
     /// or from this decoder when reassembled); `Ok(None)`: not UDP, or a fragment held for
     /// reassembly; `Err`: malformed or unsupported (counted in [`NetStats::errors`]).
+    #[inline]
     pub fn decode<'a>(&'a mut self, frame: &Frame<'a>) -> Result<Option<Datagram<'a>>, NetError> {
         self.stats.frames += 1;
         if let Some(d) = ethernet_udp4(frame) {
@@ -111,6 +112,7 @@ impl NetDecoder {
 /// protocols, every error), which then takes the general path. Same checks as `etherparse`:
 /// IPv4 version and header length, total length within the frame (padding cut), the UDP
 /// length field bounding the payload (0: the rest of the IP payload).
+#[inline]
 fn ethernet_udp4<'a>(frame: &Frame<'a>) -> Option<Datagram<'a>> {
     const UDP_HEADER: usize = 8;
     if frame.link != LinkType::ETHERNET || frame.data.get(12..14)? != [0x08, 0x00] {
