@@ -58,9 +58,35 @@ pub(crate) struct Interface {
 }
 
 impl Interface {
+    /// [`Interface::ts_ns`] for the usual units (10^-n s, n <= 9) in 64-bit arithmetic; None
+    /// when a step would overflow (the i128 path then decides).
+    fn ts_ns_i64(&self, units: u64) -> Option<i64> {
+        const POW10: [u64; 10] = [
+            1_000_000_000,
+            100_000_000,
+            10_000_000,
+            1_000_000,
+            100_000,
+            10_000,
+            1_000,
+            100,
+            10,
+            1,
+        ];
+        let TsUnit::Pow10(n) = self.unit else {
+            return None;
+        };
+        let ns = i64::try_from(units.checked_mul(*POW10.get(usize::from(n))?)?).ok()?;
+        ns.checked_add(self.offset_s.checked_mul(1_000_000_000)?)
+    }
+
     /// Timestamp (high and low 32-bit words) to ns since the epoch, saturating.
+    #[inline]
     pub(crate) fn ts_ns(&self, hi: u32, lo: u32) -> i64 {
         let units = (u64::from(hi) << 32) | u64::from(lo);
+        if let Some(ns) = self.ts_ns_i64(units) {
+            return ns;
+        }
         let ns = self.unit.to_ns(units) + i128::from(self.offset_s) * 1_000_000_000;
         i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
     }
@@ -342,5 +368,32 @@ mod tests {
             .is_fatal());
         let empty = Section::default();
         assert!(parse_packet(SPB, &[0, 0, 0, 0], &empty, 0, 0).is_err());
+    }
+    #[test]
+    fn ts_ns_fast_path_matches_i128() {
+        let units = [
+            0u64,
+            1,
+            999,
+            1_700_000_000_123_456,
+            u64::MAX / 3,
+            u64::MAX,
+            1 << 63,
+        ];
+        for n in 0..=12u8 {
+            for offset_s in [0i64, -5, 1_000_000, i64::MAX / 2, i64::MIN] {
+                let i = iface(TsUnit::from_tsresol(n), offset_s);
+                for &t in &units {
+                    let ns = i.unit.to_ns(t) + i128::from(offset_s) * 1_000_000_000;
+                    let want =
+                        i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX });
+                    assert_eq!(
+                        i.ts_ns((t >> 32) as u32, t as u32),
+                        want,
+                        "n {n} off {offset_s} t {t}"
+                    );
+                }
+            }
+        }
     }
 }

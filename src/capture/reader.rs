@@ -1,8 +1,8 @@
-//! The streaming reader: sniffs the format, then walks records one at a time, keeping one
-//! record in memory (its buffer grows to the largest record seen, never to the file).
+//! The streaming reader: sniffs the format, then walks records one at a time, reading them
+//! in place from its read-ahead (which grows to the largest record seen, never to the file).
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 use super::bytes::u32_at;
@@ -11,6 +11,7 @@ use super::pcapng::{self, Section};
 use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_BLOCK_LEN, MAX_CAPLEN};
 
 /// Read-ahead of the underlying reader: large enough that small records cost no syscall.
+/// It grows to hold the largest record read.
 const READ_AHEAD: usize = 256 * 1024;
 /// Largest packet block body read into memory: the largest accepted packet plus room for
 /// the block's fixed fields and options.
@@ -20,30 +21,80 @@ const MIN_BLOCK_LEN: u32 = 12;
 /// Smallest legal Section Header Block (with the 64-bit section length).
 const MIN_SHB_LEN: u32 = 28;
 
-/// The underlying reader and how many bytes were consumed from it.
+/// The underlying reader, its read-ahead, and how many bytes were consumed from it.
+///
+/// Records are handed out as slices of the read-ahead itself ([`Source::read_block`]): a
+/// packet is never copied on its way to the decoders. The slice stays valid until the next
+/// read, which may move the unread rest to the front to make room.
 struct Source<R> {
-    inner: BufReader<R>,
+    inner: R,
+    /// Read-ahead: `buf[pos..end]` is read from `inner` but not consumed yet.
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// Bytes consumed so far (the file offset of `buf[pos]`).
     offset: u64,
 }
 
 impl<R: Read> Source<R> {
-    /// Fill `dst` as far as the file allows; fewer bytes only at end of file.
-    fn read_up_to(&mut self, dst: &mut [u8]) -> Result<usize, CaptureError> {
-        let mut n = 0;
-        while let Some(rest) = dst.get_mut(n..).filter(|r| !r.is_empty()) {
-            match self.inner.read(rest) {
+    fn new(inner: R) -> Self {
+        Source {
+            inner,
+            buf: Vec::new(),
+            pos: 0,
+            end: 0,
+            offset: 0,
+        }
+    }
+
+    /// Make `n` bytes available at `buf[pos..]` as far as the file allows; returns how many
+    /// are (fewer than `n` only at end of file).
+    fn fill(&mut self, n: usize) -> Result<usize, CaptureError> {
+        if self.end - self.pos >= n {
+            return Ok(n);
+        }
+        // Move the unread rest to the front, then read as much as fits.
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
+        self.pos = 0;
+        let want = n.max(READ_AHEAD);
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        while self.end < n {
+            let Some(dst) = self.buf.get_mut(self.end..) else {
+                break;
+            };
+            match self.inner.read(dst) {
                 Ok(0) => break,
-                Ok(k) => n += k,
+                Ok(k) => self.end += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(source) => {
                     return Err(CaptureError::Io {
-                        offset: self.offset + n as u64,
+                        offset: self.offset + self.end as u64,
                         source,
                     });
                 }
             }
         }
+        Ok(self.end.min(n))
+    }
+
+    /// Consume `n` available bytes; returns where they start in `buf`.
+    fn consume(&mut self, n: usize) -> usize {
+        let start = self.pos;
+        self.pos += n;
         self.offset += n as u64;
+        start
+    }
+
+    /// Fill `dst` as far as the file allows; fewer bytes only at end of file.
+    fn read_up_to(&mut self, dst: &mut [u8]) -> Result<usize, CaptureError> {
+        let n = self.fill(dst.len())?;
+        let start = self.consume(n);
+        if let (Some(d), Some(s)) = (dst.get_mut(..n), self.buf.get(start..start + n)) {
+            d.copy_from_slice(s);
+        }
         Ok(n)
     }
 
@@ -67,29 +118,37 @@ impl<R: Read> Source<R> {
 
     /// Discard `n` bytes without buffering them (skipped records can be large).
     fn skip(&mut self, n: u64, record: u64) -> Result<(), CaptureError> {
+        let buffered = (self.end - self.pos).min(usize::try_from(n).unwrap_or(usize::MAX));
+        self.consume(buffered);
+        let rest = n - buffered as u64;
         let copied =
-            io::copy(&mut (&mut self.inner).take(n), &mut io::sink()).map_err(|source| {
+            io::copy(&mut (&mut self.inner).take(rest), &mut io::sink()).map_err(|source| {
                 CaptureError::Io {
                     offset: self.offset,
                     source,
                 }
             })?;
         self.offset += copied;
-        if copied < n {
+        if copied < rest {
             return Err(CaptureError::Truncated { offset: record });
         }
         Ok(())
     }
 
-    /// Read `n` bytes into the front of `buf` (grown as needed, never shrunk).
-    fn read_into(&mut self, buf: &mut Vec<u8>, n: usize, record: u64) -> Result<(), CaptureError> {
-        if buf.len() < n {
-            buf.resize(n, 0);
+    /// Consume the next `n` bytes, which stay readable at `buf[start..start + n]` (the
+    /// returned `start`) until the next read.
+    fn read_block(&mut self, n: usize, record: u64) -> Result<usize, CaptureError> {
+        let have = self.fill(n)?;
+        let start = self.consume(have);
+        if have < n {
+            return Err(CaptureError::Truncated { offset: record });
         }
-        match buf.get_mut(..n) {
-            Some(dst) => self.read_exact(dst, record),
-            None => Err(CaptureError::Truncated { offset: record }),
-        }
+        Ok(start)
+    }
+
+    /// The `n` bytes at `start` of the last [`Source::read_block`].
+    fn block(&self, start: usize, n: usize) -> &[u8] {
+        self.buf.get(start..start + n).unwrap_or(&[])
     }
 }
 
@@ -117,9 +176,9 @@ struct Record {
 /// * [`Frame::ts_ns`] applies the interface's `if_tsresol` and `if_tsoffset`. A Simple
 ///   Packet Block has no timestamp: it gets the previous packet's (0 before any), which
 ///   keeps capture time monotonic for time-based expiry downstream.
-/// * Memory: one read-ahead buffer (256 KiB) and one record buffer that grows to the
-///   largest record read (packet blocks: at most 320 KiB; larger ones are skipped without
-///   buffering; other blocks are bounded by [`super::MAX_BLOCK_LEN`]).
+/// * Memory: one read-ahead buffer (256 KiB) that records are read from in place; it grows
+///   to hold the largest record read (packet blocks: at most 320 KiB; larger ones are
+///   skipped without buffering; other blocks are bounded by [`super::MAX_BLOCK_LEN`]).
 ///
 /// ```no_run
 /// # use quakecap::capture::CaptureReader;
@@ -135,7 +194,6 @@ struct Record {
 /// ```
 pub struct CaptureReader<R: Read> {
     src: Source<R>,
-    buf: Vec<u8>,
     format: CaptureFormat,
     state: State,
     /// Packet records met so far (including skipped ones, so numbering matches the file).
@@ -158,15 +216,11 @@ impl<R: Read> CaptureReader<R> {
     /// [`CaptureError::NotACapture`] (naming the first bytes) for anything that is neither
     /// pcap (µs or ns, either byte order) nor pcapng.
     pub fn new(r: R) -> Result<Self, CaptureError> {
-        let mut src = Source {
-            inner: BufReader::with_capacity(READ_AHEAD, r),
-            offset: 0,
-        };
+        let mut src = Source::new(r);
         let mut magic = [0u8; 4];
         let n = src.read_up_to(&mut magic)?;
         let mut reader = CaptureReader {
             src,
-            buf: Vec::new(),
             format: CaptureFormat::PcapNg,
             state: State::PcapNg(Section::default()),
             frames: 0,
@@ -228,12 +282,15 @@ impl<R: Read> CaptureReader<R> {
         }
         let next = match self.state {
             State::Pcap(h) => self.next_pcap(h),
-            State::PcapNg(_) => self.next_pcapng(),
+            State::PcapNg(_) => match self.buffered_epb() {
+                Some(rec) => Ok(Some(rec)),
+                None => self.next_pcapng(),
+            },
         };
         match next {
             Ok(Some(rec)) => {
                 self.last_ts_ns = rec.ts_ns;
-                let data = self.buf.get(rec.start..rec.start + rec.len).unwrap_or(&[]);
+                let data = self.src.block(rec.start, rec.len);
                 Ok(Some(Frame {
                     index: self.frames,
                     ts_ns: rec.ts_ns,
@@ -269,10 +326,10 @@ impl<R: Read> CaptureReader<R> {
             return Err(e);
         }
         let len = r.caplen as usize;
-        self.src.read_into(&mut self.buf, len, offset)?;
+        let start = self.src.read_block(len, offset)?;
         self.frames += 1;
         Ok(Some(Record {
-            start: 0,
+            start,
             len,
             ts_ns: r.ts_ns,
             link: h.link,
@@ -309,9 +366,8 @@ impl<R: Read> CaptureReader<R> {
             let body_len = block_body_len(len, MIN_BLOCK_LEN, offset)?;
             match btype {
                 pcapng::IDB => {
-                    self.read_block_body(len, body_len, offset)?;
-                    let iface =
-                        pcapng::parse_idb(self.buf.get(..body_len).unwrap_or(&[]), be, offset);
+                    let start = self.read_block_body(len, body_len, offset)?;
+                    let iface = pcapng::parse_idb(self.src.block(start, body_len), be, offset);
                     // A broken IDB still takes its interface number, so that later
                     // interfaces keep theirs; its packets are refused.
                     if let State::PcapNg(s) = &mut self.state {
@@ -332,9 +388,9 @@ impl<R: Read> CaptureReader<R> {
                     });
                 }
                 pcapng::EPB | pcapng::SPB | pcapng::PB => {
-                    self.read_block_body(len, body_len, offset)?;
+                    let start = self.read_block_body(len, body_len, offset)?;
                     self.frames += 1;
-                    return self.packet(btype, body_len, offset).map(Some);
+                    return self.packet(btype, start, body_len, offset).map(Some);
                 }
                 _ => {
                     self.src.skip(body_len as u64, offset)?;
@@ -344,13 +400,75 @@ impl<R: Read> CaptureReader<R> {
         }
     }
 
-    fn packet(&self, btype: u32, body_len: usize, offset: u64) -> Result<Record, CaptureError> {
-        let body = self.buf.get(..body_len).unwrap_or(&[]);
+    /// The common block, an Enhanced Packet Block already whole in the read-ahead and valid,
+    /// read in place: the record [`Self::next_pcapng`] returns for it, or None, with nothing
+    /// consumed, for anything else (other blocks, partial reads, every error). The checks
+    /// are the general walk's: block length (a multiple of 4, room for the 20 fixed bytes,
+    /// at most a packet body), trailer, described interface, captured length.
+    fn buffered_epb(&mut self) -> Option<Record> {
+        const FIXED: usize = 28; // type, length, interface, time (2), captured, original
+        let State::PcapNg(section) = &self.state else {
+            return None;
+        };
+        let be = section.big_endian;
+        let word = |b: [u8; 4]| {
+            if be {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        let avail = self.src.buf.get(self.src.pos..self.src.end)?;
+        let head: &[u8; FIXED] = avail.get(..FIXED)?.try_into().ok()?;
+        let field = |i: usize| {
+            word([
+                head[4 * i],
+                head[4 * i + 1],
+                head[4 * i + 2],
+                head[4 * i + 3],
+            ])
+        };
+        let len = field(1);
+        if field(0) != pcapng::EPB || len % 4 != 0 || len < 32 {
+            return None;
+        }
+        let body_len = len as usize - 12;
+        if body_len > MAX_PACKET_BODY {
+            return None;
+        }
+        let trailer: [u8; 4] = avail.get(8 + body_len..12 + body_len)?.try_into().ok()?;
+        let iface = section.interfaces.get(field(2) as usize)?.as_ref()?;
+        let caplen = field(5);
+        if word(trailer) != len || caplen > MAX_CAPLEN || 20 + caplen as usize > body_len {
+            return None;
+        }
+        let offset = self.src.offset;
+        let record = Record {
+            start: self.src.pos + FIXED,
+            len: caplen as usize,
+            ts_ns: iface.ts_ns(field(3), field(4)),
+            link: iface.link,
+            orig_len: field(6),
+            offset,
+        };
+        self.src.consume(body_len + 12);
+        self.frames += 1;
+        Some(record)
+    }
+
+    fn packet(
+        &self,
+        btype: u32,
+        start: usize,
+        body_len: usize,
+        offset: u64,
+    ) -> Result<Record, CaptureError> {
+        let body = self.src.block(start, body_len);
         let empty = Section::default();
         let section = self.section().unwrap_or(&empty);
         let p = pcapng::parse_packet(btype, body, section, self.last_ts_ns, offset)?;
         Ok(Record {
-            start: p.data_start,
+            start: start + p.data_start,
             len: p.caplen,
             ts_ns: p.ts_ns,
             link: p.link,
@@ -375,8 +493,8 @@ impl<R: Read> CaptureReader<R> {
         };
         // The body after the byte-order magic, without the trailer.
         let rest = block_body_len(len, MIN_SHB_LEN, offset)?.saturating_sub(4);
-        self.src.read_into(&mut self.buf, rest, offset)?;
-        pcapng::check_shb(self.buf.get(..rest).unwrap_or(&[]), big_endian, offset)?;
+        let start = self.src.read_block(rest, offset)?;
+        pcapng::check_shb(self.src.block(start, rest), big_endian, offset)?;
         self.state = State::PcapNg(Section {
             big_endian,
             interfaces: Vec::new(),
@@ -384,18 +502,19 @@ impl<R: Read> CaptureReader<R> {
         self.check_trailer(len, offset)
     }
 
-    /// Read a block body and its trailer into the buffer in one go (one copy, one call),
-    /// then check the trailer.
+    /// Read a block body and its trailer in one go, then check the trailer; returns where
+    /// the body starts in the read-ahead.
     fn read_block_body(
         &mut self,
         len: u32,
         body_len: usize,
         offset: u64,
-    ) -> Result<(), CaptureError> {
-        self.src.read_into(&mut self.buf, body_len + 4, offset)?;
+    ) -> Result<usize, CaptureError> {
+        let start = self.src.read_block(body_len + 4, offset)?;
         let be = self.section().is_some_and(|s| s.big_endian);
-        let trailer = u32_at(&self.buf, body_len, be).unwrap_or(0);
-        trailer_matches(len, trailer, offset)
+        let trailer = u32_at(self.src.block(start, body_len + 4), body_len, be).unwrap_or(0);
+        trailer_matches(len, trailer, offset)?;
+        Ok(start)
     }
 
     /// The trailing copy of the block length must match: otherwise the framing is lost.
@@ -685,7 +804,8 @@ mod tests {
         let mut r = CaptureReader::new(Cursor::new(&g)).unwrap();
         assert!(matches!(r.next_frame(), Err(CaptureError::TooLarge { .. })));
         assert_eq!(r.next_frame().unwrap().unwrap().index, 2);
-        assert!(r.buf.len() <= MAX_PACKET_BODY);
+        // The read-ahead never held it (a packet block body and its trailer at most).
+        assert!(r.src.buf.len() <= MAX_PACKET_BODY + 4);
         // pcap: same, by skipping the announced length
         let mut w = PcapWriter::new(Vec::new(), LinkType::ETHERNET, TsPrecision::Nano).unwrap();
         w.write_packet(1, &big, big.len() as u32).unwrap();
@@ -781,5 +901,134 @@ mod tests {
         assert_eq!(r.next_frame().unwrap().unwrap().ts_ns, 1_000);
         assert_eq!(r.bytes_read(), 60);
         assert!(r.next_frame().unwrap().is_none());
+    }
+    /// A reader that returns one byte per call: the read-ahead then never holds more than
+    /// the reader asked for, so every block takes the general path.
+    struct OneByte<'a>(&'a [u8]);
+
+    impl Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((&b, rest)), Some(d)) => {
+                    *d = b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    /// A frame as a walk returns it: index, time, bytes, original length, offset, link.
+    type Walked = (u64, i64, Vec<u8>, u32, u64, LinkType);
+
+    /// Everything a walk returns, errors as text.
+    fn walk<R: Read>(r: R) -> Vec<Result<Walked, String>> {
+        let Ok(mut r) = CaptureReader::new(r) else {
+            return vec![Err("open".into())];
+        };
+        let mut out = Vec::new();
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => out.push(Ok((
+                    f.index,
+                    f.ts_ns,
+                    f.data.to_vec(),
+                    f.orig_len,
+                    f.file_offset,
+                    f.link,
+                ))),
+                Ok(None) => break,
+                Err(e) => out.push(Err(format!("{e} fatal={}", e.is_fatal()))),
+            }
+        }
+        out.push(Err(format!("read {}", r.bytes_read())));
+        out
+    }
+
+    /// One block of a generated file: (kind, interface, timestamp, data).
+    type BlockSpec = (u8, u32, u64, Vec<u8>);
+
+    fn spec_block(&(kind, iface, ts, ref data): &BlockSpec) -> Vec<u8> {
+        match kind {
+            0..=2 => epb(iface, ts, data),
+            3 => {
+                // original length beyond the captured one
+                let mut b = epb(iface, ts, data);
+                b[24..28].copy_from_slice(&(data.len() as u32 + 1000).to_le_bytes());
+                b
+            }
+            4 => {
+                // caplen beyond the block
+                let mut b = epb(iface, ts, data);
+                b[20] = 0xff;
+                b
+            }
+            5 => {
+                // bad trailer
+                let mut b = epb(iface, ts, data);
+                let n = b.len();
+                b[n - 1] ^= 1;
+                b
+            }
+            6 => block(
+                pcapng::SPB,
+                &[&(data.len() as u32).to_le_bytes()[..], data].concat(),
+                false,
+            ),
+            7 => block(0x0bad, data, false),
+            8 => idb(1, Some((ts % 12) as u8), None),
+            _ => shb(false),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn in_place_epbs_match_the_general_walk(
+            blocks in proptest::collection::vec(
+                (
+                    0u8..10,
+                    0u32..3,
+                    proptest::num::u64::ANY,
+                    proptest::collection::vec(proptest::num::u8::ANY, 0..90),
+                ),
+                0..12,
+            ),
+            cut in proptest::option::of(0usize..2000),
+            flip in proptest::option::of((0usize..2000, 0u8..8)),
+        ) {
+            let mut f = shb(false);
+            f.extend(idb(1, Some(6), None));
+            for b in &blocks {
+                f.extend(spec_block(b));
+            }
+            if let Some((at, bit)) = flip {
+                let n = f.len();
+                f[at % n] ^= 1 << bit;
+            }
+            if let Some(c) = cut {
+                f.truncate(c.max(12));
+            }
+            proptest::prop_assert_eq!(walk(Cursor::new(&f)), walk(OneByte(&f)));
+        }
+    }
+    #[test]
+    fn in_place_epbs_big_endian() {
+        let mut f = shb(true);
+        let mut idb_body = 1u16.to_be_bytes().to_vec();
+        idb_body.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        f.extend(block(pcapng::IDB, &idb_body, true));
+        for (i, data) in [&frame1()[..], &[1, 2, 3], &[]].iter().enumerate() {
+            let mut b = Vec::new();
+            for v in [0, 0, i as u32 + 7, data.len() as u32, data.len() as u32 + 3] {
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+            b.extend_from_slice(data);
+            f.extend(block(pcapng::EPB, &b, true));
+        }
+        let fast = walk(Cursor::new(&f));
+        assert_eq!(fast.len(), 4);
+        assert_eq!(fast, walk(OneByte(&f)));
+        assert_eq!(fast[0].as_ref().map(|w| (w.1, w.3)), Ok((7_000, 84)));
     }
 }

@@ -102,6 +102,7 @@ impl FlowSummary {
     }
 
     /// Count one packet of `len` bytes at time `ts_ns`.
+    #[inline]
     pub fn count_packet(&mut self, dir: Dir, len: usize, ts_ns: i64) {
         let t = ts_ns as f64 / 1e9;
         if self.packets.total() == 0 {
@@ -141,6 +142,7 @@ impl FlowSummary {
     }
 
     /// Note a client port, keeping first-use order.
+    #[inline]
     pub fn add_client_port(&mut self, port: u16) {
         if !self.client_ports.contains(&port) {
             self.client_ports.push(port);

@@ -4,7 +4,7 @@
 //!
 //! Header parsing uses `etherparse`'s zero-copy slices (Ethernet, VLAN, IPv4, IPv6 and its
 //! extension headers, UDP); the Linux cooked and BSD loopback headers are stripped here.
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use etherparse::UdpSlice;
 
@@ -85,8 +85,13 @@ impl NetDecoder {
     /// Decode one frame. `Ok(Some)`: a whole UDP datagram (payload borrowed from the frame,
     /// or from this decoder when reassembled); `Ok(None)`: not UDP, or a fragment held for
     /// reassembly; `Err`: malformed or unsupported (counted in [`NetStats::errors`]).
+    #[inline]
     pub fn decode<'a>(&'a mut self, frame: &Frame<'a>) -> Result<Option<Datagram<'a>>, NetError> {
         self.stats.frames += 1;
+        if let Some(d) = ethernet_udp4(frame) {
+            self.stats.udp += 1;
+            return Ok(Some(d));
+        }
         let r = decode_frame(&mut self.stats, &mut self.defrag, frame);
         if r.is_err() {
             self.stats.errors += 1;
@@ -100,6 +105,53 @@ impl NetDecoder {
             ..self.stats
         }
     }
+}
+
+/// The common frame, Ethernet II + IPv4 + UDP, not fragmented, read directly: the datagram
+/// [`decode_frame`] gives for it, or None for anything else (VLAN tags, fragments, other
+/// protocols, every error), which then takes the general path. Same checks as `etherparse`:
+/// IPv4 version and header length, total length within the frame (padding cut), the UDP
+/// length field bounding the payload (0: the rest of the IP payload).
+#[inline]
+fn ethernet_udp4<'a>(frame: &Frame<'a>) -> Option<Datagram<'a>> {
+    const UDP_HEADER: usize = 8;
+    if frame.link != LinkType::ETHERNET || frame.data.get(12..14)? != [0x08, 0x00] {
+        return None;
+    }
+    let ip = frame.data.get(14..)?;
+    let (&vihl, &[_, _, t0, t1, _, _, f0, f1, _, proto]) = (ip.first()?, ip.get(..10)?) else {
+        return None;
+    };
+    let header = usize::from(vihl & 0xf) * 4;
+    let total = usize::from(u16::from_be_bytes([t0, t1]));
+    // Version 4 with a header of 20 bytes or more.
+    if vihl >> 4 != 4 || header < 20 {
+        return None;
+    }
+    // The MF flag or an offset: a fragment, for the reassembly.
+    if u16::from_be_bytes([f0, f1]) & 0x3fff != 0 || proto != ip::UDP {
+        return None;
+    }
+    // Total length: at least the header (else an error), at most the frame (padding cut).
+    let l4 = ip.get(header..total)?;
+    let udp_len = usize::from(u16::from_be_bytes([*l4.get(4)?, *l4.get(5)?]));
+    let udp = match udp_len {
+        0 => l4,
+        n if n >= UDP_HEADER => l4.get(..n)?,
+        _ => return None,
+    };
+    let addr = |at: usize| -> Option<IpAddr> {
+        let b: [u8; 4] = ip.get(at..at + 4)?.try_into().ok()?;
+        Some(IpAddr::V4(Ipv4Addr::from(b)))
+    };
+    let port = |at: usize| Some(u16::from_be_bytes([*udp.get(at)?, *udp.get(at + 1)?]));
+    Some(Datagram {
+        frame: frame.index,
+        ts_ns: frame.ts_ns,
+        src: SocketAddr::new(addr(12)?, port(0)?),
+        dst: SocketAddr::new(addr(16)?, port(2)?),
+        payload: udp.get(UDP_HEADER..)?,
+    })
 }
 
 fn decode_frame<'a>(
@@ -324,5 +376,87 @@ pub(crate) mod tests {
         assert_eq!(dg.payload, &FRAME1[42..]);
         assert_eq!(dg.dst, "[::1]:27960".parse().unwrap());
         assert_eq!(d.stats().reassembled, 1);
+    }
+    /// Frame 1 with some header bytes replaced: the fast path must agree with the general
+    /// one wherever it answers, and answer for plain Ethernet/IPv4/UDP frames.
+    fn mutate(edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
+        let mut f = FRAME1.to_vec();
+        f.extend_from_slice(&[0xee; 6]);
+        for &(at, v) in edits {
+            if let Some(b) = f.get_mut(at % 48) {
+                *b = v;
+            }
+        }
+        f.truncate(cut);
+        f
+    }
+
+    /// A header field value: frame 1's own (None) or one near the checks' boundaries.
+    fn field(boundaries: Vec<u16>) -> impl proptest::strategy::Strategy<Value = Option<u16>> {
+        proptest::option::of(proptest::prop_oneof![
+            proptest::sample::select(boundaries),
+            proptest::num::u16::ANY,
+        ])
+    }
+
+    /// Edits setting the big-endian 16-bit fields at these frame offsets.
+    fn field_edits(fields: &[(usize, Option<u16>)]) -> Vec<(usize, u8)> {
+        let mut e = Vec::new();
+        for &(at, v) in fields {
+            if let Some(v) = v {
+                e.push((at, (v >> 8) as u8));
+                e.push((at + 1, v as u8));
+            }
+        }
+        e
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_path_matches_the_general_path(
+            // Ethernet type; IPv4 version/length + TOS; total length; flags/offset;
+            // TTL + protocol; UDP length: each frame 1's own or a value near a boundary.
+            eth in field(vec![0x0800, 0x8100, 0x86dd]),
+            vihl in field(vec![0x4500, 0x4400, 0x4100, 0x4600, 0x4f00, 0x5500, 0x0500]),
+            total in field(vec![0, 19, 20, 27, 28, 35, 36, 72, 73, 74]),
+            frag in field(vec![0, 0x4000, 0x2000, 0x0001, 0x8000, 0x1fff, 0xe000]),
+            proto in field(vec![0x4011, 0x4006, 0x4033, 0x4000]),
+            udp_len in field(vec![0, 1, 7, 8, 9, 52, 53, 54]),
+            cut in proptest::prop_oneof![proptest::strategy::Just(100usize), 0usize..100],
+        ) {
+            let edits = field_edits(&[(12, eth), (14, vihl), (16, total), (20, frag), (22, proto), (38, udp_len)]);
+            let data = mutate(&edits, cut);
+            let f = frame(&data, LinkType::ETHERNET);
+            let mut stats = NetStats::default();
+            let mut defrag = Defragmenter::default();
+            let general = decode_frame(&mut stats, &mut defrag, &f);
+            if let Some(fast) = ethernet_udp4(&f) {
+                let g = general.expect("fast path answered for an erroneous frame");
+                let g = g.expect("fast path answered for a non-datagram");
+                proptest::prop_assert_eq!((g.frame, g.ts_ns, g.src, g.dst, g.payload), (fast.frame, fast.ts_ns, fast.src, fast.dst, fast.payload));
+            } else if edits.is_empty() && cut >= FRAME1.len() + 6 {
+                proptest::prop_assert!(false, "plain frame 1 must take the fast path");
+            }
+        }
+    }
+
+    #[test]
+    fn fast_path_cases() {
+        let fast = |edits: &[(usize, u8)]| {
+            ethernet_udp4(&frame(&mutate(edits, 100), LinkType::ETHERNET)).map(|d| d.payload.len())
+        };
+        assert_eq!(fast(&[]), Some(FRAME1.len() - 42));
+        assert_eq!(fast(&[(38, 0), (39, 0)]), Some(FRAME1.len() - 42)); // UDP length 0
+        assert_eq!(fast(&[(39, 10)]), Some(2)); // UDP length 10 cuts the payload
+                                                // A 16-byte header is an error even where the rest would parse (UDP length 0).
+        assert_eq!(fast(&[(34, 0), (35, 0)]), Some(FRAME1.len() - 42));
+        assert_eq!(fast(&[(14, 0x44), (34, 0), (35, 0)]), None);
+        assert_eq!(fast(&[(14, 0x55)]), None); // version 5
+        assert_eq!(fast(&[(20, 0x20)]), None); // more fragments
+        assert_eq!(fast(&[(21, 1)]), None); // fragment offset
+        assert_eq!(fast(&[(20, 0x40)]), Some(FRAME1.len() - 42)); // don't fragment: fine
+        assert_eq!(fast(&[(12, 0x81)]), None); // VLAN tag
+        assert_eq!(fast(&[(14, 0x46)]), None); // options: the UDP header moves, its length no longer fits
+        assert!(ethernet_udp4(&frame(FRAME1, LinkType::RAW)).is_none());
     }
 }

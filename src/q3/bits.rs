@@ -439,6 +439,46 @@ impl<'a> BitReader<'a> {
         }
         Ok(String::from_utf8(out).unwrap_or_default()) // all bytes are ASCII by construction
     }
+
+    /// `read_bits` for an unsigned width fixed at compile time (1..=32): straight-line code
+    /// at the call site, whatever the inliner decides for the general `read_bits`.
+    #[inline(always)]
+    pub fn read_bits_fixed<const BITS: u32>(&mut self) -> Result<i32, BitError> {
+        if BITS == 1 {
+            return self.read_bit().map(i32::from);
+        }
+        self.read_const::<BITS>(false)
+    }
+
+    /// [`read_string`](Self::read_string) into a reused buffer (cleared first), so a caller
+    /// that keeps few of the strings it reads allocates nothing. Same bytes, same end
+    /// position, same errors (the loop is `read_string_max`'s).
+    pub fn read_string_into(&mut self, out: &mut Vec<u8>) -> Result<(), BitError> {
+        out.clear();
+        let max = MAX_STRING_CHARS - 1;
+        'window: loop {
+            let mut w = self.window64(self.bit);
+            let mut pos = self.bit;
+            for _ in 0..5 {
+                let e = huffman::lut_entry(w as u32);
+                let len = usize::from(e >> 9);
+                if pos + len >= self.limit || e & NYT != 0 {
+                    self.bit = pos;
+                    self.read_bits_checked(8)?;
+                    continue 'window;
+                }
+                pos += len;
+                w >>= len;
+                let c = e as u8;
+                if c == 0 || out.len() >= max {
+                    self.bit = pos;
+                    return Ok(());
+                }
+                out.push(if c == b'%' || c > 127 { b'.' } else { c });
+            }
+            self.bit = pos;
+        }
+    }
 }
 
 #[inline(always)]

@@ -101,54 +101,170 @@ pub fn parse_client_ops(
     ctx: &ClcContext<'_>,
 ) -> ClientMessage {
     let (server_id, message_ack, reliable_ack) = hdr;
-    let mut m = ClientMessage {
+    let mut ops = Vec::new();
+    let key_hash = hash_key(ctx.acked_server_command, 32);
+    let mut scratch = ClcScratch::default();
+    let error = walk_client_ops(r, hdr, ctx, key_hash, &mut scratch, |op| {
+        ops.push(op.owned())
+    });
+    ClientMessage {
         server_id,
         message_ack,
         reliable_ack,
-        ops: Vec::new(),
-        error: None,
-    };
-    let mut last_cmd = ctx.last_client_command;
-    loop {
-        match parse_op(r, &m, ctx, &mut last_cmd) {
-            Ok(op) => {
-                let end = matches!(op, ClientOp::Eof { .. });
-                m.ops.push(op);
-                if end {
-                    break;
-                }
-            }
-            Err(e) => {
-                m.error = Some(e);
-                break;
-            }
-        }
+        ops,
+        error,
     }
-    m
 }
 
-fn parse_op(
+/// A client op as [`walk_client_ops`] meets it, borrowing the walk's buffers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OpView<'a> {
+    ClientCommand {
+        bit: usize,
+        seq: i32,
+        /// ASCII (the string reader maps every other byte to `.`).
+        text: &'a [u8],
+        new: bool,
+    },
+    Move {
+        bit: usize,
+        no_delta: bool,
+        key: i32,
+        /// Empty unless [`ClcContext::keep_usercmds`].
+        cmds: &'a [UserCmd],
+    },
+    Voip {
+        bit: usize,
+        opus: bool,
+        size: i16,
+    },
+    Nop {
+        bit: usize,
+    },
+    Eof {
+        bit: usize,
+    },
+}
+
+impl OpView<'_> {
+    /// The op as [`parse_client_ops`] reports it.
+    pub fn owned(&self) -> ClientOp {
+        match *self {
+            OpView::ClientCommand {
+                bit,
+                seq,
+                text,
+                new,
+            } => ClientOp::ClientCommand {
+                bit,
+                seq,
+                text: ascii_string(text),
+                new,
+            },
+            OpView::Move {
+                bit,
+                no_delta,
+                key,
+                cmds,
+            } => ClientOp::Move {
+                bit,
+                no_delta,
+                key,
+                cmds: cmds.to_vec(),
+            },
+            OpView::Voip { bit, opus, size } => ClientOp::Voip { bit, opus, size },
+            OpView::Nop { bit } => ClientOp::Nop { bit },
+            OpView::Eof { bit } => ClientOp::Eof { bit },
+        }
+    }
+}
+
+/// The text of a client command (ASCII by construction, so nothing is ever lost).
+pub fn ascii_string(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).into_owned()
+}
+
+/// `hash_key(s, 32)` of the last string asked for: the acknowledged server command that
+/// keys the usercmds changes rarely, and only its first 32 bytes count.
+#[derive(Debug, Default, Clone)]
+pub struct KeyHashCache {
+    /// The (at most 32) bytes `hash` belongs to; empty hashes to 0, the default.
+    s: Vec<u8>,
+    hash: i32,
+}
+
+impl KeyHashCache {
+    pub fn get(&mut self, s: &[u8]) -> i32 {
+        let s = s.get(..32).unwrap_or(s);
+        if self.s != s {
+            self.s.clear();
+            self.s.extend_from_slice(s);
+            self.hash = hash_key(s, 32);
+        }
+        self.hash
+    }
+}
+
+/// Buffers a walk reuses: a caller that walks message after message (the flow table)
+/// allocates nothing per message.
+#[derive(Debug, Default, Clone)]
+pub struct ClcScratch {
+    text: Vec<u8>,
+    cmds: Vec<UserCmd>,
+}
+
+/// Walk the ops after the header longs, handing each to `visit`; returns why the walk
+/// stopped early, if it did. `key_hash` is `hash_key(ctx.acked_server_command, 32)`, which a
+/// caller may keep between messages. Every bit is read and checked as for
+/// [`parse_client_ops`], which is this walk collecting the ops.
+pub fn walk_client_ops(
     r: &mut BitReader<'_>,
-    m: &ClientMessage,
+    hdr: (i32, i32, i32),
     ctx: &ClcContext<'_>,
+    key_hash: i32,
+    scratch: &mut ClcScratch,
+    mut visit: impl FnMut(OpView<'_>),
+) -> Option<ClcError> {
+    let mut last_cmd = ctx.last_client_command;
+    let base_key = ctx.checksum_feed ^ hdr.1 ^ key_hash;
+    loop {
+        match parse_op(r, ctx, base_key, &mut last_cmd, scratch) {
+            Ok(op) => {
+                let end = matches!(op, OpView::Eof { .. });
+                visit(op);
+                if end {
+                    return None;
+                }
+            }
+            Err(e) => return Some(e),
+        }
+    }
+}
+
+#[inline(always)]
+fn parse_op<'s>(
+    r: &mut BitReader<'_>,
+    ctx: &ClcContext<'_>,
+    key: i32,
     last: &mut i32,
-) -> Result<ClientOp, ClcError> {
+    scratch: &'s mut ClcScratch,
+) -> Result<OpView<'s>, ClcError> {
     let op = r.read_byte()?;
     let bit = r.bit_pos();
     Ok(match op {
-        CLC_EOF => ClientOp::Eof { bit },
-        CLC_NOP => ClientOp::Nop { bit },
+        CLC_EOF => OpView::Eof { bit },
+        CLC_NOP => OpView::Nop { bit },
         CLC_CLIENTCOMMAND => {
             let seq = r.read_long()?;
-            let text = r.read_string()?;
+            r.read_string_into(&mut scratch.text)?;
             let new = seq > *last;
             if new {
                 *last = seq;
             }
-            ClientOp::ClientCommand {
+            OpView::ClientCommand {
                 bit,
                 seq,
-                text,
+                text: &scratch.text,
                 new,
             }
         }
@@ -157,21 +273,20 @@ fn parse_op(
             if !(1..=MAX_PACKET_USERCMDS).contains(&count) {
                 return Err(ClcError::CmdCount { count, bit });
             }
-            let key = ctx.checksum_feed ^ m.message_ack ^ hash_key(ctx.acked_server_command, 32);
-            let mut cmds = Vec::with_capacity(if ctx.keep_usercmds { count as usize } else { 0 });
+            scratch.cmds.clear();
             let mut from = UserCmd::default();
             for _ in 0..count {
                 let c = read_delta_usercmd(r, key, &from)?;
                 if ctx.keep_usercmds {
-                    cmds.push(c);
+                    scratch.cmds.push(c);
                 }
                 from = c;
             }
-            ClientOp::Move {
+            OpView::Move {
                 bit,
                 no_delta: op == CLC_MOVE_NODELTA,
                 key,
-                cmds,
+                cmds: &scratch.cmds,
             }
         }
         CLC_VOIP_SPEEX | CLC_VOIP_OPUS => {
@@ -192,7 +307,7 @@ fn parse_op(
             for _ in 0..size {
                 r.read_byte()?;
             }
-            ClientOp::Voip {
+            OpView::Voip {
                 bit,
                 opus: op == CLC_VOIP_OPUS,
                 size,
@@ -200,4 +315,308 @@ fn parse_op(
         }
         _ => return Err(ClcError::BadOp { op, bit }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::q3::bits::BitWriter;
+    use crate::q3::usercmd::write_delta_usercmd;
+    use proptest::prelude::*;
+
+    /// The op decoder as it was before the walk (collecting ops, a String per command): the
+    /// reference the walk must match.
+    fn reference_parse(
+        r: &mut BitReader<'_>,
+        hdr: (i32, i32, i32),
+        ctx: &ClcContext<'_>,
+    ) -> ClientMessage {
+        let mut m = ClientMessage {
+            server_id: hdr.0,
+            message_ack: hdr.1,
+            reliable_ack: hdr.2,
+            ops: Vec::new(),
+            error: None,
+        };
+        let mut last = ctx.last_client_command;
+        loop {
+            match reference_op(r, &m, ctx, &mut last) {
+                Ok(op) => {
+                    let end = matches!(op, ClientOp::Eof { .. });
+                    m.ops.push(op);
+                    if end {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    m.error = Some(e);
+                    break;
+                }
+            }
+        }
+        m
+    }
+
+    fn reference_op(
+        r: &mut BitReader<'_>,
+        m: &ClientMessage,
+        ctx: &ClcContext<'_>,
+        last: &mut i32,
+    ) -> Result<ClientOp, ClcError> {
+        let op = r.read_byte()?;
+        let bit = r.bit_pos();
+        Ok(match op {
+            CLC_EOF => ClientOp::Eof { bit },
+            CLC_NOP => ClientOp::Nop { bit },
+            CLC_CLIENTCOMMAND => {
+                let seq = r.read_long()?;
+                let text = r.read_string()?;
+                let new = seq > *last;
+                if new {
+                    *last = seq;
+                }
+                ClientOp::ClientCommand {
+                    bit,
+                    seq,
+                    text,
+                    new,
+                }
+            }
+            CLC_MOVE | CLC_MOVE_NODELTA => {
+                let count = r.read_byte()?;
+                if !(1..=MAX_PACKET_USERCMDS).contains(&count) {
+                    return Err(ClcError::CmdCount { count, bit });
+                }
+                let key =
+                    ctx.checksum_feed ^ m.message_ack ^ hash_key(ctx.acked_server_command, 32);
+                let mut cmds = Vec::new();
+                let mut from = UserCmd::default();
+                for _ in 0..count {
+                    let c = read_delta_usercmd(r, key, &from)?;
+                    if ctx.keep_usercmds {
+                        cmds.push(c);
+                    }
+                    from = c;
+                }
+                ClientOp::Move {
+                    bit,
+                    no_delta: op == CLC_MOVE_NODELTA,
+                    key,
+                    cmds,
+                }
+            }
+            CLC_VOIP_SPEEX | CLC_VOIP_OPUS => {
+                r.read_byte()?;
+                r.read_long()?;
+                r.read_byte()?;
+                r.read_long()?;
+                r.read_long()?;
+                r.read_byte()?;
+                let size = r.read_short()?;
+                if !(0..=4096).contains(&(size as i32)) {
+                    return Err(ClcError::VoipSize {
+                        size: size as i32,
+                        bit,
+                    });
+                }
+                for _ in 0..size {
+                    r.read_byte()?;
+                }
+                ClientOp::Voip {
+                    bit,
+                    opus: op == CLC_VOIP_OPUS,
+                    size,
+                }
+            }
+            _ => return Err(ClcError::BadOp { op, bit }),
+        })
+    }
+
+    /// One op to write: (kind, sequence or count, text, usercmd seed).
+    type OpSpec = (u8, i32, Vec<u8>, Vec<(i32, i32, u8)>);
+
+    fn op_strategy() -> impl Strategy<Value = OpSpec> {
+        (
+            0u8..8,
+            -3i32..40,
+            proptest::collection::vec(any::<u8>(), 0..30),
+            proptest::collection::vec((0i32..300, any::<i32>(), any::<u8>()), 1..5),
+        )
+    }
+
+    /// A client message body from `ops`, then cut to `cut` bytes and with `flip` bits
+    /// flipped, so walks end everywhere: at EOF, in every field, on bad ops and counts.
+    fn message(hdr: (i32, i32, i32), ops: &[OpSpec], cut: usize, flips: &[usize]) -> Vec<u8> {
+        let mut w = BitWriter::new();
+        w.write_long(hdr.0);
+        w.write_long(hdr.1);
+        w.write_long(hdr.2);
+        for (kind, n, text, cmds) in ops {
+            match kind {
+                0 | 1 => {
+                    w.write_byte(CLC_CLIENTCOMMAND);
+                    w.write_long(*n);
+                    let t: Vec<u8> = text.iter().map(|&c| c.max(1)).collect();
+                    w.write_raw_bytes_huffman(&t);
+                    w.write_byte(0);
+                }
+                2 | 3 => {
+                    w.write_byte(if *kind == 2 {
+                        CLC_MOVE
+                    } else {
+                        CLC_MOVE_NODELTA
+                    });
+                    w.write_byte(cmds.len() as u8);
+                    let mut from = UserCmd::default();
+                    for &(dt, a, b) in cmds {
+                        let to = UserCmd {
+                            server_time: from.server_time.wrapping_add(dt),
+                            angles: [a & 0xffff, (a >> 16) & 0xffff, i32::from(b)],
+                            forwardmove: (b as i8).max(-127),
+                            buttons: i32::from(b) * 3,
+                            weapon: b / 2,
+                            ..from
+                        };
+                        write_delta_usercmd(&mut w, hdr.1 ^ a, &from, &to);
+                        from = to;
+                    }
+                }
+                4 => w.write_byte(CLC_NOP),
+                5 => {
+                    w.write_byte(CLC_VOIP_OPUS);
+                    for _ in 0..3 {
+                        w.write_long(*n);
+                    }
+                    w.write_byte(0);
+                    w.write_short((*n * 2) as i16);
+                    for &c in text.iter().take((*n * 2).max(0) as usize) {
+                        w.write_byte(c);
+                    }
+                }
+                6 => w.write_byte(text.first().copied().unwrap_or(9)),
+                _ => w.write_byte(CLC_EOF),
+            }
+        }
+        w.write_byte(CLC_EOF);
+        let mut b = w.finish();
+        b.truncate(cut.max(12));
+        let len = b.len().max(1);
+        for &f in flips {
+            if let Some(x) = b.get_mut((f / 8) % len) {
+                *x ^= 1 << (f % 8);
+            }
+        }
+        b
+    }
+
+    /// The walk, as the flow table runs it (no usercmd list, commands seen as they come).
+    fn lean_walk(
+        body: &[u8],
+        ctx: &ClcContext<'_>,
+        scratch: &mut ClcScratch,
+    ) -> (Option<ClcError>, Vec<(i32, String, bool)>, usize) {
+        let mut r = BitReader::new(body);
+        let Ok(hdr) = read_header(&mut r) else {
+            return (None, Vec::new(), 0);
+        };
+        let mut cmds = Vec::new();
+        let hash = KeyHashCache::default().get(ctx.acked_server_command);
+        let error = walk_client_ops(&mut r, hdr, ctx, hash, scratch, |op| {
+            if let OpView::ClientCommand { seq, text, new, .. } = op {
+                cmds.push((seq, ascii_string(text), new));
+            }
+        });
+        (error, cmds, r.bit_pos())
+    }
+
+    proptest! {
+        #[test]
+        fn walk_matches_the_reference_decoder(
+            ops in proptest::collection::vec(op_strategy(), 0..6),
+            cut in 0usize..400,
+            flips in proptest::collection::vec(0usize..3200, 0..3),
+            acked in proptest::collection::vec(any::<u8>(), 0..50),
+            feed in any::<i32>(),
+            last in -2i32..20,
+        ) {
+            let hdr = (7, 1234, 5);
+            let body = message(hdr, &ops, cut, &flips);
+            let mut scratch = ClcScratch::default();
+            for keep in [true, false] {
+                let ctx = ClcContext {
+                    checksum_feed: feed,
+                    acked_server_command: &acked,
+                    last_client_command: last,
+                    keep_usercmds: keep,
+                };
+                let mut r = BitReader::new(&body);
+                let mut want = None;
+                let mut want_end = 0;
+                if let Ok(h) = read_header(&mut r) {
+                    want = Some(reference_parse(&mut r, h, &ctx));
+                    want_end = r.bit_pos();
+                }
+                let mut r = BitReader::new(&body);
+                if let Ok(h) = read_header(&mut r) {
+                    prop_assert_eq!(Some(parse_client_ops(&mut r, h, &ctx)), want.clone());
+                    prop_assert_eq!(r.bit_pos(), want_end);
+                }
+                // The lean walk: same commands, error and end position.
+                let (error, cmds, end) = lean_walk(&body, &ctx, &mut scratch);
+                let want_cmds: Vec<_> = want.iter().flat_map(|m| &m.ops).filter_map(|op| match op {
+                    ClientOp::ClientCommand { seq, text, new, .. } => Some((*seq, text.clone(), *new)),
+                    _ => None,
+                }).collect();
+                prop_assert_eq!(cmds, want_cmds);
+                prop_assert_eq!(error, want.and_then(|m| m.error));
+                prop_assert_eq!(end, want_end);
+            }
+        }
+
+        #[test]
+        fn string_into_matches_read_string(
+            data in proptest::collection::vec(any::<u8>(), 0..64),
+            start in 0usize..100,
+        ) {
+            let mut a = BitReader::new(&data);
+            a.set_bit_pos(start);
+            let mut b = a.clone();
+            let mut out = vec![b'x'; 3];
+            let got = b.read_string_into(&mut out).map(|()| ascii_string(&out));
+            prop_assert_eq!(got, a.read_string());
+            prop_assert_eq!(a.bit_pos(), b.bit_pos());
+        }
+    }
+
+    #[test]
+    fn string_into_keeps_the_length_rule() {
+        // 1100 'a's: 1023 kept, the 1024th read, the rest left unread, as read_string does.
+        let mut w = BitWriter::new();
+        w.write_raw_bytes_huffman(&[b'a'; 1100]);
+        w.write_byte(0);
+        let body = w.finish();
+        let mut a = BitReader::new(&body);
+        let mut b = a.clone();
+        let mut out = Vec::new();
+        b.read_string_into(&mut out).unwrap();
+        assert_eq!(ascii_string(&out), a.read_string().unwrap());
+        assert_eq!(out.len(), 1023);
+        assert_eq!(a.bit_pos(), b.bit_pos());
+    }
+
+    #[test]
+    fn key_hash_cache_follows_the_string() {
+        let mut c = KeyHashCache::default();
+        for s in [
+            &b""[..],
+            b"cs 1 x",
+            b"cs 1 x",
+            b"",
+            b"a%\xff",
+            &[b'q'; 40],
+            &[b'q'; 33],
+        ] {
+            assert_eq!(c.get(s), hash_key(s, 32));
+        }
+    }
 }

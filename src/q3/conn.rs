@@ -1,6 +1,7 @@
 //! One Quake 3 connection (server + client IP + qport): the netchan receivers of both ends,
 //! the descrambling state, and the client's parse state. Both directions must be fed in
 //! capture-time order (q3-protocol.md §3.4).
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use super::bits::BitReader;
@@ -105,11 +106,27 @@ struct DecodeState {
     /// The client left (sent `disconnect` or was told to): it processes nothing more, so
     /// what follows is marked for the demo writer.
     client_gone: bool,
+    /// Descrambling key streams of each direction (protocol 68).
+    keys_s2c: scramble::KeyCache,
+    keys_c2s: scramble::KeyCache,
+    /// The usercmd key hash of the acknowledged server command, and the client parse's
+    /// buffers: kept so a client message allocates nothing.
+    key_hash: clc::KeyHashCache,
+    clc_scratch: clc::ClcScratch,
 }
 
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
 fn is_disconnect(text: &str) -> bool {
     text.split_whitespace().next() == Some("disconnect")
+}
+
+impl DecodeState {
+    /// A fresh state, boxed. Out of line: it is large and made once per connection, and
+    /// keeping it apart keeps the per-message `get_or_insert_with` small enough to inline.
+    #[inline(never)]
+    fn boxed() -> Box<DecodeState> {
+        Box::default()
+    }
 }
 
 impl Default for DecodeState {
@@ -119,6 +136,10 @@ impl Default for DecodeState {
             client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
             last_client_cmd: 0,
             client_gone: false,
+            keys_s2c: scramble::KeyCache::new(),
+            keys_c2s: scramble::KeyCache::new(),
+            key_hash: clc::KeyHashCache::default(),
+            clc_scratch: clc::ClcScratch::default(),
         }
     }
 }
@@ -162,11 +183,15 @@ impl Decoder {
     }
 
     /// Do one piece of work; decoded messages go to `out` when the options ask for them.
-    pub fn run(&mut self, w: Work, out: &mut Vec<Message>) {
+    /// Returns the message body when nothing kept it, for the caller to reuse its buffer.
+    pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
             Work::Client(a) => self.client_message(a, out),
-            Work::Reset | Work::Release => self.st = None,
+            Work::Reset | Work::Release => {
+                self.st = None;
+                None
+            }
         }
     }
 
@@ -194,8 +219,8 @@ impl Decoder {
         Some(text)
     }
 
-    fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
-        let st = self.st.get_or_insert_with(Box::default);
+    fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
+        let st = self.st.get_or_insert_with(DecodeState::boxed);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
         let ack = {
             let mut r = BitReader::new(&a.body);
@@ -204,7 +229,8 @@ impl Decoder {
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
                 let s = &st.client_cmds[(ack as usize) & (MAX_RELIABLE_COMMANDS - 1)];
-                scramble::s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
+                st.keys_s2c
+                    .s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
             }
         }
         let detail = self.opts.detail();
@@ -233,12 +259,15 @@ impl Decoder {
             m.error = error;
             if self.opts.keep_raw {
                 m.raw = Some(a.body);
+                out.push(m);
+                return None;
             }
             out.push(m);
         }
+        Some(a.body)
     }
 
-    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) {
+    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let hdr = {
             let mut r = BitReader::new(&a.body);
             clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
@@ -252,12 +281,13 @@ impl Decoder {
                 m.error = Some(text);
                 out.push(m);
             }
-            return;
+            return Some(a.body);
         };
-        let st = self.st.get_or_insert_with(Box::default);
+        let st = self.st.get_or_insert_with(DecodeState::boxed);
         let acked = st.state.server_command(hdr.2).as_bytes();
         if a.proto == Protocol::V68 {
-            scramble::c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
+            st.keys_c2s
+                .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
         }
         let mut r = BitReader::new(&a.body);
         r.set_bit_pos(bit);
@@ -267,28 +297,49 @@ impl Decoder {
             last_client_command: st.last_client_cmd,
             keep_usercmds: self.opts.emit,
         };
-        let parsed = clc::parse_client_ops(&mut r, hdr, &ctx);
-        for op in &parsed.ops {
-            if let clc::ClientOp::ClientCommand {
+        let key_hash = st.key_hash.get(acked);
+        // The ops are only collected for the caller; the state needs the new commands.
+        let mut ops = Vec::new();
+        let emit = self.opts.emit;
+        let (cmds, last, gone) = (
+            &mut st.client_cmds,
+            &mut st.last_client_cmd,
+            &mut st.client_gone,
+        );
+        let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
+            if let clc::OpView::ClientCommand {
                 seq: cs,
                 text,
                 new: true,
                 ..
             } = op
             {
-                st.client_cmds[(*cs as usize) & (MAX_RELIABLE_COMMANDS - 1)].clone_from(text);
-                st.last_client_cmd = *cs;
-                st.client_gone |= is_disconnect(text);
+                let slot = &mut cmds[(cs as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                slot.clear();
+                slot.push_str(&String::from_utf8_lossy(text));
+                *last = cs;
+                *gone |= is_disconnect(slot);
             }
-        }
+            if emit {
+                ops.push(op.owned());
+            }
+        });
         let gone = st.client_gone;
-        let error = self.decode_error(&a, Dir::C2s, parsed.error.as_ref().map(|e| e as _));
+        let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(|e| e as _));
         if self.opts.emit {
+            let parsed = clc::ClientMessage {
+                server_id: hdr.0,
+                message_ack: hdr.1,
+                reliable_ack: hdr.2,
+                ops,
+                error,
+            };
             let mut m = message(&a, Dir::C2s, "client", Body::Client(parsed));
             m.client_gone = gone;
-            m.error = error;
+            m.error = error_text;
             out.push(m);
         }
+        Some(a.body)
     }
 }
 
@@ -296,7 +347,7 @@ impl crate::parallel::Detached for Decoder {
     type Work = Work;
     fn run(&mut self, work: Work) {
         // Detached decoders serve the flow table: nothing is emitted.
-        Decoder::run(self, work, &mut Vec::new());
+        let _ = Decoder::run(self, work, &mut Vec::new());
     }
 }
 
@@ -318,6 +369,9 @@ pub struct Connection {
     decoder: Option<Decoder>,
     /// Decode state was released for idleness.
     released: bool,
+    /// A message buffer the inline decoder gave back: the next accepted message is copied
+    /// into it, so steady traffic allocates nothing.
+    spare: Vec<u8>,
     /// The capture started after the handshake: challenge and reliable commands unknown.
     mid_session: bool,
 }
@@ -345,6 +399,7 @@ impl Connection {
             opts,
             decoder: (!opts.detached).then(|| Decoder::new(opts)),
             released: false,
+            spare: Vec::new(),
             mid_session: false,
         }
     }
@@ -386,7 +441,11 @@ impl Connection {
     /// Run `w` inline, or hand it out (tagged with the flow id) when detached.
     fn dispatch(&mut self, w: Work, out: &mut Vec<Message>, work: &mut Vec<(u32, Work)>) {
         match &mut self.decoder {
-            Some(dec) => dec.run(w, out),
+            Some(dec) => {
+                if let Some(buf) = dec.run(w, out) {
+                    self.spare = buf;
+                }
+            }
             None => work.push((self.summary.id, w)),
         }
     }
@@ -431,6 +490,7 @@ impl Connection {
         self.released = true;
         self.rx_server.release_buffer();
         self.rx_client.release_buffer();
+        self.spare = Vec::new();
         self.dispatch(Work::Release, &mut Vec::new(), work);
         true
     }
@@ -561,6 +621,15 @@ impl Connection {
             if self.mid_session {
                 return self.undecoded(d, dir, seq, fragmented, out);
             }
+            let body = match body {
+                Cow::Owned(v) => v,
+                Cow::Borrowed(b) => {
+                    let mut v = std::mem::take(&mut self.spare);
+                    v.clear();
+                    v.extend_from_slice(b);
+                    v
+                }
+            };
             let a = Accepted {
                 flow: self.summary.id,
                 frame: d.frame,

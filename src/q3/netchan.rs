@@ -4,6 +4,8 @@
 //! receiving engine's `Netchan_Process` for one direction exactly (§1.4): stale and duplicate
 //! sequences are dropped before fragment handling, fragments must arrive in order, a fragment
 //! shorter than [`FRAGMENT_SIZE`] completes the message.
+use std::borrow::Cow;
+
 use crate::flow::Dir;
 
 /// Set in the sequence word of every fragment.
@@ -79,6 +81,7 @@ fn le32(b: &[u8], at: usize) -> Option<u32> {
 
 impl<'a> Header<'a> {
     /// Parse the header of a packet travelling in `dir` on a channel of `proto`.
+    #[inline]
     pub fn parse(buf: &'a [u8], dir: Dir, proto: Protocol) -> Result<Self, HeaderError> {
         let trunc = |need| HeaderError::Truncated {
             len: buf.len(),
@@ -150,11 +153,13 @@ pub fn checksum71(challenge: i32, sequence: i32) -> u32 {
 
 /// What the receiver did with one packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rx {
-    /// A whole message was accepted: its sequence and body (reassembled if it came in fragments).
+pub enum Rx<'a> {
+    /// A whole message was accepted: its sequence and body (reassembled if it came in
+    /// fragments; else the packet's own bytes, borrowed, so the caller decides whether and
+    /// where to copy them).
     Accepted {
         seq: i32,
-        body: Vec<u8>,
+        body: Cow<'a, [u8]>,
         fragmented: bool,
     },
     /// A fragment was buffered; the message is not complete yet.
@@ -241,7 +246,8 @@ impl Receiver {
     }
 
     /// Process one packet as the receiving engine would.
-    pub fn process(&mut self, h: &Header<'_>) -> Rx {
+    #[inline]
+    pub fn process<'a>(&mut self, h: &Header<'a>) -> Rx<'a> {
         let seq = h.sequence;
         if seq <= self.incoming {
             let back = self.incoming.wrapping_sub(seq);
@@ -283,14 +289,14 @@ impl Receiver {
             self.stats.reassembled += 1;
             return Rx::Accepted {
                 seq,
-                body,
+                body: Cow::Owned(body),
                 fragmented: true,
             };
         }
         self.accept(seq);
         Rx::Accepted {
             seq,
-            body: h.payload.to_vec(),
+            body: Cow::Borrowed(h.payload),
             fragmented: false,
         }
     }
@@ -316,6 +322,7 @@ impl Receiver {
         true
     }
 
+    #[inline]
     fn accept(&mut self, seq: i32) {
         let gap = seq.wrapping_sub(self.incoming).wrapping_sub(1);
         if gap > 0 && self.stats.accepted > 0 {
@@ -418,7 +425,19 @@ mod tests {
         let mut feed = |s: i32| {
             let mut p = (s as u32).to_le_bytes().to_vec();
             p.push(0);
-            rx.process(&Header::parse(&p, Dir::S2c, Protocol::V68).unwrap())
+            match rx.process(&Header::parse(&p, Dir::S2c, Protocol::V68).unwrap()) {
+                Rx::Accepted {
+                    seq,
+                    body,
+                    fragmented,
+                } => Rx::Accepted {
+                    seq,
+                    body: Cow::Owned(body.into_owned()),
+                    fragmented,
+                },
+                Rx::Pending => Rx::Pending,
+                Rx::Dropped(r) => Rx::Dropped(r),
+            }
         };
         assert!(matches!(feed(10), Rx::Accepted { seq: 10, .. }));
         // A damaged sequence word: held back, and the channel goes on from 11.

@@ -81,6 +81,121 @@ pub fn c2s(
     }
 }
 
+/// The rolling key of one direction, kept between messages. The key at body offset `i` is
+/// `key0 ^ x[i - start]`, where `x` is a prefix XOR that depends only on the command string
+/// and `start`; the string (an acknowledged reliable command) changes rarely, so `x` is
+/// computed once per string and each message is one XOR pass the compiler vectorizes.
+#[derive(Debug, Default, Clone)]
+pub struct KeyCache {
+    /// The command string `x` was computed for, exactly as given.
+    s: Vec<u8>,
+    start: usize,
+    /// `x[k]` = XOR over `j` in `start..=start + k` of `(c_j << (j & 1)) as u8`, `c_j` the
+    /// mapped string character used at body offset `j`; grown on demand.
+    x: Vec<u8>,
+    /// The string holds a NUL: such strings take [`xor_body`] (never seen in practice).
+    has_nul: bool,
+    /// False until the first use.
+    valid: bool,
+}
+
+impl KeyCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Same as [`xor_body`]`(body, start, key0, s)`.
+    pub fn xor(&mut self, body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
+        if !self.valid || self.start != start || self.s != s {
+            self.reset(start, s);
+        }
+        if self.has_nul {
+            return xor_body(body, start, key0, s);
+        }
+        let Some(tail) = body.get_mut(start..) else {
+            return;
+        };
+        self.extend_to(tail.len());
+        let k = (key0 & 0xff) as u8;
+        for (b, &x) in tail.iter_mut().zip(&self.x) {
+            *b ^= k ^ x;
+        }
+    }
+
+    /// Same as [`s2c`].
+    pub fn s2c(&mut self, body: &mut [u8], challenge: i32, sequence: i32, acked_client_cmd: &[u8]) {
+        if body.len() >= S2C_START {
+            self.xor(body, S2C_START, challenge ^ sequence, acked_client_cmd);
+        }
+    }
+
+    /// Same as [`c2s`].
+    pub fn c2s(
+        &mut self,
+        body: &mut [u8],
+        challenge: i32,
+        server_id: i32,
+        message_ack: i32,
+        acked_server_cmd: &[u8],
+    ) {
+        if body.len() > C2S_START {
+            let key0 = challenge ^ server_id ^ message_ack;
+            self.xor(body, C2S_START, key0, acked_server_cmd);
+        }
+    }
+
+    fn reset(&mut self, start: usize, s: &[u8]) {
+        self.s.clear();
+        self.s.extend_from_slice(s);
+        self.start = start;
+        self.x.clear();
+        self.has_nul = s.contains(&0);
+        self.valid = true;
+    }
+
+    /// Make `x` cover `n` body bytes.
+    fn extend_to(&mut self, n: usize) {
+        let have = self.x.len();
+        if have >= n {
+            return;
+        }
+        let l = self.s.len();
+        if l == 0 {
+            // An empty string leaves the key constant.
+            return self.x.resize(n, 0);
+        }
+        // The terms repeat every 2l bytes (string length and parity), so past the first
+        // period x[k] = x[k - 2l] ^ x[2l - 1]; copying whole earlier stretches is cheaper
+        // than walking the string (this runs whenever a new string meets a long body).
+        let period = 2 * l;
+        let mut acc = self.x.last().copied().unwrap_or(0);
+        for k in have..n.min(period) {
+            let c = self.s[k % l];
+            let c = if c > 127 || c == b'%' { b'.' } else { c };
+            acc ^= c << ((self.start + k) & 1);
+            self.x.push(acc);
+        }
+        if n <= period {
+            return;
+        }
+        let p = self.x[period - 1];
+        let mut k = self.x.len();
+        self.x.resize(n, 0);
+        while k < n {
+            // Copy from the largest whole number of periods back: the stretch doubles.
+            let periods = k / period;
+            let d = periods * period;
+            let q = if periods % 2 == 1 { p } else { 0 };
+            let end = n.min(k + d);
+            let (src, dst) = self.x.split_at_mut(k);
+            for (o, &i) in dst[..end - k].iter_mut().zip(&src[k - d..]) {
+                *o = i ^ q;
+            }
+            k = end;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +244,77 @@ mod tests {
         let k5 = k4 ^ (a << 1);
         let k6 = k5 ^ a;
         assert_eq!(&b[4..], &[k4, k5, k6]);
+    }
+    /// One step of a cache-equivalence run: a body descrambled both ways.
+    fn check_cached(cache: &mut KeyCache, body: &[u8], start: usize, key0: i32, s: &[u8]) {
+        let (mut a, mut b) = (body.to_vec(), body.to_vec());
+        cache.xor(&mut a, start, key0, s);
+        xor_body(&mut b, start, key0, s);
+        assert_eq!(a, b, "start {start} key0 {key0} s {s:?}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cached_key_stream_matches_xor_body(
+            steps in proptest::collection::vec(
+                (
+                    proptest::collection::vec(proptest::num::u8::ANY, 0..400),
+                    // Few distinct strings, so the cache is both reused and invalidated.
+                    0usize..4,
+                    proptest::sample::select(vec![0usize, 3, 4, 12, 13]),
+                    proptest::num::i32::ANY,
+                ),
+                1..12,
+            ),
+            strings in proptest::collection::vec(
+                proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+                4,
+            ),
+        ) {
+            let mut cache = KeyCache::new();
+            for (body, which, start, key0) in &steps {
+                check_cached(&mut cache, body, *start, *key0, &strings[*which]);
+            }
+        }
+    }
+
+    #[test]
+    fn cached_key_stream_edge_cases() {
+        let mut cache = KeyCache::new();
+        let body: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+        for s in [
+            &b""[..],
+            b"%",
+            b"\xff\x80a",
+            b"\0abc",
+            b"ab\0c",
+            b"cs 5 \"x\"",
+            b"a",
+        ] {
+            for start in [0, 4, 12, 5000] {
+                for len in [0, 1, 4, 12, 13, 100, 3000] {
+                    check_cached(&mut cache, &body[..len], start, 0x1234_5677, s);
+                }
+            }
+        }
+        // A longer body after a shorter one with the same string extends the cached prefix.
+        check_cached(&mut cache, &body[..10], 4, 9, b"xy");
+        check_cached(&mut cache, &body[..2000], 4, 9, b"xy");
+        check_cached(&mut cache, &body[..50], 4, 9, b"xy");
+    }
+
+    #[test]
+    fn cached_directions_match() {
+        let body: Vec<u8> = (0..200u8).collect();
+        let mut cache = KeyCache::new();
+        for len in [0, 3, 4, 5, 12, 13, 200] {
+            let (mut a, mut b) = (body[..len].to_vec(), body[..len].to_vec());
+            cache.s2c(&mut a, 0x55aa, 31, b"say hi");
+            s2c(&mut b, 0x55aa, 31, b"say hi");
+            assert_eq!(a, b);
+            cache.c2s(&mut a, 0x55aa, 7, 8, b"cs 1 x");
+            c2s(&mut b, 0x55aa, 7, 8, b"cs 1 x");
+            assert_eq!(a, b);
+        }
     }
 }

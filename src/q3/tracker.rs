@@ -38,6 +38,12 @@ fn oob_role(payload: &[u8]) -> Option<(Dir, bool)> {
     None
 }
 
+/// False when [`oob_role`] cannot be `Some((Dir::C2s, true))`: that needs a word starting
+/// with `g`/`G` (getchallenge, any case) or `c` (connect) at byte 4.
+fn may_start_connection(payload: &[u8]) -> bool {
+    matches!(payload.get(4), Some(b'g' | b'G' | b'c'))
+}
+
 /// A Quake 3 connect carries an adaptive-Huffman userinfo that decodes to `"\...`.
 fn is_q3_connect(payload: &[u8]) -> bool {
     payload
@@ -104,6 +110,86 @@ struct Candidate {
     hits: u8,
 }
 
+/// The flows of an address pair `(a, b)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PairFlows {
+    /// The flow with server `a` and client `b`.
+    a_serves: Option<usize>,
+    /// The flow with server `b` and client `a`.
+    b_serves: Option<usize>,
+}
+
+/// A pair of endpoints, in the order a lookup names them.
+type Pair = (SocketAddr, SocketAddr);
+
+/// Slots of [`PairIndex`]'s memo (a power of two).
+const MEMO_SLOTS: usize = 256;
+
+/// The flows of every address pair, under both orders of the pair (one lookup per datagram
+/// finds its flow in either direction), with a direct-mapped memo of recent IPv4 lookups
+/// in front: most datagrams belong to a few busy flows, and a memo probe (one integer
+/// compare) costs a fraction of a hash-map lookup. The memo is cleared whenever the map
+/// changes (a new flow, a new client port), so it always answers as the map would.
+#[derive(Debug)]
+struct PairIndex {
+    map: FlowMap<Pair, PairFlows>,
+    /// (packed pair, its flows); a key of 0 marks an empty slot (packed keys are never 0).
+    memo: Vec<(u128, PairFlows)>,
+}
+
+impl Default for PairIndex {
+    fn default() -> Self {
+        PairIndex {
+            map: FlowMap::default(),
+            memo: vec![(0, PairFlows::default()); MEMO_SLOTS],
+        }
+    }
+}
+
+/// An IPv4 pair as one integer: both addresses and ports, and a marker bit so that no
+/// pair packs to 0. None for IPv6 (such pairs skip the memo).
+fn pack_v4(p: &Pair) -> Option<u128> {
+    let (SocketAddr::V4(a), SocketAddr::V4(b)) = p else {
+        return None;
+    };
+    let end =
+        |e: &std::net::SocketAddrV4| (u64::from(e.ip().to_bits()) << 16) | u64::from(e.port());
+    Some((1 << 127) | (u128::from(end(a)) << 48) | u128::from(end(b)))
+}
+
+fn memo_slot(key: u128) -> usize {
+    let h = (key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ ((key >> 64) as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    (h >> 56) as usize % MEMO_SLOTS
+}
+
+impl PairIndex {
+    /// The flows of `p` (none known: both `None`).
+    fn get(&mut self, p: &Pair) -> PairFlows {
+        let Some(key) = pack_v4(p) else {
+            return self.map.get(p).copied().unwrap_or_default();
+        };
+        let slot = memo_slot(key);
+        if let Some((k, v)) = self.memo.get(slot) {
+            if *k == key {
+                return *v;
+            }
+        }
+        let v = self.map.get(p).copied().unwrap_or_default();
+        if let Some(m) = self.memo.get_mut(slot) {
+            *m = (key, v);
+        }
+        v
+    }
+
+    /// Map `(server, client)` to flow `i`.
+    fn insert(&mut self, server: SocketAddr, client: SocketAddr, i: usize) {
+        self.map.entry((server, client)).or_default().a_serves = Some(i);
+        self.map.entry((client, server)).or_default().b_serves = Some(i);
+        self.memo.fill((0, PairFlows::default()));
+    }
+}
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -112,8 +198,9 @@ pub struct Tracker {
     /// Flows created by a `connect`, and by anything else (see the limits above).
     connections: usize,
     queries: usize,
-    /// (server, client address) -> flow index.
-    by_pair: FlowMap<(SocketAddr, SocketAddr), usize>,
+    /// (server, client address) -> flow index, kept under both orders of the pair so that
+    /// one lookup per datagram finds its flow in either direction.
+    by_pair: PairIndex,
     /// (server, client IP, qport) -> connection index.
     by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
     /// (server, client) pairs that may be connections seen mid-session.
@@ -172,11 +259,19 @@ impl Tracker {
         }
     }
 
+    /// Map `(server, client)` to flow `i`.
+    fn insert_pair(&mut self, server: SocketAddr, client: SocketAddr, i: usize) {
+        self.by_pair.insert(server, client, i);
+    }
+
     fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
-        if let Some(&i) = self.by_pair.get(&(d.dst, d.src)) {
+        let known = self.by_pair.get(&(d.dst, d.src));
+        if let Some(i) = known.a_serves {
             // A new handshake after an established netchan starts a new connection.
-            // established() first: it is cheap, oob_role may decompress a connect.
+            // established() and the first letter first: they are cheap, and this runs for
+            // every client packet; oob_role may decompress a connect.
             let restart = self.flows[i].established()
+                && may_start_connection(d.payload)
                 && matches!(oob_role(d.payload), Some((Dir::C2s, true)));
             if !restart {
                 return Some((i, Dir::C2s));
@@ -186,7 +281,7 @@ impl Tracker {
                 Dir::C2s,
             ));
         }
-        if let Some(&i) = self.by_pair.get(&(d.src, d.dst)) {
+        if let Some(i) = known.b_serves {
             return Some((i, Dir::S2c));
         }
         if oob::is_oob(d.payload) {
@@ -209,7 +304,7 @@ impl Tracker {
                 if self.flows[i].summary.client_ports.len() >= MAX_CLIENT_PORTS {
                     return None;
                 }
-                self.by_pair.insert((d.dst, d.src), i);
+                self.insert_pair(d.dst, d.src, i);
                 return Some((i, Dir::C2s));
             }
         }
@@ -280,7 +375,7 @@ impl Tracker {
         self.flows
             .push(Connection::new(id, server, client, self.opts));
         let i = self.flows.len() - 1;
-        self.by_pair.insert((server, client), i);
+        self.insert_pair(server, client, i);
         Some(i)
     }
 
@@ -288,11 +383,8 @@ impl Tracker {
     /// the flow that owns the pair; it keeps the earlier id. Returns false when no flow of
     /// this tracker owns the pair.
     pub fn adopt(&mut self, a: SocketAddr, b: SocketAddr, prior: &FlowSummary) -> bool {
-        let Some(&i) = self
-            .by_pair
-            .get(&(a, b))
-            .or_else(|| self.by_pair.get(&(b, a)))
-        else {
+        let p = self.by_pair.get(&(a, b));
+        let Some(i) = p.a_serves.or(p.b_serves) else {
             return false;
         };
         let conn = &mut self.flows[i];
@@ -324,5 +416,61 @@ impl Tracker {
     /// The flows (for sinks that need their final state).
     pub fn flows(&self) -> &[Connection] {
         &self.flows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The memoized index answers every lookup as its map (and a plain model) would,
+        /// through inserts that invalidate it and lookups that collide in its slots.
+        #[test]
+        fn pair_index_answers_as_its_map(
+            ops in proptest::collection::vec((any::<bool>(), 0u8..12, 0u8..12, 0usize..50), 1..200),
+        ) {
+            // Few hosts and ports, IPv4 and IPv6, so pairs repeat and slots collide.
+            let addr = |n: u8| -> SocketAddr {
+                if n % 3 == 0 {
+                    SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), 27960 + u16::from(n))
+                } else {
+                    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, n % 4)), 27960 + u16::from(n / 4))
+                }
+            };
+            let mut index = PairIndex::default();
+            let mut model: std::collections::HashMap<Pair, PairFlows> = Default::default();
+            for (insert, a, b, i) in ops {
+                let (a, b) = (addr(a), addr(b));
+                if insert {
+                    index.insert(a, b, i);
+                    model.entry((a, b)).or_default().a_serves = Some(i);
+                    model.entry((b, a)).or_default().b_serves = Some(i);
+                } else {
+                    let want = model.get(&(a, b)).copied().unwrap_or_default();
+                    prop_assert_eq!(index.get(&(a, b)), want);
+                    prop_assert_eq!(index.get(&(a, b)), want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packed_pairs_are_distinct_and_never_empty() {
+        let v4 = |ip: [u8; 4], port| SocketAddr::new(IpAddr::V4(ip.into()), port);
+        let v6 = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 0);
+        let zero = v4([0; 4], 0);
+        let max = v4([255; 4], u16::MAX);
+        assert_ne!(pack_v4(&(zero, zero)), Some(0));
+        assert_ne!(pack_v4(&(zero, max)), pack_v4(&(max, zero)));
+        assert_ne!(
+            pack_v4(&(v4([1, 0, 0, 0], 0), zero)),
+            pack_v4(&(v4([0; 4], 1), zero))
+        );
+        assert_eq!(pack_v4(&(v6, zero)), None);
+        for p in [(zero, max), (max, max), (max, zero)] {
+            assert!(memo_slot(pack_v4(&p).unwrap()) < MEMO_SLOTS);
+        }
     }
 }

@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use crate::q3::bits::{BitError, BitReader, BitWriter};
+use crate::q3::huffman::{self, NYT};
 
 /// `usercmd_t` as transmitted.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug, Serialize)]
@@ -34,11 +35,12 @@ fn mask(bits: u32) -> i32 {
     ((1u64 << bits) - 1) as i32
 }
 
-/// `MSG_ReadDeltaKey`: changed bit, then `bits` bits XOR the width-masked key.
-#[inline]
-fn read_delta_key(r: &mut BitReader, key: i32, old: i32, bits: u32) -> Result<i32, BitError> {
+/// `MSG_ReadDeltaKey`: changed bit, then `BITS` bits XOR the width-masked key. The width
+/// is a constant so every field read is straight-line code (this runs per usercmd field).
+#[inline(always)]
+fn read_delta_key<const BITS: u32>(r: &mut BitReader, key: i32, old: i32) -> Result<i32, BitError> {
     if r.read_bit()? {
-        Ok(r.read_bits(bits as i32)? ^ (key & mask(bits)))
+        Ok(r.read_bits_fixed::<BITS>()? ^ (key & mask(BITS)))
     } else {
         Ok(old)
     }
@@ -61,10 +63,149 @@ pub fn read_delta_usercmd(
     key: i32,
     from: &UserCmd,
 ) -> Result<UserCmd, BitError> {
-    let server_time = if r.read_bit()? {
-        from.server_time.wrapping_add(r.read_bits(8)?)
+    let start = r.bit_pos();
+    match read_delta_usercmd_windowed(r, key, from) {
+        Some(c) => Ok(c),
+        None => {
+            // Near the end, or a NYT code: the field-by-field reader gives the exact error.
+            r.set_bit_pos(start);
+            read_delta_usercmd_exact(r, key, from)
+        }
+    }
+}
+
+/// Stream bits taken from 64-bit windows of a [`BitReader`], committed in bulk: a usercmd's
+/// flags, raw bits and Huffman codes are decoded without a bounds check each.
+struct Window<'r, 'a> {
+    r: &'r mut BitReader<'a>,
+    w: u64,
+    /// Valid bits left in `w` (a peek guarantees 57).
+    left: u32,
+    /// Bits taken from `w` and not yet committed to `r`.
+    taken: u32,
+}
+
+impl<'r, 'a> Window<'r, 'a> {
+    fn new(r: &'r mut BitReader<'a>) -> Self {
+        let w = r.peek64();
+        Window {
+            r,
+            w,
+            left: 57,
+            taken: 0,
+        }
+    }
+
+    /// Make sure `n` (<= 57) bits can be taken; None when committing runs past the end.
+    #[inline(always)]
+    fn need(&mut self, n: u32) -> Option<()> {
+        if self.left < n {
+            self.commit()?;
+            self.w = self.r.peek64();
+            self.left = 57;
+        }
+        Some(())
+    }
+
+    /// Move the reader past the bits taken: None if that is past the end (engine rule).
+    #[inline(always)]
+    fn commit(&mut self) -> Option<()> {
+        let n = std::mem::take(&mut self.taken) as usize;
+        self.r.advance(n).then_some(())
+    }
+
+    #[inline(always)]
+    fn bit(&mut self) -> bool {
+        let b = self.w & 1 != 0;
+        self.w >>= 1;
+        self.left -= 1;
+        self.taken += 1;
+        b
+    }
+
+    /// `BITS` (8, 16 or 32) bits as Huffman-coded bytes; None on a NYT code.
+    #[inline(always)]
+    fn bytes<const BITS: u32>(&mut self) -> Option<i32> {
+        let mut v = 0u32;
+        let mut k = 0;
+        while k < BITS / 8 {
+            let e = huffman::lut_entry(self.w as u32);
+            if e & NYT != 0 {
+                return None;
+            }
+            let len = u32::from(e >> 9);
+            v |= u32::from(e & 0xff) << (8 * k);
+            self.w >>= len;
+            self.left -= len;
+            self.taken += len;
+            k += 1;
+        }
+        Some(v as i32)
+    }
+
+    /// `MSG_ReadDeltaKey` from the window.
+    #[inline(always)]
+    fn delta_key<const BITS: u32>(&mut self, key: i32, old: i32) -> Option<i32> {
+        // The flag and at most BITS / 8 codes of 11 bits.
+        self.need(1 + 11 * (BITS / 8))?;
+        if self.bit() {
+            Some(self.bytes::<BITS>()? ^ (key & mask(BITS)))
+        } else {
+            Some(old)
+        }
+    }
+}
+
+/// [`read_delta_usercmd_exact`] from whole windows: the same command and end position, or
+/// None (the reader then moved by an unspecified amount) when a code is NYT or the
+/// command runs to the end of the message, for the exact reader to report.
+fn read_delta_usercmd_windowed(r: &mut BitReader, key: i32, from: &UserCmd) -> Option<UserCmd> {
+    let mut w = Window::new(r);
+    // 1 + 4 codes of at most 11 bits: fits a fresh window.
+    let server_time = if w.bit() {
+        from.server_time.wrapping_add(w.bytes::<8>()?)
     } else {
-        r.read_bits(32)?
+        w.bytes::<32>()?
+    };
+    w.need(1)?;
+    if !w.bit() {
+        w.commit()?;
+        return Some(UserCmd {
+            server_time,
+            ..*from
+        });
+    }
+    let key = key ^ server_time;
+    let a0 = w.delta_key::<16>(key, from.angles[0])?;
+    let a1 = w.delta_key::<16>(key, from.angles[1])?;
+    let a2 = w.delta_key::<16>(key, from.angles[2])?;
+    let forwardmove = movement(w.delta_key::<8>(key, i32::from(from.forwardmove))?);
+    let rightmove = movement(w.delta_key::<8>(key, i32::from(from.rightmove))?);
+    let upmove = movement(w.delta_key::<8>(key, i32::from(from.upmove))?);
+    let buttons = w.delta_key::<16>(key, from.buttons)?;
+    let weapon = w.delta_key::<8>(key, i32::from(from.weapon))? as u8;
+    w.commit()?;
+    Some(UserCmd {
+        server_time,
+        angles: [a0, a1, a2],
+        forwardmove,
+        rightmove,
+        upmove,
+        buttons,
+        weapon,
+    })
+}
+
+/// `MSG_ReadDeltaUsercmdKey` field by field, with the exact error of a failing read.
+fn read_delta_usercmd_exact(
+    r: &mut BitReader,
+    key: i32,
+    from: &UserCmd,
+) -> Result<UserCmd, BitError> {
+    let server_time = if r.read_bit()? {
+        from.server_time.wrapping_add(r.read_bits_fixed::<8>()?)
+    } else {
+        r.read_bits_fixed::<32>()?
     };
     if !r.read_bit()? {
         return Ok(UserCmd {
@@ -73,14 +214,14 @@ pub fn read_delta_usercmd(
         });
     }
     let key = key ^ server_time;
-    let a0 = read_delta_key(r, key, from.angles[0], 16)?;
-    let a1 = read_delta_key(r, key, from.angles[1], 16)?;
-    let a2 = read_delta_key(r, key, from.angles[2], 16)?;
-    let forwardmove = movement(read_delta_key(r, key, i32::from(from.forwardmove), 8)?);
-    let rightmove = movement(read_delta_key(r, key, i32::from(from.rightmove), 8)?);
-    let upmove = movement(read_delta_key(r, key, i32::from(from.upmove), 8)?);
-    let buttons = read_delta_key(r, key, from.buttons, 16)?;
-    let weapon = read_delta_key(r, key, i32::from(from.weapon), 8)? as u8;
+    let a0 = read_delta_key::<16>(r, key, from.angles[0])?;
+    let a1 = read_delta_key::<16>(r, key, from.angles[1])?;
+    let a2 = read_delta_key::<16>(r, key, from.angles[2])?;
+    let forwardmove = movement(read_delta_key::<8>(r, key, i32::from(from.forwardmove))?);
+    let rightmove = movement(read_delta_key::<8>(r, key, i32::from(from.rightmove))?);
+    let upmove = movement(read_delta_key::<8>(r, key, i32::from(from.upmove))?);
+    let buttons = read_delta_key::<16>(r, key, from.buttons)?;
+    let weapon = read_delta_key::<8>(r, key, i32::from(from.weapon))? as u8;
     Ok(UserCmd {
         server_time,
         angles: [a0, a1, a2],
@@ -316,5 +457,80 @@ mod tests {
             h ^ (h >> 10) ^ (h >> 20)
         };
         assert_eq!(hash_key(b"cs 5 \"hello\"", 32), manual);
+    }
+    /// Both readers over the same bits: same command or error, same end position.
+    fn both(data: &[u8], start: usize, key: i32, from: &UserCmd) {
+        let mut a = BitReader::new(data);
+        a.set_bit_pos(start);
+        let mut b = a.clone();
+        let got = read_delta_usercmd(&mut a, key, from);
+        let want = read_delta_usercmd_exact(&mut b, key, from);
+        assert_eq!(got, want, "start {start} data {data:?}");
+        if want.is_ok() {
+            assert_eq!(a.bit_pos(), b.bit_pos());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn prop_windowed_matches_exact_on_written_commands(
+            cmds in seq_strategy(),
+            key in any::<i32>(),
+            cut in 0usize..200,
+            flip in proptest::option::of(0usize..1600),
+        ) {
+            let mut w = BitWriter::new();
+            let mut prev = UserCmd::default();
+            let mut starts = Vec::new();
+            for c in &cmds {
+                starts.push(w.bit_pos());
+                write_delta_usercmd(&mut w, key, &prev, c);
+                prev = *c;
+            }
+            let mut out = w.finish();
+            out.truncate(cut.max(1));
+            if let Some(f) = flip {
+                let n = out.len();
+                out[(f / 8) % n] ^= 1 << (f % 8);
+            }
+            let mut prev = UserCmd::default();
+            for (&s, c) in starts.iter().zip(&cmds) {
+                both(&out, s, key, &prev);
+                prev = *c;
+            }
+        }
+
+        #[test]
+        fn prop_windowed_matches_exact_on_random_bytes(
+            data in proptest::collection::vec(any::<u8>(), 0..40),
+            start in 0usize..64,
+            key in any::<i32>(),
+            from in cmd_strategy(),
+        ) {
+            both(&data, start, key, &from);
+        }
+    }
+    #[test]
+    fn windowed_reports_nyt_codes_like_exact() {
+        let nyt = (0u32..2048)
+            .find(|&w| huffman::lut_entry(w) & NYT != 0)
+            .expect("the static tree has a NYT code");
+        let nyt = u64::from(nyt);
+        // NYT as the 8-bit time delta; as the first angle (delta time 0, changed, angle
+        // changed); and after three unchanged angles, as forwardmove.
+        let zero = u64::from(huffman::code_of(0).0);
+        let zl = u32::from(huffman::code_of(0).1);
+        let layouts = [
+            1 | (nyt << 1),
+            1 | (zero << 1) | (0b11 << (1 + zl)) | (nyt << (3 + zl)),
+            1 | (zero << 1) | (0b1 << (1 + zl)) | (0b1000 << (2 + zl)) | (nyt << (6 + zl)),
+        ];
+        for bits in layouts {
+            let mut data = bits.to_le_bytes().to_vec();
+            data.extend_from_slice(&[0x55; 8]);
+            let got = read_delta_usercmd(&mut BitReader::new(&data), 7, &UserCmd::default());
+            assert!(matches!(got, Err(BitError::Nyt { .. })), "{got:?}");
+            both(&data, 0, 7, &UserCmd::default());
+        }
     }
 }
