@@ -56,8 +56,14 @@ impl<'a> BitReader<'a> {
     pub fn new(data: &'a [u8]) -> Self {
         let tail_start = data.len().saturating_sub(8);
         let mut tail = [0u8; 16];
-        for (t, &b) in tail.iter_mut().zip(data.get(tail_start..).unwrap_or(&[])) {
-            *t = b;
+        match data.get(tail_start..).and_then(|t| <[u8; 8]>::try_from(t).ok()) {
+            // The usual case: one 8-byte move, not a memcpy call (two readers per message).
+            Some(last8) => tail[..8].copy_from_slice(&last8),
+            None => {
+                for (t, &b) in tail.iter_mut().zip(data) {
+                    *t = b;
+                }
+            }
         }
         BitReader {
             data,
@@ -494,14 +500,14 @@ fn mask(bits: u32) -> u32 {
 /// download block is up to 16 KB). From the first window that cannot be committed (the
 /// message end, a NYT code) the bytes are read one at a time, so the error is the engine's.
 pub fn read_bytes_into(r: &mut BitReader<'_>, n: usize, out: &mut Vec<u8>) -> Result<(), BitError> {
-    out.reserve(n);
-    let mut left = n;
-    while left >= 5 {
+    let start = out.len();
+    out.resize(start + n, 0);
+    let mut done = 0;
+    for chunk in out[start..].chunks_exact_mut(5) {
         let mut w = r.peek64();
-        let mut buf = [0u8; 5];
         let mut used = 0usize;
         let mut flags = 0u16;
-        for b in &mut buf {
+        for b in chunk.iter_mut() {
             let e = huffman::lut_entry(w as u32);
             let len = e >> 9;
             flags |= e;
@@ -512,10 +518,10 @@ pub fn read_bytes_into(r: &mut BitReader<'_>, n: usize, out: &mut Vec<u8>) -> Re
         if flags & NYT != 0 || !r.advance(used) {
             break;
         }
-        out.extend_from_slice(&buf);
-        left -= 5;
+        done += 5;
     }
-    for _ in 0..left {
+    out.truncate(start + done);
+    for _ in done..n {
         out.push(r.read_byte()?);
     }
     Ok(())
