@@ -17,7 +17,11 @@ use crate::flow::FlowMap;
 pub trait Detached: Send + 'static {
     /// One piece of work, in capture order.
     type Work: Send + 'static;
-    fn run(&mut self, work: Self::Work);
+    /// What a finished piece of work leaves for reuse (a message buffer), handed back to
+    /// the router so it need not allocate one per message on one thread and free it on
+    /// another.
+    type Spare: Send + 'static;
+    fn run(&mut self, work: Self::Work) -> Option<Self::Spare>;
 }
 
 /// Work items per message sent to a worker (one channel operation per batch, not per item).
@@ -31,6 +35,8 @@ type Batch<W> = Vec<(u32, W)>;
 pub struct Pool<D: Detached> {
     senders: Vec<SyncSender<Batch<D::Work>>>,
     batches: Vec<Batch<D::Work>>,
+    /// Spares coming back from each worker, a batch's worth at a time.
+    spares: Vec<Receiver<Vec<D::Spare>>>,
     handles: Vec<JoinHandle<Vec<(u32, D)>>>,
 }
 
@@ -43,12 +49,19 @@ pub fn worker_threads() -> usize {
         .max(1)
 }
 
-fn worker<D: Detached>(rx: Receiver<Batch<D::Work>>, make: impl Fn() -> D) -> Vec<(u32, D)> {
+fn worker<D: Detached>(
+    rx: Receiver<Batch<D::Work>>,
+    back: SyncSender<Vec<D::Spare>>,
+    make: impl Fn() -> D,
+) -> Vec<(u32, D)> {
     let mut decoders: FlowMap<u32, D> = FlowMap::default();
     for batch in rx {
+        let mut spares = Vec::with_capacity(batch.len());
         for (flow, w) in batch {
-            decoders.entry(flow).or_insert_with(&make).run(w);
+            spares.extend(decoders.entry(flow).or_insert_with(&make).run(w));
         }
+        // When the router has not taken the earlier ones yet, these are simply dropped.
+        let _ = back.try_send(spares);
     }
     decoders.into_iter().collect()
 }
@@ -60,16 +73,20 @@ impl<D: Detached> Pool<D> {
         F: Fn() -> D + Send + Clone + 'static,
     {
         let mut senders = Vec::new();
+        let mut spares = Vec::new();
         let mut handles = Vec::new();
         for _ in 0..threads.max(1) {
             let (tx, rx) = sync_channel(IN_FLIGHT);
+            let (back_tx, back_rx) = sync_channel(IN_FLIGHT);
             let make = make.clone();
             senders.push(tx);
-            handles.push(std::thread::spawn(move || worker(rx, make)));
+            spares.push(back_rx);
+            handles.push(std::thread::spawn(move || worker(rx, back_tx, make)));
         }
         Pool {
             batches: senders.iter().map(|_| Vec::with_capacity(BATCH)).collect(),
             senders,
+            spares,
             handles,
         }
     }
@@ -80,6 +97,16 @@ impl<D: Detached> Pool<D> {
         self.batches[k].push((flow, work));
         if self.batches[k].len() >= BATCH {
             self.send(k);
+        }
+    }
+
+    /// Move the spares the workers have handed back into `into`, up to `max` in all.
+    pub fn reclaim(&mut self, into: &mut Vec<D::Spare>, max: usize) {
+        for rx in &self.spares {
+            while let Ok(v) = rx.try_recv() {
+                let room = max.saturating_sub(into.len());
+                into.extend(v.into_iter().take(room));
+            }
         }
     }
 

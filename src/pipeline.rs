@@ -149,7 +149,7 @@ pub struct Trackers {
     qw: qw::Tracker,
     other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
-    q3_work: Vec<(u32, q3::conn::Work)>,
+    q3_work: q3::conn::WorkQueue,
     /// Worker threads decoding Quake 3 flows, when the run is order-insensitive.
     q3_pool: Option<Pool<q3::conn::Decoder>>,
     qw_out: Vec<qw::Event>,
@@ -164,6 +164,10 @@ fn qw_flow(e: &qw::Event) -> u32 {
         qw::Event::Raw(r) => r.flow,
     }
 }
+
+/// Message buffers kept for reuse between the workers and the router (a batch in flight per
+/// worker needs about this many).
+const SPARE_BODIES: usize = 2048;
 
 impl Trackers {
     /// Decoding goes to worker threads when nothing is emitted (the flow table) and more
@@ -188,7 +192,7 @@ impl Trackers {
             qw: qw::Tracker::new(qw_opts),
             other: OtherFlows::default(),
             q3_out: Vec::new(),
-            q3_work: Vec::new(),
+            q3_work: Default::default(),
             q3_pool,
             qw_out: Vec::new(),
             filter: opts.flows.clone(),
@@ -220,8 +224,11 @@ impl Trackers {
             self.untracked.count += 1;
         }
         if let Some(pool) = &mut self.q3_pool {
-            for (flow, w) in self.q3_work.drain(..) {
+            for (flow, w) in self.q3_work.items.drain(..) {
                 pool.push(flow, w);
+            }
+            if self.q3_work.bodies.is_empty() {
+                pool.reclaim(&mut self.q3_work.bodies, SPARE_BODIES);
             }
         }
         // The flow table emits nothing: most datagrams end here, without the call.
@@ -244,7 +251,7 @@ impl Trackers {
         for m in self.q3_out.iter_mut().filter(|m| m.flow == new_id) {
             m.flow = prior.id;
         }
-        for (flow, _) in self.q3_work.iter_mut().filter(|(f, _)| *f == new_id) {
+        for (flow, _) in self.q3_work.items.iter_mut().filter(|(f, _)| *f == new_id) {
             *flow = prior.id;
         }
     }

@@ -56,7 +56,10 @@ impl<'a> BitReader<'a> {
     pub fn new(data: &'a [u8]) -> Self {
         let tail_start = data.len().saturating_sub(8);
         let mut tail = [0u8; 16];
-        match data.get(tail_start..).and_then(|t| <[u8; 8]>::try_from(t).ok()) {
+        match data
+            .get(tail_start..)
+            .and_then(|t| <[u8; 8]>::try_from(t).ok())
+        {
             // The usual case: one 8-byte move, not a memcpy call (two readers per message).
             Some(last8) => tail[..8].copy_from_slice(&last8),
             None => {

@@ -69,6 +69,14 @@ pub enum Work {
     Release,
 }
 
+/// Decoding work handed out by detached connections (tagged with the flow id), and message
+/// buffers the workers gave back, which the next messages are copied into.
+#[derive(Debug, Default)]
+pub struct WorkQueue {
+    pub items: Vec<(u32, Work)>,
+    pub bodies: Vec<Vec<u8>>,
+}
+
 /// Errors of one flow: all counted, the first [`MAX_KEPT_ERRORS`] kept.
 #[derive(Debug, Clone, Default)]
 pub struct ErrorLog {
@@ -345,9 +353,10 @@ impl Decoder {
 
 impl crate::parallel::Detached for Decoder {
     type Work = Work;
-    fn run(&mut self, work: Work) {
+    type Spare = Vec<u8>;
+    fn run(&mut self, work: Work) -> Option<Vec<u8>> {
         // Detached decoders serve the flow table: nothing is emitted.
-        let _ = Decoder::run(self, work, &mut Vec::new());
+        Decoder::run(self, work, &mut Vec::new())
     }
 }
 
@@ -439,14 +448,14 @@ impl Connection {
     }
 
     /// Run `w` inline, or hand it out (tagged with the flow id) when detached.
-    fn dispatch(&mut self, w: Work, out: &mut Vec<Message>, work: &mut Vec<(u32, Work)>) {
+    fn dispatch(&mut self, w: Work, out: &mut Vec<Message>, work: &mut WorkQueue) {
         match &mut self.decoder {
             Some(dec) => {
                 if let Some(buf) = dec.run(w, out) {
                     self.spare = buf;
                 }
             }
-            None => work.push((self.summary.id, w)),
+            None => work.items.push((self.summary.id, w)),
         }
     }
 
@@ -457,7 +466,7 @@ impl Connection {
         dir: Dir,
         d: &Datagram<'_>,
         out: &mut Vec<Message>,
-        work: &mut Vec<(u32, Work)>,
+        work: &mut WorkQueue,
     ) {
         self.released = false;
         self.summary.count_packet(dir, d.payload.len(), d.ts_ns);
@@ -482,7 +491,7 @@ impl Connection {
 
     /// Free the decode state when the flow has been silent for [`IDLE_RELEASE_NS`] at
     /// capture time `now_ns`. Returns true when it did.
-    pub fn release_if_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) -> bool {
+    pub fn release_if_idle(&mut self, now_ns: i64, work: &mut WorkQueue) -> bool {
         let last_ns = (self.summary.last_time * 1e9) as i64;
         if self.released || now_ns.saturating_sub(last_ns) < IDLE_RELEASE_NS {
             return false;
@@ -500,7 +509,7 @@ impl Connection {
         dir: Dir,
         d: &Datagram<'_>,
         out: &mut Vec<Message>,
-        work: &mut Vec<(u32, Work)>,
+        work: &mut WorkQueue,
     ) {
         let oob = match Oob::parse(d.payload, dir) {
             Ok(o) => o,
@@ -563,7 +572,7 @@ impl Connection {
         dir: Dir,
         d: &Datagram<'_>,
         out: &mut Vec<Message>,
-        work: &mut Vec<(u32, Work)>,
+        work: &mut WorkQueue,
     ) {
         if !self.connected {
             self.connected = true;
@@ -624,7 +633,11 @@ impl Connection {
             let body = match body {
                 Cow::Owned(v) => v,
                 Cow::Borrowed(b) => {
-                    let mut v = std::mem::take(&mut self.spare);
+                    // Inline, the decoder gives the buffer back; detached, the workers do.
+                    let mut v = match self.decoder {
+                        Some(_) => std::mem::take(&mut self.spare),
+                        None => work.bodies.pop().unwrap_or_default(),
+                    };
                     v.clear();
                     v.extend_from_slice(b);
                     v

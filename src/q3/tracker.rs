@@ -4,7 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use super::bits::BitReader;
-use super::conn::{Connection, ErrorLog, Options, Work};
+use super::conn::{Connection, ErrorLog, Options, WorkQueue};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
@@ -228,7 +228,7 @@ impl Tracker {
         d: &Datagram<'_>,
         next_id: &mut u32,
         out: &mut Vec<Message>,
-        work: &mut Vec<(u32, Work)>,
+        work: &mut WorkQueue,
     ) -> bool {
         self.scan_idle(d.ts_ns, work);
         let Some((idx, dir)) = self.route(d, next_id) else {
@@ -249,7 +249,7 @@ impl Tracker {
 
     /// Now and then, release the decode state of connections silent for long: memory then
     /// follows the number of live connections, not the length of the capture.
-    fn scan_idle(&mut self, now_ns: i64, work: &mut Vec<(u32, Work)>) {
+    fn scan_idle(&mut self, now_ns: i64, work: &mut WorkQueue) {
         if now_ns.saturating_sub(self.last_scan_ns) < IDLE_SCAN_NS {
             return;
         }
