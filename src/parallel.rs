@@ -132,3 +132,55 @@ impl<D: Detached> Pool<D> {
         all
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Adds its work to a running sum per flow and hands each item back as a spare.
+    struct Sum(u64);
+
+    impl Detached for Sum {
+        type Work = u64;
+        type Spare = u64;
+        fn run(&mut self, work: u64) -> Option<u64> {
+            self.0 += work;
+            Some(work)
+        }
+    }
+
+    #[test]
+    fn work_runs_per_flow_and_spares_come_back() {
+        let mut pool = Pool::new(2, || Sum(0));
+        for i in 0..(3 * BATCH as u64) {
+            pool.push((i % 5) as u32, i);
+        }
+        // Wait for the first batches' spares (the workers run concurrently).
+        let mut spares = Vec::new();
+        for _ in 0..1000 {
+            pool.reclaim(&mut spares, 10_000);
+            if !spares.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(!spares.is_empty(), "spares are handed back");
+        assert!(spares.iter().all(|&s| s < 3 * BATCH as u64));
+        let mut sums = pool.finish();
+        sums.sort_by_key(|(flow, _)| *flow);
+        let expect: Vec<(u32, u64)> = (0..5u32)
+            .map(|f| {
+                (
+                    f,
+                    (0..3 * BATCH as u64)
+                        .filter(|i| i % 5 == u64::from(f))
+                        .sum(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sums.iter().map(|(f, s)| (*f, s.0)).collect::<Vec<_>>(),
+            expect
+        );
+    }
+}
