@@ -290,33 +290,14 @@ impl<'a> BitReader<'a> {
     /// `read_bits` for any width.
     #[inline]
     fn read_var(&mut self, n: i32) -> Result<i32, BitError> {
-        let bits = n.unsigned_abs().min(32);
         let start = self.bit;
-        let mut w = self.window64(start);
-        let nraw = bits & 7;
-        let mut value = (w as u32) & mask(nraw);
-        w >>= nraw;
-        let mut consumed = nraw;
-        let mut flags = 0u16;
-        let mut shift = nraw;
-        while shift < bits {
-            let e = huffman::lut_entry(w as u32);
-            let len = u32::from(e >> 9);
-            flags |= e;
-            value |= u32::from(e & 0xff) << shift;
-            w >>= len;
-            consumed += len;
-            shift += 8;
-        }
-        let end = start + consumed as usize;
-        if end >= self.limit || flags & NYT != 0 {
+        let d = decode_window(self.window64(start), n);
+        let end = start + d.bits as usize;
+        if end >= self.limit || d.nyt {
             return self.read_bits_checked(n);
         }
         self.bit = end;
-        if n < 0 && bits < 32 && value & (1 << (bits - 1)) != 0 {
-            value |= !mask(bits);
-        }
-        Ok(value as i32)
+        Ok(d.value)
     }
 
     /// Step-by-step `read_bits` with the exact error rules: a code crossing the end is
@@ -420,6 +401,12 @@ impl<'a> BitReader<'a> {
     fn read_string_max(&mut self, max: usize) -> Result<String, BitError> {
         // One allocation for most strings instead of growing from empty.
         let mut out: Vec<u8> = Vec::with_capacity(128);
+        self.read_string_chars(max, &mut out)?;
+        Ok(String::from_utf8(out).unwrap_or_default()) // all bytes are ASCII by construction
+    }
+
+    /// The characters of a string appended to `out` (at most `max` kept).
+    fn read_string_chars(&mut self, max: usize, out: &mut Vec<u8>) -> Result<(), BitError> {
         'window: loop {
             // Up to 5 codes per 64-bit window (5 * 11 = 55 <= 57 valid bits).
             let mut w = self.window64(self.bit);
@@ -428,7 +415,7 @@ impl<'a> BitReader<'a> {
                 let e = huffman::lut_entry(w as u32);
                 let len = usize::from(e >> 9);
                 if pos + len >= self.limit || e & NYT != 0 {
-                    // End of buffer or NYT: let the exact reader produce the error.
+                    // End of buffer or NYT: the exact reader produces the error.
                     self.bit = pos;
                     self.read_bits_checked(8)?;
                     // Unreachable in practice (the checked read fails); resume generically.
@@ -440,13 +427,12 @@ impl<'a> BitReader<'a> {
                 // ioq3: a character that no longer fits is consumed, the rest is not.
                 if c == 0 || out.len() >= max {
                     self.bit = pos;
-                    break 'window;
+                    return Ok(());
                 }
                 out.push(if c == b'%' || c > 127 { b'.' } else { c });
             }
             self.bit = pos;
         }
-        Ok(String::from_utf8(out).unwrap_or_default()) // all bytes are ASCII by construction
     }
 
     /// `read_bits` for an unsigned width fixed at compile time (1..=32): straight-line code
@@ -464,29 +450,7 @@ impl<'a> BitReader<'a> {
     /// position, same errors (the loop is `read_string_max`'s).
     pub fn read_string_into(&mut self, out: &mut Vec<u8>) -> Result<(), BitError> {
         out.clear();
-        let max = MAX_STRING_CHARS - 1;
-        'window: loop {
-            let mut w = self.window64(self.bit);
-            let mut pos = self.bit;
-            for _ in 0..5 {
-                let e = huffman::lut_entry(w as u32);
-                let len = usize::from(e >> 9);
-                if pos + len >= self.limit || e & NYT != 0 {
-                    self.bit = pos;
-                    self.read_bits_checked(8)?;
-                    continue 'window;
-                }
-                pos += len;
-                w >>= len;
-                let c = e as u8;
-                if c == 0 || out.len() >= max {
-                    self.bit = pos;
-                    return Ok(());
-                }
-                out.push(if c == b'%' || c > 127 { b'.' } else { c });
-            }
-            self.bit = pos;
-        }
+        self.read_string_chars(MAX_STRING_CHARS - 1, out)
     }
 }
 

@@ -514,22 +514,9 @@ impl Recorder for SnapRecord {
         ps: &PlayerState,
         wire: PlayerWire,
         changes: Vec<FieldChange>,
-        (start_bit, end_bit): (usize, usize),
+        bits: (usize, usize),
     ) {
-        let [changed_stats, changed_persistant, changed_ammo, changed_powerups] = wire.masks;
-        self.playerstate = PlayerDelta {
-            state: ps.clone(),
-            lc: wire.lc,
-            changes,
-            arrays_changed: wire.arrays_changed,
-            arrays: wire.arrays,
-            changed_stats,
-            changed_persistant,
-            changed_ammo,
-            changed_powerups,
-            start_bit,
-            end_bit,
-        };
+        self.playerstate = PlayerDelta::new(ps.clone(), wire, changes, bits);
     }
 
     fn entity(&mut self, e: EntityWire<Vec<FieldChange>>, state: Option<&EntityState>) {
