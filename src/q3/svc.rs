@@ -881,7 +881,7 @@ mod tests {
             ps.stats[i] = i32::from(arrays[i]);
             ps.persistant[i] = i32::from(arrays[16 + i]);
             ps.ammo[i] = i32::from(arrays[32 + i]);
-            ps.powerups[i] = i32::from(arrays[48 + i]) * 65537;
+            ps.powerups[i] = i32::from(arrays[48 + i]).wrapping_mul(65537);
         }
         ps
     }
