@@ -192,6 +192,7 @@ pub const MAX_AREAMASK: usize = 32;
 #[derive(Debug, Clone)]
 pub struct ClientState {
     pub configstrings: Vec<String>,
+    /// Set them with [`Self::set_baseline`], which a gamestate's reset relies on.
     pub baselines: Vec<EntityState>,
     /// Baselines set since the last gamestate (a gamestate resets only these).
     baselines_set: Vec<u16>,
