@@ -290,23 +290,7 @@ fn parse_op<'s>(
             }
         }
         CLC_VOIP_SPEEX | CLC_VOIP_OPUS => {
-            // generation, sequence, frames, recipients (8 bytes), flags, size, payload
-            r.read_byte()?;
-            r.read_long()?;
-            r.read_byte()?;
-            r.read_long()?;
-            r.read_long()?;
-            r.read_byte()?;
-            let size = r.read_short()?;
-            if !(0..=4096).contains(&(size as i32)) {
-                return Err(ClcError::VoipSize {
-                    size: size as i32,
-                    bit,
-                });
-            }
-            for _ in 0..size {
-                r.read_byte()?;
-            }
+            let size = read_voip(r, bit)?;
             OpView::Voip {
                 bit,
                 opus: op == CLC_VOIP_OPUS,
@@ -315,6 +299,28 @@ fn parse_op<'s>(
         }
         _ => return Err(ClcError::BadOp { op, bit }),
     })
+}
+
+/// The rest of a voip op (protocol 71), skipped: generation, sequence, frames, recipients
+/// (8 bytes), flags, then the payload size and payload. Returns the size.
+fn read_voip(r: &mut BitReader<'_>, bit: usize) -> Result<i16, ClcError> {
+    r.read_byte()?;
+    r.read_long()?;
+    r.read_byte()?;
+    r.read_long()?;
+    r.read_long()?;
+    r.read_byte()?;
+    let size = r.read_short()?;
+    if !(0..=4096).contains(&(size as i32)) {
+        return Err(ClcError::VoipSize {
+            size: size as i32,
+            bit,
+        });
+    }
+    for _ in 0..size {
+        r.read_byte()?;
+    }
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -406,22 +412,7 @@ mod tests {
                 }
             }
             CLC_VOIP_SPEEX | CLC_VOIP_OPUS => {
-                r.read_byte()?;
-                r.read_long()?;
-                r.read_byte()?;
-                r.read_long()?;
-                r.read_long()?;
-                r.read_byte()?;
-                let size = r.read_short()?;
-                if !(0..=4096).contains(&(size as i32)) {
-                    return Err(ClcError::VoipSize {
-                        size: size as i32,
-                        bit,
-                    });
-                }
-                for _ in 0..size {
-                    r.read_byte()?;
-                }
+                let size = read_voip(r, bit)?;
                 ClientOp::Voip {
                     bit,
                     opus: op == CLC_VOIP_OPUS,

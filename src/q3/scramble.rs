@@ -27,8 +27,7 @@ pub fn xor_body(body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
     let mut i = start;
     for chunk in tail.chunks_mut(s.len()) {
         for (b, &c) in chunk.iter_mut().zip(s) {
-            let c = if c > 127 || c == b'%' { b'.' } else { c };
-            key ^= c << (i & 1);
+            key ^= key_char(c) << (i & 1);
             *b ^= key;
             i += 1;
         }
@@ -43,11 +42,7 @@ fn xor_body_bytewise(body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
         if idx >= s.len() || s[idx] == 0 {
             idx = 0;
         }
-        let mut c = s.get(idx).copied().unwrap_or(0);
-        if c > 127 || c == b'%' {
-            c = b'.';
-        }
-        key ^= c << (i & 1);
+        key ^= key_char(s.get(idx).copied().unwrap_or(0)) << (i & 1);
         *b ^= key;
         idx += 1;
     }
@@ -56,8 +51,28 @@ fn xor_body_bytewise(body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
 /// Descramble a server→client body: key0 = challenge ^ sequence, string = the client command
 /// the message acknowledges.
 pub fn s2c(body: &mut [u8], challenge: i32, sequence: i32, acked_client_cmd: &[u8]) {
-    if body.len() >= S2C_START {
-        xor_body(body, S2C_START, challenge ^ sequence, acked_client_cmd);
+    if let Some((start, key0)) = s2c_key(body.len(), challenge, sequence) {
+        xor_body(body, start, key0, acked_client_cmd);
+    }
+}
+
+/// Where a server→client body of `len` bytes is scrambled from, and its key0.
+fn s2c_key(len: usize, challenge: i32, sequence: i32) -> Option<(usize, i32)> {
+    (len >= S2C_START).then_some((S2C_START, challenge ^ sequence))
+}
+
+/// Where a client→server body of `len` bytes is scrambled from, and its key0.
+fn c2s_key(len: usize, challenge: i32, server_id: i32, message_ack: i32) -> Option<(usize, i32)> {
+    (len > C2S_START).then_some((C2S_START, challenge ^ server_id ^ message_ack))
+}
+
+/// The string character the key takes: `%` and bytes above 127 count as `.`.
+#[inline(always)]
+fn key_char(c: u8) -> u8 {
+    if c > 127 || c == b'%' {
+        b'.'
+    } else {
+        c
     }
 }
 
@@ -71,13 +86,8 @@ pub fn c2s(
     message_ack: i32,
     acked_server_cmd: &[u8],
 ) {
-    if body.len() > C2S_START {
-        xor_body(
-            body,
-            C2S_START,
-            challenge ^ server_id ^ message_ack,
-            acked_server_cmd,
-        );
+    if let Some((start, key0)) = c2s_key(body.len(), challenge, server_id, message_ack) {
+        xor_body(body, start, key0, acked_server_cmd);
     }
 }
 
@@ -124,8 +134,8 @@ impl KeyCache {
 
     /// Same as [`s2c`].
     pub fn s2c(&mut self, body: &mut [u8], challenge: i32, sequence: i32, acked_client_cmd: &[u8]) {
-        if body.len() >= S2C_START {
-            self.xor(body, S2C_START, challenge ^ sequence, acked_client_cmd);
+        if let Some((start, key0)) = s2c_key(body.len(), challenge, sequence) {
+            self.xor(body, start, key0, acked_client_cmd);
         }
     }
 
@@ -138,9 +148,8 @@ impl KeyCache {
         message_ack: i32,
         acked_server_cmd: &[u8],
     ) {
-        if body.len() > C2S_START {
-            let key0 = challenge ^ server_id ^ message_ack;
-            self.xor(body, C2S_START, key0, acked_server_cmd);
+        if let Some((start, key0)) = c2s_key(body.len(), challenge, server_id, message_ack) {
+            self.xor(body, start, key0, acked_server_cmd);
         }
     }
 
@@ -170,9 +179,7 @@ impl KeyCache {
         let period = 2 * l;
         let mut acc = self.x.last().copied().unwrap_or(0);
         for k in have..n.min(period) {
-            let c = self.s[k % l];
-            let c = if c > 127 || c == b'%' { b'.' } else { c };
-            acc ^= c << ((self.start + k) & 1);
+            acc ^= key_char(self.s[k % l]) << ((self.start + k) & 1);
             self.x.push(acc);
         }
         if n <= period {
