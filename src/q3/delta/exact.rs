@@ -1,0 +1,59 @@
+//! The exact path of the delta field readers: fields read bit by bit with the engine's own
+//! reads (`MSG_ReadDeltaEntity` / `MSG_ReadDeltaPlayerstate`), one reader for both tables.
+//! The fast path ([`super::fast`]) hands it whatever it cannot commit (a field crossing the
+//! message end, a NYT code), so every error position comes from here.
+
+use super::types::{ChangeSink, FieldChange, FieldEnc};
+use crate::q3::bits::{BitError, BitReader};
+use crate::q3::fields::{NetField, FLOAT_INT_BIAS, FLOAT_INT_BITS};
+
+/// Fields `from..lc` of `table` into `values`. With `ZERO_BIT` (entities) each changed field
+/// has a "non-zero" bit, 0 meaning the value 0; playerstate fields have none.
+pub(super) fn fields_exact<const ZERO_BIT: bool, C: ChangeSink>(
+    r: &mut BitReader,
+    table: &[NetField],
+    values: &mut [i32],
+    (from, lc): (usize, usize),
+    changes: &mut C,
+) -> Result<(), BitError> {
+    for (i, (field, slot)) in table
+        .iter()
+        .zip(values.iter_mut())
+        .enumerate()
+        .take(lc)
+        .skip(from)
+    {
+        if !r.read_bit()? {
+            continue;
+        }
+        let (raw, enc, value) = if ZERO_BIT && !r.read_bit()? {
+            (0, FieldEnc::Zero, 0)
+        } else {
+            read_value(r, field)?
+        };
+        *slot = raw;
+        changes.change(FieldChange {
+            index: i as u8,
+            enc,
+            value,
+        });
+    }
+    Ok(())
+}
+
+/// One field's value as (raw state value, encoding, value as sent).
+#[inline]
+fn read_value(r: &mut BitReader, field: &NetField) -> Result<(i32, FieldEnc, i32), BitError> {
+    if !field.is_float() {
+        let v = r.read_bits(field.bits)?;
+        return Ok((v, FieldEnc::Int, v));
+    }
+    // The form bit: 0 -> 13-bit biased integer, 1 -> 32 raw bits.
+    if !r.read_bit()? {
+        let trunc = r.read_bits(FLOAT_INT_BITS)? - FLOAT_INT_BIAS;
+        Ok(((trunc as f32).to_bits() as i32, FieldEnc::Int, trunc))
+    } else {
+        let raw = r.read_bits(32)?;
+        Ok((raw, FieldEnc::Float, raw))
+    }
+}

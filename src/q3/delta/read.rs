@@ -1,0 +1,215 @@
+//! The delta readers, `MSG_ReadDeltaEntity` and `MSG_ReadDeltaPlayerstate`: flag bits, the
+//! field count, the playerstate arrays and the records ([`EntityDelta`], [`PlayerDelta`]).
+//! Fields go through the fast path ([`super::fast`]) with the exact reader
+//! ([`super::exact`]) as its fallback from the first field it cannot commit.
+
+use super::exact::fields_exact;
+use super::fast::{change_in_window, fields_fast};
+use super::types::{
+    ChangeSink, EntityDelta, EntityState, FieldChange, PlayerDelta, PlayerState, PlayerWire,
+};
+use super::DeltaError;
+use crate::q3::bits::{BitError, BitReader};
+use crate::q3::fields::{ENTITY_FIELDS, NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS, PLAYER_FIELDS};
+
+/// The two flag bits after an entity number.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum EntityFlags {
+    /// The remove bit was 1.
+    Removed,
+    /// Not removed, no delta: the state is the base.
+    Unchanged,
+    /// A field count and fields follow.
+    Delta,
+}
+
+/// The flag bits of `MSG_ReadDeltaEntity`.
+#[inline]
+pub fn read_entity_flags(r: &mut BitReader) -> Result<EntityFlags, BitError> {
+    Ok(if r.read_bit()? {
+        EntityFlags::Removed
+    } else if !r.read_bit()? {
+        EntityFlags::Unchanged
+    } else {
+        EntityFlags::Delta
+    })
+}
+
+/// The field count byte and the changed fields of an entity delta ([`EntityFlags::Delta`]),
+/// applied to `fields` (which holds the base on entry). Returns `lc` and the bit position
+/// right after it.
+#[inline]
+pub fn read_entity_fields<C: ChangeSink>(
+    r: &mut BitReader,
+    fields: &mut [i32; NUM_ENTITY_FIELDS],
+    changes: &mut C,
+) -> Result<(u8, usize), DeltaError> {
+    let lc_bit = r.bit_pos();
+    let lc = r.read_byte()?;
+    if lc as usize > NUM_ENTITY_FIELDS {
+        return Err(DeltaError::FieldCount { lc, bit: lc_bit });
+    }
+    let after_lc = r.bit_pos();
+    entity_fields(r, fields, lc as usize, changes)?;
+    Ok((lc, after_lc))
+}
+
+/// Entity fields `0..n`: the fast path, then the exact reader from the first field it could
+/// not commit.
+pub(super) fn entity_fields<C: ChangeSink>(
+    r: &mut BitReader,
+    fields: &mut [i32; NUM_ENTITY_FIELDS],
+    n: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
+    let i = fields_fast!(
+        r,
+        ENTITY_FIELDS,
+        fields,
+        n,
+        changes,
+        change_in_window::<true>
+    );
+    if i < n {
+        fields_exact::<true, C>(r, &ENTITY_FIELDS, fields, (i, n), changes)?;
+    }
+    Ok(())
+}
+
+/// Playerstate fields `0..n`, as [`entity_fields`].
+pub(super) fn player_fields<C: ChangeSink>(
+    r: &mut BitReader,
+    state: &mut PlayerState,
+    n: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
+    let i = fields_fast!(
+        r,
+        PLAYER_FIELDS,
+        state.fields,
+        n,
+        changes,
+        change_in_window::<false>
+    );
+    if i < n {
+        fields_exact::<false, C>(r, &PLAYER_FIELDS, &mut state.fields, (i, n), changes)?;
+    }
+    Ok(())
+}
+
+/// `MSG_ReadDeltaEntity`: the caller has already read the `GENTITYNUM_BITS` entity number.
+pub fn read_delta_entity(
+    r: &mut BitReader,
+    from: &EntityState,
+    number: i32,
+) -> Result<EntityDelta, DeltaError> {
+    let start_bit = r.bit_pos();
+    let flags = read_entity_flags(r)?;
+    let bit = r.bit_pos();
+    let mut state = EntityState {
+        number,
+        fields: from.fields,
+    };
+    let (lc, changes, bit_after_flag) = match flags {
+        EntityFlags::Removed => {
+            state.fields = [0; NUM_ENTITY_FIELDS];
+            (0, Vec::new(), bit)
+        }
+        EntityFlags::Unchanged => (0, Vec::new(), bit),
+        EntityFlags::Delta => {
+            let mut changes = Vec::new();
+            let (lc, after_lc) = read_entity_fields(r, &mut state.fields, &mut changes)?;
+            (lc, changes, after_lc)
+        }
+    };
+    Ok(EntityDelta {
+        state,
+        removed: flags == EntityFlags::Removed,
+        has_delta: flags == EntityFlags::Delta,
+        lc,
+        changes,
+        bit_after_flag,
+        start_bit,
+        end_bit: r.bit_pos(),
+    })
+}
+
+/// `MSG_ReadDeltaPlayerstate` applied in place: `state` holds the base on entry and the new
+/// state on success. Changed fields go to `changes`.
+pub fn read_playerstate_into<C: ChangeSink>(
+    r: &mut BitReader,
+    state: &mut PlayerState,
+    changes: &mut C,
+) -> Result<PlayerWire, DeltaError> {
+    let start_bit = r.bit_pos();
+    let lc = r.read_byte()?;
+    if lc as usize > NUM_PLAYER_FIELDS {
+        return Err(DeltaError::FieldCount { lc, bit: start_bit });
+    }
+    player_fields(r, state, lc as usize, changes)?;
+    let mut wire = PlayerWire {
+        lc,
+        arrays_changed: r.read_bit()?,
+        ..Default::default()
+    };
+    if wire.arrays_changed {
+        read_playerstate_arrays(r, state, &mut wire)?;
+    }
+    Ok(wire)
+}
+
+/// The four arrays of a playerstate delta, each behind its presence bit and a 16-bit mask.
+fn read_playerstate_arrays(
+    r: &mut BitReader,
+    state: &mut PlayerState,
+    wire: &mut PlayerWire,
+) -> Result<(), DeltaError> {
+    let PlayerState {
+        stats,
+        persistant,
+        ammo,
+        powerups,
+        ..
+    } = state;
+    let targets: [(&mut [i32; 16], bool); 4] = [
+        (stats, false),
+        (persistant, false),
+        (ammo, false),
+        (powerups, true),
+    ];
+    for (k, (arr, long)) in targets.into_iter().enumerate() {
+        if !r.read_bit()? {
+            continue;
+        }
+        wire.arrays[k] = true;
+        let mask = r.read_bits(16)? as u16;
+        wire.masks[k] = mask;
+        for (i, v) in arr.iter_mut().enumerate() {
+            if mask & (1 << i) != 0 {
+                *v = if long {
+                    r.read_long()?
+                } else {
+                    i32::from(r.read_short()?)
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `MSG_ReadDeltaPlayerstate`; `from = None` means an all-zero base (full snapshot).
+pub fn read_delta_playerstate(
+    r: &mut BitReader,
+    from: Option<&PlayerState>,
+) -> Result<PlayerDelta, DeltaError> {
+    let start_bit = r.bit_pos();
+    let mut state = from.cloned().unwrap_or_default();
+    let mut changes = Vec::new();
+    let wire = read_playerstate_into(r, &mut state, &mut changes)?;
+    Ok(PlayerDelta::new(
+        state,
+        wire,
+        changes,
+        (start_bit, r.bit_pos()),
+    ))
+}
