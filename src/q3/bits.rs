@@ -256,44 +256,24 @@ impl<'a> BitReader<'a> {
     /// `read_bits` for a width known at compile time (1..=32): the decode loop unrolls.
     #[inline(always)]
     fn read_const<const BITS: u32>(&mut self, signed: bool) -> Result<i32, BitError> {
-        let start = self.bit;
-        // One 64-bit window, table decode, a single end/NYT check at the end.
-        let mut w = self.window64(start);
-        let nraw = BITS & 7;
-        let mut value = (w as u32) & mask(nraw);
-        w >>= nraw;
-        let mut consumed = nraw;
-        let mut flags = 0u16;
-        let mut k = 0;
-        while k < BITS >> 3 {
-            let e = huffman::lut_entry(w as u32);
-            let len = u32::from(e >> 9);
-            flags |= e;
-            value |= u32::from(e & 0xff) << (nraw + 8 * k);
-            w >>= len;
-            consumed += len;
-            k += 1;
-        }
-        let end = start + consumed as usize;
-        if end >= self.limit || flags & NYT != 0 {
-            // Rare: let the step-by-step reader classify the error precisely.
-            let n = if signed { -(BITS as i32) } else { BITS as i32 };
-            return self.read_bits_checked(n);
-        }
-        self.bit = end;
-        if signed && BITS < 32 && value & (1 << (BITS - 1)) != 0 {
-            value |= !mask(BITS);
-        }
-        Ok(value as i32)
+        self.read_window(if signed { -(BITS as i32) } else { BITS as i32 })
     }
 
     /// `read_bits` for any width.
     #[inline]
     fn read_var(&mut self, n: i32) -> Result<i32, BitError> {
+        self.read_window(n)
+    }
+
+    /// One 64-bit window through [`decode_window`], a single end/NYT check at the end; a read
+    /// that fails it is redone by the exact reader ([`read_bits_checked`](Self::read_bits_checked)).
+    #[inline(always)]
+    fn read_window(&mut self, n: i32) -> Result<i32, BitError> {
         let start = self.bit;
         let d = decode_window(self.window64(start), n);
         let end = start + d.bits as usize;
         if end >= self.limit || d.nyt {
+            // Rare: let the step-by-step reader classify the error precisely.
             return self.read_bits_checked(n);
         }
         self.bit = end;
@@ -596,9 +576,16 @@ impl BitWriter {
             v >>= nraw;
         }
         for _ in 0..(bits >> 3) {
-            huffman::encode_symbol(self, v as u8);
+            self.put_symbol(v as u8);
             v >>= 8;
         }
+    }
+
+    /// The static-tree code of `sym` (engine `Huff_offsetTransmit` on the netchan tree).
+    #[inline]
+    fn put_symbol(&mut self, sym: u8) {
+        let (code, len) = huffman::code_of(sym);
+        self.put_raw(u32::from(code), u32::from(len));
     }
 
     /// One raw bit (`MSG_WriteBits(msg, b, 1)`).
@@ -1004,6 +991,19 @@ pub(crate) mod demo_tests {
 #[cfg(test)]
 mod more_tests {
     use super::*;
+
+    #[test]
+    fn static_symbols_roundtrip_through_bitstream() {
+        let mut w = BitWriter::new();
+        for s in 0..=255u8 {
+            w.write_byte(s);
+        }
+        let out = w.finish();
+        let mut r = BitReader::new(&out);
+        for s in 0..=255u8 {
+            assert_eq!(r.read_byte(), Ok(s));
+        }
+    }
 
     #[test]
     fn set_bit_pos_clamps_and_read_data() {
