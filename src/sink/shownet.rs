@@ -1,8 +1,9 @@
 //! The engine's own `cl_shownet 4` trace (ioquake3 `CL_ParseServerMessage`,
 //! `MSG_ReadDeltaEntity`, `MSG_ReadDeltaPlayerstate`), line for line, so quakecap can be
 //! diffed against the engine. Offsets are the engine's `readcount` values; `(N bits)` uses its
-//! formula on the absolute bit position. One difference by design: delta entity lines print
-//! the real entity number where the engine prints a stale parse-buffer value.
+//! formula on the absolute bit position (the one copy: [`crate::q3::delta::shownet_bits`]).
+//! One difference by design: delta entity lines print the real entity number where the engine
+//! prints a stale parse-buffer value.
 use std::io::{self, Write};
 
 use super::push_change;
@@ -11,14 +12,9 @@ use crate::q3::delta::{EntityDelta, PlayerDelta};
 use crate::q3::message::{Body, Message};
 use crate::q3::svc::ServerOp;
 
-/// `msg->readcount` right after a read that ended at absolute bit `bit`.
-fn readcount(bit: usize) -> usize {
-    (bit >> 3) + 1
-}
-
-/// The engine's start/end bit formula (`(readcount-1)*8 + msg->bit`, msg->bit absolute).
-fn engine_bits(bit: usize) -> i64 {
-    ((bit >> 3) * 8 + bit) as i64
+/// The ` (N bits)` tail of a delta line; `n` from [`crate::q3::delta::shownet_bits`].
+fn push_bits(s: &mut String, n: usize) {
+    s.push_str(&format!(" ({n} bits)"));
 }
 
 /// Lines of one entity delta (none for an unchanged entity).
@@ -26,27 +22,24 @@ pub fn entity_line(d: &EntityDelta) -> Option<String> {
     if d.removed {
         return Some(format!(
             "{:3}: #{:<3} remove",
-            readcount(d.bit_after_flag),
+            d.readcount_after_flag(),
             d.state.number
         ));
     }
     if !d.has_delta {
         return None;
     }
-    let mut s = format!("{:3}: #{:<3} ", readcount(d.bit_after_flag), d.state.number);
+    let mut s = format!("{:3}: #{:<3} ", d.readcount_after_flag(), d.state.number);
     for c in &d.changes {
         push_change(&mut s, c, true);
     }
-    s.push_str(&format!(
-        " ({} bits)",
-        engine_bits(d.end_bit) - engine_bits(d.start_bit)
-    ));
+    push_bits(&mut s, d.shownet_bits());
     Some(s)
 }
 
 /// The playerstate line.
 pub fn playerstate_line(p: &PlayerDelta) -> String {
-    let mut s = format!("{:3}: playerstate ", readcount(p.start_bit));
+    let mut s = format!("{:3}: playerstate ", p.readcount_at_start());
     for c in &p.changes {
         push_change(&mut s, c, false);
     }
@@ -60,10 +53,7 @@ pub fn playerstate_line(p: &PlayerDelta) -> String {
             s.push(' ');
         }
     }
-    s.push_str(&format!(
-        " ({} bits)",
-        engine_bits(p.end_bit) - engine_bits(p.start_bit)
-    ));
+    push_bits(&mut s, p.shownet_bits());
     s
 }
 
