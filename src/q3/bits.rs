@@ -907,52 +907,29 @@ mod tests {
     }
 }
 
-/// Real data: the first record of a demo recorded by ioq3 (`q3-basic` capture).
+/// Real data: the first record of a demo recorded by ioq3 (the repository's `q3-basic`
+/// capture).
 #[cfg(test)]
-pub(crate) mod demo_tests {
+mod demo_tests {
     use super::*;
+    use crate::q3::demo::Reader;
 
-    /// The shared capture directory sits next to the worktree (`/work/shared`); tests using it
-    /// are skipped (with a note) when it is absent so the crate still tests elsewhere.
-    pub(crate) fn demo() -> Option<Vec<u8>> {
+    /// Bodies of the records of `captures/q3-basic/client1-demo0.dm_68`.
+    fn records() -> Vec<Vec<u8>> {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/captures/q3-basic/client1-demo0.dm_68");
-        match std::fs::read(&p) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                eprintln!("skipping: cannot read {}: {e}", p.display());
-                None
-            }
-        }
-    }
-
-    /// Bodies of the demo records `[seq][len][body]`, up to the `-1, -1` trailer.
-    pub(crate) fn records(demo: &[u8]) -> Vec<(i32, &[u8])> {
-        let mut out = Vec::new();
-        let mut rest = demo;
-        while let [a, b, c, d, e, f, g, h, tail @ ..] = rest {
-            let seq = i32::from_le_bytes([*a, *b, *c, *d]);
-            let len = i32::from_le_bytes([*e, *f, *g, *h]);
-            if len < 0 {
-                break;
-            }
-            let len = len as usize;
-            if tail.len() < len {
-                break;
-            }
-            out.push((seq, &tail[..len]));
-            rest = &tail[len..];
-        }
-        out
+            .join("captures/q3-basic/client1-demo0.dm_68");
+        let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        Reader::new(&data)
+            .map(|r| r.map(|r| r.body.to_vec()))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
     #[test]
     fn demo_first_record_gamestate_prefix() {
-        let Some(demo) = demo() else { return };
-        let recs = records(&demo);
-        assert!(recs.len() > 10);
-        let body = recs[0].1;
-        let mut r = BitReader::new(body);
+        let recs = records();
+        assert_eq!(recs.len(), 454);
+        let mut r = BitReader::new(&recs[0]);
         let _ack = r.read_long().expect("ack");
         assert_eq!(r.read_byte(), Ok(2), "svc_gamestate");
         let _cmd_seq = r.read_long().expect("serverCommandSequence");
@@ -979,11 +956,12 @@ pub(crate) mod demo_tests {
         // The engine's trace prints readcount 1776 after the first baseline's lc byte; the
         // entity number (10 bits) + remove bit + delta bit + lc byte come first.
         let number = r.read_bits(10).expect("number");
-        assert!(number > 0);
+        assert_eq!(number, 79);
         assert_eq!(r.read_bits(1), Ok(0));
         assert_eq!(r.read_bits(1), Ok(1));
         let lc = r.read_byte().expect("lc");
-        assert!(lc <= 51);
+        // modelindex (field 29) is the last one this baseline changes.
+        assert_eq!(lc, 30);
         assert_eq!(r.readcount(), 1776);
     }
 }

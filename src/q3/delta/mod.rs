@@ -52,7 +52,3 @@ pub enum DeltaError {
 
 #[cfg(test)]
 mod tests;
-
-// Migrated into tests/ in a following commit.
-#[cfg(test)]
-mod demo_trace;
