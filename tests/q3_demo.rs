@@ -65,7 +65,7 @@ fn client_demo_records_appear_byte_identical_with_the_same_sequence() {
             let (ours, _) = &mem.files[&(conns[client - 1], 0)];
             let ours: HashMap<i32, Vec<u8>> = demo_records(ours).into_iter().collect();
             let theirs = demo_records(&std::fs::read(&demo).unwrap());
-            assert!(theirs.len() > 250, "{name}");
+            assert_eq!(theirs.len(), trace_count(&demo, "END OF MESSAGE"), "{name}");
             // The first record is the client's synthetic gamestate (CL_Record_f).
             for (seq, body) in &theirs[1..] {
                 assert_eq!(
@@ -77,7 +77,8 @@ fn client_demo_records_appear_byte_identical_with_the_same_sequence() {
             }
         }
     }
-    assert!(compared > 4000);
+    // Every record of the eight client demos but their synthetic first one.
+    assert_eq!(compared, 4650);
 }
 
 /// Decode a written demo: (snapshots, invalid snapshots, serverTime never decreasing).
@@ -129,11 +130,23 @@ fn demos_from_every_capture_decode_cleanly_with_only_valid_snapshots() {
         }
         for rel in files {
             let (_, mem) = write_demos(&cap(&rel), DemoOptions::default());
-            assert!(!mem.files.is_empty(), "{rel}");
+            let clients = if folder == "q3-two-clients" { 2 } else { 1 };
+            assert_eq!(mem.files.len(), clients, "{rel}");
             for ((flow, _), (bytes, stats)) in &mem.files {
                 let snaps = check_playable(bytes, &format!("{folder}-{flow}"));
                 assert_eq!(snaps as u64, stats.snapshots, "{rel}");
-                assert!(snaps > 400, "{rel}");
+                let want = match (rel.as_str(), flow) {
+                    ("q3-basic/capture.pcapng", _) => 477,
+                    ("q3-two-clients/capture.pcapng", 1) => 702,
+                    ("q3-two-clients/capture.pcapng", _) => 787,
+                    ("q3-mapchange/capture.pcapng", _) => 1103,
+                    ("q3-impaired/capture.pcapng", _) => 666,
+                    ("q3-impaired/server-side.pcapng", _) => 723,
+                    ("q3-proto71/capture.pcapng", _) => 578,
+                    ("q3-download/capture.pcapng", _) => 850,
+                    _ => panic!("no snapshot count for {rel} flow {flow}"),
+                };
+                assert_eq!(snaps, want, "{rel} flow {flow}");
             }
         }
     }
@@ -179,13 +192,18 @@ fn lossy_capture_still_gives_a_demo_without_broken_deltas() {
     std::fs::remove_dir_all(&dir).ok();
     let (bytes, stats) = &mem.files[&(1, 0)];
     let snaps = check_playable(bytes, "lossy");
-    assert!(stats.dropped_snapshots > 0, "{stats:?}");
+    // 453 snapshots in the client's own demo; 33 before the first lost one can be rebuilt.
+    assert_eq!(
+        (stats.snapshots, stats.dropped_snapshots),
+        (33, 420),
+        "{stats:?}"
+    );
     // The real client got every message, so the server kept deltaing from messages this
     // capture lacks: from the first loss on no snapshot can be rebuilt (q3-protocol.md §7.5),
     // but every one that can is in the demo, and every message keeps its server commands.
     assert_eq!(stats.before_gamestate, 0);
     assert_eq!(snaps, reconstructable, "{stats:?}");
-    assert!(snaps > 20 && stats.records > 450, "{stats:?}");
+    assert_eq!((snaps, stats.records), (33, 454), "{stats:?}");
 }
 
 #[test]
@@ -215,7 +233,14 @@ fn full_snapshot_reencoding_decodes_to_the_same_states() {
             },
         );
         let (bytes, stats) = &mem.files[&(1, 0)];
-        assert!(stats.reencoded > 200, "{stats:?}");
+        // Every snapshot but the first (already full) and those right after a gamestate.
+        let want = match demo.file_name().and_then(|n| n.to_str()) {
+            Some("client1-demo0.dm_68") if demo.to_string_lossy().contains("q3-basic") => 452,
+            Some("client1-demo0.dm_68") => 735,
+            Some("client1-demo1.dm_68") => 295,
+            _ => panic!("no count for {}", demo.display()),
+        };
+        assert_eq!(stats.reencoded, want, "{stats:?}");
         let dir = std::env::temp_dir().join(format!("quakecap-full-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("full.dm_68");

@@ -102,3 +102,11 @@ pub fn client_number(demo: &std::path::Path) -> usize {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
+
+/// Lines of the engine's `cl_shownet 4` trace of a client demo (`DEMO.shownet.txt`) that
+/// contain `what`: e.g. `svc_snapshot` (one per snapshot) or `END OF MESSAGE` (one per record).
+pub fn trace_count(demo: &std::path::Path, what: &str) -> usize {
+    let p = format!("{}.shownet.txt", demo.display());
+    let trace = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    trace.lines().filter(|l| l.contains(what)).count()
+}
