@@ -135,6 +135,19 @@ fn states(msgs: &[&qw::Message]) -> States {
     out
 }
 
+/// What each comparison covers: (messages, entity frames, commands) of a client demo.
+fn expected(dir: &str, demo: &str) -> (usize, usize, usize) {
+    match (dir, demo) {
+        ("qw-basic", _) => (3456, 1688, 1719),
+        ("qw-noext", _) => (4053, 1986, 1988),
+        ("qw-impaired", "client1-demo0.qwd") => (4176, 1396, 1972),
+        ("qw-impaired", _) => (4571, 1511, 2132),
+        ("qw-mapchange-reconnect", "client1-demo0.qwd") => (2663, 740, 809),
+        ("qw-mapchange-reconnect", _) => (3898, 1266, 1330),
+        _ => panic!("no counts for {dir}/{demo}"),
+    }
+}
+
 fn check(dir: &str, demo: &str, flow: u32) {
     // 1. bytes
     let cap = capture_packets(dir, flow);
@@ -188,7 +201,11 @@ fn check(dir: &str, demo: &str, flow: u32) {
         }
         same_msgs += cm.len() + qd.len();
     }
-    assert!(same_msgs > 2000, "{demo}: {same_msgs} messages compared");
+    assert_eq!(
+        same_msgs,
+        expected(dir, demo).0,
+        "{dir}/{demo}: messages compared"
+    );
 
     // 2. states
     let run = run_capture(
@@ -225,7 +242,11 @@ fn check(dir: &str, demo: &str, flow: u32) {
         assert_eq!(qp, cp, "{demo}: players of {seq}");
         frames += usize::from(qf.is_some());
     }
-    assert!(frames > 500, "{demo}: {frames} entity frames compared");
+    assert_eq!(
+        frames,
+        expected(dir, demo).1,
+        "{dir}/{demo}: entity frames compared"
+    );
 }
 
 #[test]
@@ -308,7 +329,11 @@ fn check_cmds(dir: &str, demo: &str, flow: u32) {
             _ => {}
         }
     }
-    assert!(checked > 500, "{demo}: {checked} commands compared");
+    assert_eq!(
+        checked,
+        expected(dir, demo).2,
+        "{dir}/{demo}: commands compared"
+    );
 }
 
 #[test]
