@@ -1,5 +1,17 @@
 //! Quake 3 (protocol 68, ioquake3 protocol 71). Sans-IO: no files, no printing.
 //! Reference: shared/specs/q3-protocol.md.
+//!
+//! Layers, each using only those above it:
+//! * [`huffman`]: the static netchan code tables; its child [`huffman::adaptive`] is the
+//!   unrelated adaptive coder of the `connect` packet;
+//! * [`bits`]: the engine-exact bitstream over the static tables, with the one window decoder
+//!   ([`bits::decode_window`]) and the one exact step-by-step reader behind `read_bits`;
+//! * [`fields`] (field tables), [`cfloat`] (C `printf` of floats);
+//! * [`delta`]: entity/playerstate states and records ([`delta::types`]), the field fast path
+//!   and its exact fallback, the readers ([`delta::read`]) and writers ([`delta::write`]);
+//!   [`delta::shownet_bits`] is the one `cl_shownet` `(N bits)` formula;
+//! * [`usercmd`], [`svc`], [`clc`], [`oob`], [`demo`]: messages and demo records;
+//! * [`netchan`], [`scramble`], [`state`], [`conn`], [`tracker`], [`message`]: connections.
 
 pub mod bits;
 pub mod cfloat;

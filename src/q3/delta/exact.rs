@@ -1,6 +1,6 @@
 //! The exact path of the delta field readers: fields read bit by bit with the engine's own
 //! reads (`MSG_ReadDeltaEntity` / `MSG_ReadDeltaPlayerstate`), one reader for both tables.
-//! The fast path ([`super::fast`]) hands it whatever it cannot commit (a field crossing the
+//! The fast path (`fast.rs`) hands it whatever it cannot commit (a field crossing the
 //! message end, a NYT code), so every error position comes from here.
 
 use super::types::{ChangeSink, FieldChange, FieldEnc};

@@ -1,7 +1,7 @@
 //! The fast path of the delta field readers: each changed field decoded from one 64-bit
 //! window of the stream ([`change_in_window`], one decoder for entity and playerstate fields)
 //! and the loop that applies them ([`fields_fast!`]). It only commits what it can decode
-//! completely; the caller hands the rest to the exact reader ([`super::exact`]), so results
+//! completely; the caller hands the rest to the exact reader (`exact.rs`), so results
 //! and errors are always the engine's.
 
 use super::types::FieldEnc;

@@ -11,10 +11,10 @@
 //! Layout, lower layers first:
 //! * [`types`]: the states, the delta records and the one `(N bits)` formula;
 //! * `json`: their `decode --json` shape;
-//! * [`fast`]: the window decoder of a changed field and the fast field loop;
-//! * [`exact`]: the bit-by-bit field reader the fast path falls back to;
+//! * `fast`: the window decoder of a changed field and the fast field loop;
+//! * `exact`: the bit-by-bit field reader the fast path falls back to;
 //! * [`read`]: the readers (flags, field count, arrays, records);
-//! * [`write`]: the writers.
+//! * [`write`](mod@write): the writers.
 //!
 //! [`ENTITY_FIELDS`]: crate::q3::fields::ENTITY_FIELDS
 //! [`PLAYER_FIELDS`]: crate::q3::fields::PLAYER_FIELDS

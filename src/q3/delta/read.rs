@@ -1,7 +1,7 @@
 //! The delta readers, `MSG_ReadDeltaEntity` and `MSG_ReadDeltaPlayerstate`: flag bits, the
 //! field count, the playerstate arrays and the records ([`EntityDelta`], [`PlayerDelta`]).
-//! Fields go through the fast path ([`super::fast`]) with the exact reader
-//! ([`super::exact`]) as its fallback from the first field it cannot commit.
+//! Fields go through the fast path (`fast.rs`) with the exact reader
+//! (`exact.rs`) as its fallback from the first field it cannot commit.
 
 use super::exact::fields_exact;
 use super::fast::{change_in_window, fields_fast};

@@ -12,7 +12,7 @@ use crate::q3::fields::{MAX_GENTITIES, NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS};
 pub struct EntityState {
     /// Entity number (not a delta field).
     pub number: i32,
-    /// Raw field values in [`ENTITY_FIELDS`] order; floats as IEEE bits.
+    /// Raw field values in [`ENTITY_FIELDS`](crate::q3::fields::ENTITY_FIELDS) order; floats as IEEE bits.
     pub fields: [i32; NUM_ENTITY_FIELDS],
 }
 
@@ -49,7 +49,7 @@ impl EntityState {
 /// A `playerState_t` as the delta code sees it (non-transmitted members omitted).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct PlayerState {
-    /// Raw field values in [`PLAYER_FIELDS`] order; floats as IEEE bits.
+    /// Raw field values in [`PLAYER_FIELDS`](crate::q3::fields::PLAYER_FIELDS) order; floats as IEEE bits.
     pub fields: [i32; NUM_PLAYER_FIELDS],
     /// `stats[MAX_STATS]` (sent as shorts).
     pub stats: [i32; 16],
