@@ -8,8 +8,7 @@
 
 use serde::Serialize;
 
-use crate::q3::bits::{BitError, BitReader, BitWriter};
-use crate::q3::huffman::{self, NYT};
+use crate::q3::bits::{decode_window, BitError, BitReader, BitWriter};
 
 /// `usercmd_t` as transmitted.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug, Serialize)]
@@ -126,21 +125,14 @@ impl<'r, 'a> Window<'r, 'a> {
     /// `BITS` (8, 16 or 32) bits as Huffman-coded bytes; None on a NYT code.
     #[inline(always)]
     fn bytes<const BITS: u32>(&mut self) -> Option<i32> {
-        let mut v = 0u32;
-        let mut k = 0;
-        while k < BITS / 8 {
-            let e = huffman::lut_entry(self.w as u32);
-            if e & NYT != 0 {
-                return None;
-            }
-            let len = u32::from(e >> 9);
-            v |= u32::from(e & 0xff) << (8 * k);
-            self.w >>= len;
-            self.left -= len;
-            self.taken += len;
-            k += 1;
+        let d = decode_window(self.w, BITS as i32);
+        if d.nyt {
+            return None;
         }
-        Some(v as i32)
+        self.w >>= d.bits;
+        self.left -= d.bits;
+        self.taken += d.bits;
+        Some(d.value)
     }
 
     /// `MSG_ReadDeltaKey` from the window.
@@ -293,6 +285,8 @@ pub fn hash_key(s: &[u8], maxlen: usize) -> i32 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    use crate::q3::huffman::{self, NYT};
 
     fn cmd_strategy() -> impl Strategy<Value = UserCmd> {
         (
