@@ -327,11 +327,11 @@ impl AllSinks {
 }
 
 impl Sink for AllSinks {
-    fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
-        self.text.q3_message(m)?;
-        self.shownet.q3_message(m)?;
-        self.json.q3_message(m)?;
-        self.demo.q3_message(m)
+    fn event(&mut self, e: pipeline::Event<'_>) -> io::Result<()> {
+        self.text.event(e)?;
+        self.shownet.event(e)?;
+        self.json.event(e)?;
+        self.demo.event(e)
     }
     fn finish(&mut self, r: &pipeline::Report) -> io::Result<()> {
         self.text.finish(r)?;

@@ -7,6 +7,7 @@ pub mod clc;
 pub mod conn;
 pub mod delta;
 pub mod demo;
+pub mod demo_file;
 pub mod fields;
 pub mod huffman;
 pub mod message;
@@ -17,3 +18,5 @@ pub mod state;
 pub mod svc;
 pub mod tracker;
 pub mod usercmd;
+
+pub use demo_file::decode_demo_file;

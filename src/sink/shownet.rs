@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use super::push_change;
-use crate::pipeline::Sink;
+use crate::pipeline::{Event, Sink};
 use crate::q3::delta::{EntityDelta, PlayerDelta};
 use crate::q3::message::{Body, Message};
 use crate::q3::svc::ServerOp;
@@ -109,7 +109,8 @@ impl<W: Write> Shownet<W> {
 }
 
 impl<W: Write> Sink for Shownet<W> {
-    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        let Event::Q3(m) = e else { return Ok(()) };
         self.lines.clear();
         message_lines(m, &mut self.lines);
         for l in &self.lines {

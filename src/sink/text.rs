@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::push_change;
-use crate::pipeline::Sink;
+use crate::pipeline::{Event, Sink};
 use crate::q3::clc::ClientOp;
 use crate::q3::message::{Body, Message};
 use crate::q3::svc::ServerOp;
@@ -166,20 +166,22 @@ pub fn message_lines(m: &Message) -> Vec<String> {
 }
 
 impl<W: Write> Sink for Text<W> {
-    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
-        for l in message_lines(m) {
-            writeln!(self.out, "{l}")?;
-        }
-        Ok(())
-    }
-    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
-        if let crate::qw::Event::Message(m) = e {
-            let mut s = String::new();
-            m.write_text(&mut s).map_err(io::Error::other)?;
-            self.out.write_all(s.as_bytes())?;
-            if !s.ends_with('\n') {
-                self.out.write_all(b"\n")?;
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Q3(m) => {
+                for l in message_lines(m) {
+                    writeln!(self.out, "{l}")?;
+                }
             }
+            Event::Qw(m) => {
+                let mut s = String::new();
+                m.write_text(&mut s).map_err(io::Error::other)?;
+                self.out.write_all(s.as_bytes())?;
+                if !s.ends_with('\n') {
+                    self.out.write_all(b"\n")?;
+                }
+            }
+            _ => {}
         }
         Ok(())
     }
