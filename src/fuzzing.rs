@@ -294,7 +294,7 @@ fn qw_outputs(events: &[qw::Event]) {
         match e {
             qw::Event::Message(m) => {
                 let mut s = String::new();
-                let _ = m.write_text(&mut s);
+                let _ = sink::text::qw::write_message(m, &mut s);
             }
             qw::Event::Raw(_) => demos.push(e),
         }
