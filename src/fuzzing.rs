@@ -287,7 +287,7 @@ pub fn qw_demo(data: &[u8]) {
     }
 }
 
-/// Text for every QuakeWorld message, and the demos the raw packets make.
+/// Text and shownet trace for every QuakeWorld message, and the demos the raw packets make.
 fn qw_outputs(events: &[qw::Event]) {
     let mut demos = qw::qwd::Writers::new();
     for e in events {
@@ -295,6 +295,7 @@ fn qw_outputs(events: &[qw::Event]) {
             qw::Event::Message(m) => {
                 let mut s = String::new();
                 let _ = sink::text::qw::write_message(m, &mut s);
+                let _ = sink::shownet_qw::write_message(m, &mut s);
             }
             qw::Event::Raw(_) => demos.push(e),
         }

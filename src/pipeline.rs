@@ -494,12 +494,23 @@ pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         file: file.clone(),
         source,
     })?;
+    run_qw_demo_bytes(&data, file, opts, sink)
+}
+
+/// Decode a QuakeWorld demo held in memory; `file` names it (`.mvd` or else .qwd). The
+/// decoding is [`qw::decode_demo_file`]'s; this hands its messages to the sink.
+pub fn run_qw_demo_bytes(
+    data: &[u8],
+    file: String,
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<Report, InputError> {
     let io_err = |source| InputError::Io {
         file: file.clone(),
         source,
     };
     let mut events = Vec::new();
-    let flows = qw::decode_demo_file(&file, &data, &mut events);
+    let flows = qw::decode_demo_file(&file, data, &mut events);
     if opts.emit {
         for e in &events {
             if let qw::Event::Message(m) = e {
@@ -515,6 +526,21 @@ pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
     };
     sink.finish(&report).map_err(io_err)?;
     Ok(report)
+}
+
+/// Decode a demo file of either game held in memory, chosen by `file`'s extension.
+pub fn run_demo_bytes(
+    data: &[u8],
+    file: String,
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<Report, InputError> {
+    if is_qw_demo(Path::new(&file)) {
+        run_qw_demo_bytes(data, file, opts, sink)
+    } else {
+        let protocol = demo_protocol(Path::new(&file));
+        run_q3_demo_bytes(data, file, protocol, opts, sink)
+    }
 }
 
 /// One input of a merged run: its reader, its own IP reassembly, and the next frame, owned.
