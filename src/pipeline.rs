@@ -1,6 +1,8 @@
 //! The one pass: capture → net → per-game trackers → events pushed to a [`Sink`]. Demo files
-//! enter here too, skipping capture, net and netchan. The pipeline defines the sink trait;
-//! sinks only see finished events and never reach back into parsing.
+//! enter here too, skipping capture, net and netchan: the pipeline only picks the game's
+//! `decode_demo_file` ([`q3::demo_file`], [`qw::decode_demo_file`]) and streams what it
+//! decodes. The pipeline defines the sink trait; sinks see one [`Event`] type for both games,
+//! only finished events, and never reach back into parsing.
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::Path;
