@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("{}", serde_json::to_string(m)?);
             } else {
                 let mut s = String::new();
-                m.write_text(&mut s)?;
+                quakecap::sink::text::qw::write_message(m, &mut s)?;
                 print!("{s}");
             }
         }

@@ -287,14 +287,15 @@ pub fn qw_demo(data: &[u8]) {
     }
 }
 
-/// Text for every QuakeWorld message, and the demos the raw packets make.
+/// Text and shownet trace for every QuakeWorld message, and the demos the raw packets make.
 fn qw_outputs(events: &[qw::Event]) {
     let mut demos = qw::qwd::Writers::new();
     for e in events {
         match e {
             qw::Event::Message(m) => {
                 let mut s = String::new();
-                let _ = m.write_text(&mut s);
+                let _ = sink::text::qw::write_message(m, &mut s);
+                let _ = sink::shownet_qw::write_message(m, &mut s);
             }
             qw::Event::Raw(_) => demos.push(e),
         }
@@ -327,11 +328,11 @@ impl AllSinks {
 }
 
 impl Sink for AllSinks {
-    fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
-        self.text.q3_message(m)?;
-        self.shownet.q3_message(m)?;
-        self.json.q3_message(m)?;
-        self.demo.q3_message(m)
+    fn event(&mut self, e: pipeline::Event<'_>) -> io::Result<()> {
+        self.text.event(e)?;
+        self.shownet.event(e)?;
+        self.json.event(e)?;
+        self.demo.event(e)
     }
     fn finish(&mut self, r: &pipeline::Report) -> io::Result<()> {
         self.text.finish(r)?;

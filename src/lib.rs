@@ -14,10 +14,13 @@
 //!   -> sinks (flow table, JSON, text, shownet, demo writers)
 //! ```
 //!
-//! `q3` and `qw` never import each other; sinks only see decoded events.
+//! `q3` and `qw` never import each other; each offers the same entry points (a tracker for
+//! capture datagrams, `decode_demo_file` for demo files). Sinks see decoded events only, one
+//! type for both games ([`event::Event`]).
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod event;
 pub mod flow;
 pub mod fuzzing;
 pub mod net;

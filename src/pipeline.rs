@@ -1,25 +1,26 @@
 //! The one pass: capture → net → per-game trackers → events pushed to a [`Sink`]. Demo files
-//! enter here too, skipping capture, net and netchan. The pipeline defines the sink trait;
-//! sinks only see finished events and never reach back into parsing.
+//! enter here too, skipping capture, net and netchan: the pipeline only picks the game's
+//! `decode_demo_file` ([`q3::demo_file`], [`qw::decode_demo_file`]) and streams what it
+//! decodes. The pipeline defines the sink trait; sinks see one [`Event`] type for both games,
+//! only finished events, and never reach back into parsing.
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::flow::{Dir, FlowError, FlowMap, FlowSummary};
+pub use crate::event::Event;
+use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
 use crate::parallel::{worker_threads, Pool};
 use crate::q3;
 use crate::qw;
 
-/// Something that consumes decoded events.
+/// Something that consumes decoded events. One method for every event of every game: a sink
+/// matches the [`Event`] variants it uses and ignores the rest (the enum grows).
 pub trait Sink {
-    /// One decoded Quake 3 message.
-    fn q3_message(&mut self, _m: &q3::message::Message) -> io::Result<()> {
-        Ok(())
-    }
-    /// One QuakeWorld event (a decoded message, or a raw packet for demo writing).
-    fn qw_event(&mut self, _e: &qw::Event) -> io::Result<()> {
+    /// One event, borrowed for the call (a sink copies out what it keeps). The default
+    /// ignores it (a sink that only wants [`Sink::finish`]'s report).
+    fn event(&mut self, _e: Event<'_>) -> io::Result<()> {
         Ok(())
     }
     /// End of one input: the flows it held.
@@ -32,11 +33,8 @@ pub trait Sink {
 pub struct Tee<'a>(pub Vec<&'a mut dyn Sink>);
 
 impl Sink for Tee<'_> {
-    fn q3_message(&mut self, m: &q3::message::Message) -> io::Result<()> {
-        self.0.iter_mut().try_for_each(|s| s.q3_message(m))
-    }
-    fn qw_event(&mut self, e: &qw::Event) -> io::Result<()> {
-        self.0.iter_mut().try_for_each(|s| s.qw_event(e))
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.event(e))
     }
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.finish(r))
@@ -158,13 +156,6 @@ pub struct Trackers {
     emit: bool,
 }
 
-fn qw_flow(e: &qw::Event) -> u32 {
-    match e {
-        qw::Event::Message(m) => m.flow,
-        qw::Event::Raw(r) => r.flow,
-    }
-}
-
 /// Message buffers kept for reuse between the workers and the router (a batch in flight per
 /// worker needs about this many).
 const SPARE_BODIES: usize = 2048;
@@ -260,18 +251,19 @@ impl Trackers {
         let mut q3_out = std::mem::take(&mut self.q3_out);
         for m in q3_out.drain(..) {
             if self.wanted(m.flow) {
-                sink.q3_message(&m)?;
+                sink.event(Event::Q3(&m))?;
             }
         }
         self.q3_out = q3_out;
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
-            let pass = match e {
-                qw::Event::Message(_) => self.emit,
-                qw::Event::Raw(_) => true,
+            let e = match &e {
+                qw::Event::Message(m) if self.emit => Event::Qw(m),
+                qw::Event::Message(_) => continue,
+                qw::Event::Raw(r) => Event::QwRaw(r),
             };
-            if pass && self.wanted(qw_flow(&e)) {
-                sink.qw_event(&e)?;
+            if self.wanted(e.flow()) {
+                sink.event(e)?;
             }
         }
         self.qw_out = qw_out;
@@ -436,7 +428,8 @@ pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
 }
 
 /// Decode a Quake 3 demo held in memory; `file` names it, `protocol` is the one its name
-/// gives (68 when unknown).
+/// gives (68 when unknown). The decoding is [`q3::demo_file`]'s; this streams its messages to
+/// the sink.
 pub fn run_q3_demo_bytes(
     data: &[u8],
     file: String,
@@ -448,90 +441,31 @@ pub fn run_q3_demo_bytes(
         file: file.clone(),
         source,
     };
-    let mut report = Report {
-        file: file.clone(),
-        ..Default::default()
-    };
-    let mut summary = FlowSummary {
-        id: 1,
-        game: "q3",
-        kind: "demo",
-        server: file.clone(),
-        protocol,
-        ..Default::default()
-    };
-    let mut state = q3::state::ClientState::default();
-    let detail = q3::conn::Options {
+    let q3_opts = q3::conn::Options {
         emit: opts.emit,
         keep_raw: opts.keep_raw,
         detached: false,
+    };
+    let mut demo = q3::demo_file::Decoder::new(&file, data, protocol, q3_opts);
+    for m in &mut demo {
+        sink.event(Event::Q3(&m)).map_err(io_err)?;
     }
-    .detail();
-    for rec in q3::demo::Reader::new(data) {
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                summary.push_error(FlowError {
-                    frame: 0,
-                    dir: Some(Dir::S2c),
-                    message: e.to_string(),
-                });
-                push_warning(&mut report, e.to_string());
-                continue;
-            }
-        };
-        report.frames += 1;
-        summary.count_packet(Dir::S2c, rec.body.len(), 0);
-        let mut r = q3::bits::BitReader::new(rec.body);
-        let parsed = q3::svc::parse_server_message_with(&mut r, None, rec.seq, &mut state, detail);
-        let error = parsed.error.as_ref().map(|e| {
-            format!(
-                "record {} (seq {}, file offset {}): {e}",
-                rec.index, rec.seq, rec.offset
-            )
-        });
-        if let Some(e) = &error {
-            summary.push_error(FlowError {
-                frame: rec.index,
-                dir: Some(Dir::S2c),
-                message: e.clone(),
-            });
-        }
-        if summary.name.is_none() && state.gamestates > 0 {
-            summary.name = state.player_name(state.client_num);
-        }
-        if opts.emit || opts.keep_raw {
-            let m = q3::message::Message {
-                flow: 1,
-                game: "q3",
-                dir: Dir::S2c,
-                frame: rec.index,
-                time: 0.0,
-                seq: Some(rec.seq),
-                fragmented: false,
-                kind: "server",
-                body: q3::message::Body::Server(parsed),
-                error,
-                raw: opts.keep_raw.then(|| rec.body.to_vec()),
-                protocol: summary.protocol.unwrap_or(68),
-                client_gone: false,
-                file_offset: Some(rec.offset),
-            };
-            sink.q3_message(&m).map_err(io_err)?;
-        }
+    let mut report = Report {
+        file: file.clone(),
+        frames: demo.records(),
+        ..Default::default()
+    };
+    for w in demo.take_warnings() {
+        push_warning(&mut report, w);
     }
-    report.flows = vec![summary];
+    report.flows = demo.finish();
     sink.finish(&report).map_err(io_err)?;
     Ok(report)
 }
 
 /// The protocol a Quake 3 demo file's extension names (`.dm_68` → 68).
 pub fn demo_protocol(path: &Path) -> Option<u32> {
-    path.extension()?
-        .to_str()?
-        .strip_prefix("dm_")?
-        .parse()
-        .ok()
+    q3::demo_file::protocol_of(path.file_name()?.to_str()?)
 }
 
 /// True for a QuakeWorld demo file (`.qwd` client recording, `.mvd` server recording).
@@ -562,15 +496,28 @@ pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
         file: file.clone(),
         source,
     })?;
+    run_qw_demo_bytes(&data, file, opts, sink)
+}
+
+/// Decode a QuakeWorld demo held in memory; `file` names it (`.mvd` or else .qwd). The
+/// decoding is [`qw::decode_demo_file`]'s; this hands its messages to the sink.
+pub fn run_qw_demo_bytes(
+    data: &[u8],
+    file: String,
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<Report, InputError> {
     let io_err = |source| InputError::Io {
         file: file.clone(),
         source,
     };
     let mut events = Vec::new();
-    let flows = qw::decode_demo_file(&file, &data, &mut events);
+    let flows = qw::decode_demo_file(&file, data, &mut events);
     if opts.emit {
         for e in &events {
-            sink.qw_event(e).map_err(io_err)?;
+            if let qw::Event::Message(m) = e {
+                sink.event(Event::Qw(m)).map_err(io_err)?;
+            }
         }
     }
     let report = Report {
@@ -581,6 +528,21 @@ pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
     };
     sink.finish(&report).map_err(io_err)?;
     Ok(report)
+}
+
+/// Decode a demo file of either game held in memory, chosen by `file`'s extension.
+pub fn run_demo_bytes(
+    data: &[u8],
+    file: String,
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<Report, InputError> {
+    if is_qw_demo(Path::new(&file)) {
+        run_qw_demo_bytes(data, file, opts, sink)
+    } else {
+        let protocol = demo_protocol(Path::new(&file));
+        run_q3_demo_bytes(data, file, protocol, opts, sink)
+    }
 }
 
 /// One input of a merged run: its reader, its own IP reassembly, and the next frame, owned.

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use quakecap::capture::{CaptureReader, LinkType, PcapNgWriter};
 use quakecap::net::NetDecoder;
-use quakecap::pipeline::{self, Options, Report, Sink};
-use quakecap::q3::message::Message;
+use quakecap::pipeline::{self, Event, Options, Report, Sink};
 
 /// splitmix64: small, deterministic, good enough to place damage.
 struct Rng(u64);
@@ -87,7 +86,8 @@ struct Streams {
 }
 
 impl Sink for Streams {
-    fn q3_message(&mut self, m: &Message) -> std::io::Result<()> {
+    fn event(&mut self, e: Event<'_>) -> std::io::Result<()> {
+        let Event::Q3(m) = e else { return Ok(()) };
         let mut v = serde_json::to_value(m).unwrap();
         let o = v.as_object_mut().unwrap();
         o.remove("frame");

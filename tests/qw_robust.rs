@@ -88,7 +88,7 @@ proptest! {
         for e in &ev {
             if let Event::Message(m) = e {
                 let mut s = String::new();
-                m.write_text(&mut s).unwrap();
+                quakecap::sink::text::qw::write_message(m, &mut s).unwrap();
                 serde_json::to_string(m).unwrap();
             }
         }

@@ -44,7 +44,8 @@ pub enum Command {
         /// JSON Lines, one object per message.
         #[arg(long, conflicts_with = "shownet")]
         json: bool,
-        /// The engine's `cl_shownet 4` trace format (server messages only).
+        /// The engine's own trace format, server messages only: Quake 3 `cl_shownet 4`,
+        /// QuakeWorld ezQuake's `cl_shownet 2`.
         #[arg(long)]
         shownet: bool,
     },

@@ -27,7 +27,10 @@
 //! let mut demos = qw::qwd::Writers::new();
 //! for e in &events {
 //!     match e {
-//!         Event::Message(m) => { let mut s = String::new(); m.write_text(&mut s).unwrap(); }
+//!         Event::Message(m) => {
+//!             let mut s = String::new();
+//!             quakecap::sink::text::qw::write_message(m, &mut s).unwrap();
+//!         }
 //!         Event::Raw(_) => demos.push(e),
 //!     }
 //! }

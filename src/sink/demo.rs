@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 
-use crate::pipeline::Sink;
+use crate::pipeline::{Event, Sink};
 use crate::q3::bits::BitWriter;
 use crate::q3::delta::EntityState;
 use crate::q3::demo::Writer;
@@ -237,6 +237,32 @@ impl<O: DemoOutput> DemoSink<O> {
 }
 
 impl<O: DemoOutput> Sink for DemoSink<O> {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Q3(m) => self.q3_message(m),
+            Event::QwRaw(p) => self.qw.entry(p.flow).or_default().push(p),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, r: &crate::pipeline::Report) -> io::Result<()> {
+        self.finish_qw(r)?;
+        let ids: Vec<u32> = self.flows.keys().copied().collect();
+        for id in ids {
+            let before = self.flows.get(&id).map_or(0, |f| f.before_gamestate);
+            let opened = self.flows.get(&id).is_some_and(|f| f.parts > 0);
+            if !opened {
+                self.no_gamestate.push((id, before));
+            }
+            self.close(id)?;
+        }
+        self.no_gamestate.sort();
+        Ok(())
+    }
+}
+
+impl<O: DemoOutput> DemoSink<O> {
+    /// One Quake 3 server message into its flow's demo.
     fn q3_message(&mut self, m: &Message) -> io::Result<()> {
         if m.kind != "server" || m.client_gone {
             return Ok(());
@@ -314,28 +340,6 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
             }
         }
         fd.open = Some(o);
-        Ok(())
-    }
-
-    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
-        if let crate::qw::Event::Raw(p) = e {
-            self.qw.entry(p.flow).or_default().push(p)?;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, r: &crate::pipeline::Report) -> io::Result<()> {
-        self.finish_qw(r)?;
-        let ids: Vec<u32> = self.flows.keys().copied().collect();
-        for id in ids {
-            let before = self.flows.get(&id).map_or(0, |f| f.before_gamestate);
-            let opened = self.flows.get(&id).is_some_and(|f| f.parts > 0);
-            if !opened {
-                self.no_gamestate.push((id, before));
-            }
-            self.close(id)?;
-        }
-        self.no_gamestate.sort();
         Ok(())
     }
 }

@@ -10,8 +10,7 @@
 //! A message that failed carries `error` (what and at which bit) and the ops before it.
 use std::io::{self, Write};
 
-use crate::pipeline::Sink;
-use crate::q3::message::Message;
+use crate::pipeline::{Event, Sink};
 
 /// Writes one JSON object per message.
 pub struct JsonLines<W: Write> {
@@ -25,16 +24,13 @@ impl<W: Write> JsonLines<W> {
 }
 
 impl<W: Write> Sink for JsonLines<W> {
-    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, m)?;
-        self.out.write_all(b"\n")
-    }
-    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
-        if let crate::qw::Event::Message(m) = e {
-            serde_json::to_writer(&mut self.out, m)?;
-            self.out.write_all(b"\n")?;
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Q3(m) => serde_json::to_writer(&mut self.out, m)?,
+            Event::Qw(m) => serde_json::to_writer(&mut self.out, m)?,
+            _ => return Ok(()),
         }
-        Ok(())
+        self.out.write_all(b"\n")
     }
     fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
         self.out.flush()

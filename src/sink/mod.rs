@@ -1,9 +1,12 @@
 //! Implementations of [`pipeline::Sink`](crate::pipeline::Sink): the flow table, JSON Lines,
-//! readable text, the engine's `cl_shownet 4` trace, and demo writers. Sinks see decoded
-//! events only.
+//! readable text, the engines' own `cl_shownet` traces (Quake 3 `cl_shownet 4`, QuakeWorld
+//! ezQuake's `cl_shownet 2`), and demo writers. Every sink takes the one
+//! [`Event`](crate::event::Event) type, so it is written once for both games; sinks see
+//! decoded events only.
 pub mod demo;
 pub mod json;
 pub mod shownet;
+pub mod shownet_qw;
 pub mod table;
 pub mod text;
 

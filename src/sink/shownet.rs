@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 
 use super::push_change;
-use crate::pipeline::Sink;
+use crate::pipeline::{Event, Sink};
 use crate::q3::delta::{EntityDelta, PlayerDelta};
 use crate::q3::message::{Body, Message};
 use crate::q3::svc::ServerOp;
@@ -83,10 +83,13 @@ pub fn message_lines(m: &Message, out: &mut Vec<String>) {
     }
 }
 
-/// Writes the trace of every server message.
+/// Writes the trace of every server message: Quake 3 in `cl_shownet 4`, QuakeWorld in
+/// ezQuake's `cl_shownet 2` ([`super::shownet_qw`]).
 pub struct Shownet<W: Write> {
     out: W,
     lines: Vec<String>,
+    /// One QuakeWorld message's trace, reused between messages.
+    qw_buf: String,
 }
 
 impl<W: Write> Shownet<W> {
@@ -94,12 +97,27 @@ impl<W: Write> Shownet<W> {
         Shownet {
             out,
             lines: Vec::new(),
+            qw_buf: String::new(),
         }
     }
 }
 
+impl<W: Write> Shownet<W> {
+    /// QuakeWorld has its own engine and trace format ([`super::shownet_qw`]).
+    fn qw_message(&mut self, m: &crate::qw::Message) -> io::Result<()> {
+        self.qw_buf.clear();
+        super::shownet_qw::write_message(m, &mut self.qw_buf).map_err(io::Error::other)?;
+        self.out.write_all(self.qw_buf.as_bytes())
+    }
+}
+
 impl<W: Write> Sink for Shownet<W> {
-    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        let m = match e {
+            Event::Q3(m) => m,
+            Event::Qw(m) => return self.qw_message(m),
+            _ => return Ok(()),
+        };
         self.lines.clear();
         message_lines(m, &mut self.lines);
         for l in &self.lines {

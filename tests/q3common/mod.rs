@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use quakecap::pipeline::{self, Options, Report, Sink};
+use quakecap::pipeline::{self, Event, Options, Report, Sink};
 use quakecap::q3::message::Message;
 
 /// A file under the repository's `captures/`.
@@ -38,8 +38,10 @@ pub struct Collect {
 }
 
 impl Sink for Collect {
-    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
-        self.msgs.push(m.clone());
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        if let Event::Q3(m) = e {
+            self.msgs.push(m.clone());
+        }
         Ok(())
     }
 }

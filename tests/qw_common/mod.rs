@@ -118,8 +118,68 @@ pub fn traced_messages(name: &str, events: &[Event]) -> Vec<Message> {
         .collect()
 }
 
-/// Decode a demo and check it against ezQuake's trace of it, message by message.
+/// playback.sh's line filter (see [`kept_by_trace_filter`]) applied to a whole trace: the
+/// separators, and the `OFFSET:name` lines it keeps.
+pub fn playback_filter(trace: &str) -> String {
+    let kept = |line: &str| {
+        if line.starts_with("------------------") {
+            return true;
+        }
+        let Some((off, name)) = line.trim_start().split_once(':') else {
+            return false;
+        };
+        !off.is_empty()
+            && off.bytes().all(|b| b.is_ascii_digit())
+            && (name == "END OF MESSAGE"
+                || name.starts_with("svc_")
+                || name.starts_with("nq_svc_")
+                || name.starts_with("BAD")
+                || (!name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')))
+    };
+    trace
+        .lines()
+        .filter(|l| kept(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// `quakecap decode --shownet` of a demo held in memory: the shownet sink's output, through
+/// the pipeline.
+pub fn shownet_sink_output(name: &str, data: &[u8]) -> String {
+    let mut out = Vec::new();
+    let opts = quakecap::pipeline::Options {
+        emit: true,
+        ..Default::default()
+    };
+    let mut sink = quakecap::sink::shownet::Shownet::new(&mut out);
+    quakecap::pipeline::run_demo_bytes(data, name.to_string(), &opts, &mut sink).unwrap();
+    drop(sink);
+    String::from_utf8(out).unwrap()
+}
+
+/// The shownet sink's output, filtered as playback.sh filters the engine's, equals the stored
+/// trace line for line.
+pub fn check_sink_against_trace(name: &str, data: &[u8], trace_path: &std::path::Path) {
+    let ours = playback_filter(&shownet_sink_output(name, data));
+    let theirs = std::fs::read_to_string(trace_path).unwrap();
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    if let Some(i) = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]) {
+        panic!(
+            "{name}: shownet line {} differs from {}: ours {:?}, ezQuake {:?}",
+            i + 1,
+            trace_path.display(),
+            a[i],
+            b[i]
+        );
+    }
+    assert_eq!(a.len(), b.len(), "{name}: shownet line count");
+    assert_eq!(ours, theirs, "{name}: shownet text");
+}
+
+/// Decode a demo and check it against ezQuake's trace of it, message by message, then the
+/// shownet sink's whole output against the trace text.
 pub fn check_against_trace(name: &str, data: &[u8], trace_path: &std::path::Path) {
+    check_sink_against_trace(name, data, trace_path);
     let mut ev = Vec::new();
     let sums = qw::decode_demo_file(name, data, &mut ev);
     assert_eq!(sums.len(), 1);

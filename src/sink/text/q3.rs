@@ -1,23 +1,9 @@
-//! Readable text, one block per message: frame, time, flow, direction, sequence, then each op
-//! with its fields.
-use std::io::{self, Write};
-
-use super::push_change;
-use crate::pipeline::Sink;
+//! Quake 3 in the text layout: a header line (`frame N TIME` or `record N @OFFSET` for demo
+//! files, then flow, direction, sequence), then one indented line per op with its fields.
 use crate::q3::clc::ClientOp;
 use crate::q3::message::{Body, Message};
 use crate::q3::svc::ServerOp;
-
-/// Writes messages as text.
-pub struct Text<W: Write> {
-    out: W,
-}
-
-impl<W: Write> Text<W> {
-    pub fn new(out: W) -> Self {
-        Text { out }
-    }
-}
+use crate::sink::push_change;
 
 fn header(m: &Message) -> String {
     let seq = m
@@ -163,27 +149,4 @@ pub fn message_lines(m: &Message) -> Vec<String> {
         out.push(format!("  ERROR: {e}"));
     }
     out
-}
-
-impl<W: Write> Sink for Text<W> {
-    fn q3_message(&mut self, m: &Message) -> io::Result<()> {
-        for l in message_lines(m) {
-            writeln!(self.out, "{l}")?;
-        }
-        Ok(())
-    }
-    fn qw_event(&mut self, e: &crate::qw::Event) -> io::Result<()> {
-        if let crate::qw::Event::Message(m) = e {
-            let mut s = String::new();
-            m.write_text(&mut s).map_err(io::Error::other)?;
-            self.out.write_all(s.as_bytes())?;
-            if !s.ends_with('\n') {
-                self.out.write_all(b"\n")?;
-            }
-        }
-        Ok(())
-    }
-    fn finish(&mut self, _r: &crate::pipeline::Report) -> io::Result<()> {
-        self.out.flush()
-    }
 }

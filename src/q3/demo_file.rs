@@ -1,0 +1,151 @@
+//! Decoding a whole Quake 3 demo file (.dm_66/67/68/71) through the same decoders as
+//! captures: the Quake 3 twin of `qw::decode_demo_file`. A demo holds only what the client
+//! received, so every record becomes one server [`Message`] of flow 1.
+//!
+//! [`Decoder`] streams the messages (an iterator, so a caller can hand each one on and drop
+//! it); [`decode_demo_file`] collects them, with the same shape as QuakeWorld's.
+use super::bits::BitReader;
+use super::conn;
+use super::demo::Reader;
+use super::message::{Body, Message};
+use super::state::ClientState;
+use super::svc::{self, Detail};
+use crate::flow::{Dir, FlowError, FlowSummary};
+
+/// The protocol a demo file's name gives by its extension (`x.dm_68` → 68).
+pub fn protocol_of(name: &str) -> Option<u32> {
+    let (_, ext) = name.rsplit_once('.')?;
+    ext.strip_prefix("dm_")?.parse().ok()
+}
+
+/// Decodes the records of one demo held in memory, yielding a [`Message`] per record when
+/// the options ask for messages (`emit` or `keep_raw`); otherwise it only fills the summary.
+pub struct Decoder<'a> {
+    records: Reader<'a>,
+    state: ClientState,
+    detail: Detail,
+    emit: bool,
+    keep_raw: bool,
+    summary: FlowSummary,
+    /// Records read (those the framing could not read are only in the warnings).
+    records_read: u64,
+    /// Record framing problems (truncation, bad lengths), in file order.
+    warnings: Vec<String>,
+}
+
+impl<'a> Decoder<'a> {
+    /// `name` names the file in the summary; `protocol` is the one the name gives (messages
+    /// carry 68 when it is unknown).
+    pub fn new(name: &str, data: &'a [u8], protocol: Option<u32>, opts: conn::Options) -> Self {
+        Decoder {
+            records: Reader::new(data),
+            state: ClientState::default(),
+            detail: opts.detail(),
+            emit: opts.emit,
+            keep_raw: opts.keep_raw,
+            summary: FlowSummary {
+                id: 1,
+                game: "q3",
+                kind: "demo",
+                server: name.to_string(),
+                protocol,
+                ..Default::default()
+            },
+            records_read: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Records read so far.
+    pub fn records(&self) -> u64 {
+        self.records_read
+    }
+
+    /// Take the framing problems found so far (each also counted as an error of the flow).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The demo's one flow (call after the iterator ended).
+    pub fn finish(self) -> Vec<FlowSummary> {
+        vec![self.summary]
+    }
+
+    /// Decode one record body; the message is built only when someone takes it.
+    fn record(&mut self, index: u64, offset: u64, seq: i32, body: &[u8]) -> Option<Message> {
+        self.records_read += 1;
+        self.summary.count_packet(Dir::S2c, body.len(), 0);
+        let mut r = BitReader::new(body);
+        let parsed =
+            svc::parse_server_message_with(&mut r, None, seq, &mut self.state, self.detail);
+        let error = parsed
+            .error
+            .as_ref()
+            .map(|e| format!("record {index} (seq {seq}, file offset {offset}): {e}"));
+        if let Some(e) = &error {
+            self.summary.push_error(FlowError {
+                frame: index,
+                dir: Some(Dir::S2c),
+                message: e.clone(),
+            });
+        }
+        if self.summary.name.is_none() && self.state.gamestates > 0 {
+            self.summary.name = self.state.player_name(self.state.client_num);
+        }
+        (self.emit || self.keep_raw).then(|| Message {
+            flow: 1,
+            game: "q3",
+            dir: Dir::S2c,
+            frame: index,
+            time: 0.0,
+            seq: Some(seq),
+            fragmented: false,
+            kind: "server",
+            body: Body::Server(parsed),
+            error,
+            raw: self.keep_raw.then(|| body.to_vec()),
+            protocol: self.summary.protocol.unwrap_or(68),
+            client_gone: false,
+            file_offset: Some(offset),
+        })
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Message;
+
+    fn next(&mut self) -> Option<Message> {
+        loop {
+            let rec = match self.records.next()? {
+                Ok(r) => r,
+                Err(e) => {
+                    // Framing errors have no record number of their own: frame 0.
+                    self.summary.push_error(FlowError {
+                        frame: 0,
+                        dir: Some(Dir::S2c),
+                        message: e.to_string(),
+                    });
+                    self.warnings.push(e.to_string());
+                    continue;
+                }
+            };
+            if let Some(m) = self.record(rec.index, rec.offset, rec.seq, rec.body) {
+                return Some(m);
+            }
+        }
+    }
+}
+
+/// Decode a whole demo (protocol from the name's extension). Every record becomes one
+/// message of flow 1 in `out` (with `opts.emit` or `opts.keep_raw`); the summary counts
+/// records and errors. A damaged file ends with errors, never a panic.
+pub fn decode_demo_file(
+    name: &str,
+    data: &[u8],
+    opts: conn::Options,
+    out: &mut Vec<Message>,
+) -> Vec<FlowSummary> {
+    let mut dec = Decoder::new(name, data, protocol_of(name), opts);
+    out.extend(&mut dec);
+    dec.finish()
+}
