@@ -247,7 +247,10 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
 
     fn finish(&mut self, r: &crate::pipeline::Report) -> io::Result<()> {
         self.finish_qw(r)?;
-        let ids: Vec<u32> = self.flows.keys().copied().collect();
+        let mut ids: Vec<u32> = self.flows.keys().copied().collect();
+        // Flow order, not the hash map's (which changes from run to run): the demos are
+        // closed, and so reported, in the same order every time.
+        ids.sort_unstable();
         for id in ids {
             let before = self.flows.get(&id).map_or(0, |f| f.before_gamestate);
             let opened = self.flows.get(&id).is_some_and(|f| f.parts > 0);

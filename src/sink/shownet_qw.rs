@@ -51,3 +51,56 @@ pub fn write_message(m: &Message, w: &mut dyn Write) -> fmt::Result {
         None => writeln!(w, "{:3}:END OF MESSAGE", m.size),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qw::Op;
+
+    fn server(ops: Vec<(usize, ServerOp)>, size: usize) -> Message {
+        let mut m = Message::new(1, Dir::S2c, 1, 0.0, size);
+        m.netchan = Some(NetchanStatus::Accepted);
+        m.ops = ops
+            .into_iter()
+            .map(|(at, op)| Op {
+                at,
+                kind: OpKind::Server(op),
+            })
+            .collect();
+        m
+    }
+
+    fn trace(m: &Message) -> String {
+        let mut s = String::new();
+        write_message(m, &mut s).unwrap();
+        s
+    }
+
+    #[test]
+    fn a_message_is_separator_ops_and_end() {
+        let m = server(vec![(8, ServerOp::Nop), (9, ServerOp::Nop)], 10);
+        assert_eq!(
+            trace(&m),
+            "------------------\n  8:svc_nop\n  9:svc_nop\n 10:END OF MESSAGE\n"
+        );
+    }
+
+    #[test]
+    fn disconnect_ends_the_message_without_end_line() {
+        let m = server(vec![(0, ServerOp::Disconnect { text: None })], 1);
+        assert_eq!(trace(&m), "------------------\n  0:svc_disconnect\n");
+    }
+
+    #[test]
+    fn messages_the_client_does_not_parse_print_nothing() {
+        let mut dup = server(vec![(8, ServerOp::Nop)], 9);
+        dup.netchan = Some(NetchanStatus::Duplicate);
+        let mut c2s = server(Vec::new(), 8);
+        c2s.dir = Dir::C2s;
+        let mut multiple = server(vec![(0, ServerOp::Nop)], 1);
+        multiple.block = Some("multiple");
+        for m in [dup, c2s, multiple] {
+            assert_eq!(trace(&m), "");
+        }
+    }
+}
