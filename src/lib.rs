@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod error;
 pub mod flow;
 pub mod fuzzing;
 pub mod net;

@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
-use crate::flow::{Dir, FlowError, FlowMap, FlowSummary};
+use crate::error::{Error, ErrorKind};
+use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
 use crate::parallel::{worker_threads, Pool};
 use crate::q3;
@@ -66,7 +67,7 @@ pub struct Report {
     /// Frames that could not be read as UDP (malformed, unsupported link type).
     pub net_errors: u64,
     /// Problems not tied to a flow (capture framing, truncation, link errors), with frames.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Error>,
     /// Every warning, including those past [`MAX_WARNINGS`] that were not kept.
     pub warnings_total: u64,
     /// Datagrams not assigned to any flow because the flow tables were full.
@@ -289,7 +290,9 @@ impl Trackers {
             report.warnings_total += 1;
             report.warnings.insert(
                 0,
-                format!(
+                Error::new(
+                    ErrorKind::FlowTableFull,
+                    format!(
                     "flow table full: {} datagrams of new endpoints from frame {} on were counted \
                      but not tracked (at most {} query, {} connection and {} other flows)",
                     u.count,
@@ -297,7 +300,9 @@ impl Trackers {
                     q3::tracker::MAX_QUERY_FLOWS,
                     q3::tracker::MAX_CONNECTIONS,
                     MAX_OTHER_FLOWS
-                ),
+                    ),
+                )
+                .frame(u.first_frame),
             );
         }
         Ok(())
@@ -372,7 +377,7 @@ pub fn run_reader<R: Read>(
             Ok(None) => break,
             Err(e) => {
                 let fatal = e.is_fatal();
-                push_warning(&mut report, e.to_string());
+                push_warning(&mut report, Error::from(&e));
                 if fatal {
                     report.fatal = Some(e.to_string());
                     break;
@@ -390,7 +395,7 @@ pub fn run_reader<R: Read>(
             Ok(None) => {}
             Err(e) => {
                 report.net_errors += 1;
-                push_warning(&mut report, format!("frame {index}: {e}"));
+                push_warning(&mut report, Error::from(&e).frame(index));
             }
         }
         n += 1;
@@ -406,7 +411,7 @@ pub fn run_reader<R: Read>(
             message: report
                 .warnings
                 .first()
-                .cloned()
+                .map(|w| w.to_string())
                 .unwrap_or_else(|| "no packet could be read".into()),
         });
     }
@@ -418,7 +423,7 @@ pub fn run_reader<R: Read>(
 /// damaged file can hold millions of bad records and memory must stay bounded.
 pub const MAX_WARNINGS: usize = 100;
 
-fn push_warning(report: &mut Report, w: String) {
+fn push_warning(report: &mut Report, w: Error) {
     report.warnings_total += 1;
     if report.warnings.len() < MAX_WARNINGS {
         report.warnings.push(w);
@@ -471,12 +476,9 @@ pub fn run_q3_demo_bytes(
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {
-                summary.push_error(FlowError {
-                    frame: 0,
-                    dir: Some(Dir::S2c),
-                    message: e.to_string(),
-                });
-                push_warning(&mut report, e.to_string());
+                let err = Error::from(&e).dir(Dir::S2c);
+                summary.push_error(err.clone());
+                push_warning(&mut report, err);
                 continue;
             }
         };
@@ -484,18 +486,17 @@ pub fn run_q3_demo_bytes(
         summary.count_packet(Dir::S2c, rec.body.len(), 0);
         let mut r = q3::bits::BitReader::new(rec.body);
         let parsed = q3::svc::parse_server_message_with(&mut r, None, rec.seq, &mut state, detail);
+        // The bit is in the record's body, the byte is where the record starts in the file.
         let error = parsed.error.as_ref().map(|e| {
-            format!(
-                "record {} (seq {}, file offset {}): {e}",
-                rec.index, rec.seq, rec.offset
+            Box::new(
+                Error::from(e)
+                    .record(rec.index)
+                    .byte(rec.offset)
+                    .dir(Dir::S2c),
             )
         });
         if let Some(e) = &error {
-            summary.push_error(FlowError {
-                frame: rec.index,
-                dir: Some(Dir::S2c),
-                message: e.clone(),
-            });
+            summary.push_error(Error::clone(e));
         }
         if summary.name.is_none() && state.gamestates > 0 {
             summary.name = state.player_name(state.client_num);
@@ -618,7 +619,7 @@ impl Source {
                 }
                 Ok(None) => break None,
                 Err(e) => {
-                    push_warning(report, format!("{}: {e}", self.file));
+                    push_warning(report, Error::from(&e).file(&self.file));
                     if e.is_fatal() {
                         break None;
                     }
@@ -686,10 +687,7 @@ pub fn run_merged(
             Ok(None) => {}
             Err(e) => {
                 report.net_errors += 1;
-                push_warning(
-                    &mut report,
-                    format!("{}: frame {}: {e}", src.file, of.index),
-                );
+                push_warning(&mut report, Error::from(&e).file(&src.file).frame(of.index));
             }
         }
         src.refill(&mut report);
