@@ -184,35 +184,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_position_once() {
-        let e = Error::new(
-            ErrorKind::Truncated,
-            "IPv4 header needs 20 bytes, only 14 present",
-        )
-        .file("a.pcapng")
-        .frame(1);
-        assert_eq!(
-            e.to_string(),
-            "a.pcapng: frame 1: IPv4 header needs 20 bytes, only 14 present"
-        );
-        let e = Error::new(ErrorKind::BadOp, "unknown op 9 at bit 344")
-            .flow(3)
-            .frame(120)
-            .bit(344);
-        assert_eq!(e.to_string(), "flow 3, frame 120, bit 344: unknown op 9");
-        let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"kind": "bad_op", "flow": 3, "frame": 120, "bit": 344, "message": "unknown op 9"})
-        );
-    }
-}
-
 // Conversions from the per-layer error enums: each layer keeps its own precise error, and
 // maps it to a kind and the position it knows here, at the one place it becomes counted.
 
@@ -402,5 +373,34 @@ impl From<&crate::qw::cursor::DecodeError> for Error {
             ErrorKind::Malformed
         };
         Error::new(kind, e.what.clone()).byte(e.at as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_position_once() {
+        let e = Error::new(
+            ErrorKind::Truncated,
+            "IPv4 header needs 20 bytes, only 14 present",
+        )
+        .file("a.pcapng")
+        .frame(1);
+        assert_eq!(
+            e.to_string(),
+            "a.pcapng: frame 1: IPv4 header needs 20 bytes, only 14 present"
+        );
+        let e = Error::new(ErrorKind::BadOp, "unknown op 9 at bit 344")
+            .flow(3)
+            .frame(120)
+            .bit(344);
+        assert_eq!(e.to_string(), "flow 3, frame 120, bit 344: unknown op 9");
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind": "bad_op", "flow": 3, "frame": 120, "bit": 344, "message": "unknown op 9"})
+        );
     }
 }
