@@ -60,10 +60,6 @@ pub enum ErrorKind {
 pub struct Position {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dir: Option<Dir>,
     /// Capture frame (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frame: Option<u64>,
@@ -76,6 +72,10 @@ pub struct Position {
     /// Bit offset in the (Huffman-coded) message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<Dir>,
 }
 
 /// A counted problem: kind, position, and the layer's message (without the position).
@@ -400,7 +400,7 @@ mod tests {
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"kind": "bad_op", "flow": 3, "frame": 120, "bit": 344, "message": "unknown op 9"})
+            serde_json::json!({"kind": "bad_op", "frame": 120, "bit": 344, "flow": 3, "message": "unknown op 9"})
         );
     }
 }
