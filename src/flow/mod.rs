@@ -131,6 +131,11 @@ impl FlowSummary {
         for e in &prior.error_details {
             self.push_error(e.clone());
         }
+        // The merged flow keeps the earlier id: its errors name that one.
+        let id = self.id;
+        for e in &mut self.error_details {
+            e.pos.flow = Some(id);
+        }
     }
 
     /// Note a client port, keeping first-use order.

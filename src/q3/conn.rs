@@ -100,7 +100,9 @@ impl ErrorLog {
             return;
         }
         s.errors += self.count;
-        s.error_details.extend(self.kept.iter().cloned());
+        // Decoded after the flow may have adopted an earlier one: name the summary's id.
+        s.error_details
+            .extend(self.kept.iter().cloned().map(|e| e.flow(s.id)));
         s.error_details.sort_by_key(Error::frame_or_record);
         s.error_details.truncate(MAX_KEPT_ERRORS);
     }
