@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
+use crate::error::{Error, ErrorKind};
 pub use crate::event::Event;
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
@@ -64,7 +65,7 @@ pub struct Report {
     /// Frames that could not be read as UDP (malformed, unsupported link type).
     pub net_errors: u64,
     /// Problems not tied to a flow (capture framing, truncation, link errors), with frames.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Error>,
     /// Every warning, including those past [`MAX_WARNINGS`] that were not kept.
     pub warnings_total: u64,
     /// Datagrams not assigned to any flow because the flow tables were full.
@@ -281,7 +282,9 @@ impl Trackers {
             report.warnings_total += 1;
             report.warnings.insert(
                 0,
-                format!(
+                Error::new(
+                    ErrorKind::FlowTableFull,
+                    format!(
                     "flow table full: {} datagrams of new endpoints from frame {} on were counted \
                      but not tracked (at most {} query, {} connection and {} other flows)",
                     u.count,
@@ -289,7 +292,9 @@ impl Trackers {
                     q3::tracker::MAX_QUERY_FLOWS,
                     q3::tracker::MAX_CONNECTIONS,
                     MAX_OTHER_FLOWS
-                ),
+                    ),
+                )
+                .frame(u.first_frame),
             );
         }
         Ok(())
@@ -364,7 +369,7 @@ pub fn run_reader<R: Read>(
             Ok(None) => break,
             Err(e) => {
                 let fatal = e.is_fatal();
-                push_warning(&mut report, e.to_string());
+                push_warning(&mut report, Error::from(&e));
                 if fatal {
                     report.fatal = Some(e.to_string());
                     break;
@@ -382,7 +387,7 @@ pub fn run_reader<R: Read>(
             Ok(None) => {}
             Err(e) => {
                 report.net_errors += 1;
-                push_warning(&mut report, format!("frame {index}: {e}"));
+                push_warning(&mut report, Error::from(&e).frame(index));
             }
         }
         n += 1;
@@ -398,7 +403,7 @@ pub fn run_reader<R: Read>(
             message: report
                 .warnings
                 .first()
-                .cloned()
+                .map(|w| w.to_string())
                 .unwrap_or_else(|| "no packet could be read".into()),
         });
     }
@@ -410,7 +415,7 @@ pub fn run_reader<R: Read>(
 /// damaged file can hold millions of bad records and memory must stay bounded.
 pub const MAX_WARNINGS: usize = 100;
 
-fn push_warning(report: &mut Report, w: String) {
+fn push_warning(report: &mut Report, w: Error) {
     report.warnings_total += 1;
     if report.warnings.len() < MAX_WARNINGS {
         report.warnings.push(w);
@@ -580,7 +585,7 @@ impl Source {
                 }
                 Ok(None) => break None,
                 Err(e) => {
-                    push_warning(report, format!("{}: {e}", self.file));
+                    push_warning(report, Error::from(&e).file(&self.file));
                     if e.is_fatal() {
                         break None;
                     }
@@ -648,10 +653,7 @@ pub fn run_merged(
             Ok(None) => {}
             Err(e) => {
                 report.net_errors += 1;
-                push_warning(
-                    &mut report,
-                    format!("{}: frame {}: {e}", src.file, of.index),
-                );
+                push_warning(&mut report, Error::from(&e).file(&src.file).frame(of.index));
             }
         }
         src.refill(&mut report);

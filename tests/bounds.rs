@@ -8,7 +8,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use quakecap::capture::{
     ByteOrder, CaptureReader, LinkType, PcapNgWriter, PcapWriter, TsPrecision, MAX_CAPLEN,
 };
-use quakecap::flow::FlowSummary;
+use quakecap::error::{Error, ErrorKind};
+use quakecap::flow::{Dir, FlowSummary};
 use quakecap::net::Datagram;
 use quakecap::pipeline::{self, Options, Report, Sink, Trackers};
 use quakecap::q3::bits::{BitReader, BitWriter};
@@ -75,7 +76,9 @@ fn area_mask_longer_than_max_map_area_bytes() {
         matches!(e, Some(SvcError::AreaMask { len: 131, .. })),
         "{e:?}"
     );
-    assert!(e.unwrap().to_string().contains("131 bytes (max 32)"));
+    let e = Error::from(&e.unwrap());
+    assert_eq!(e.kind, ErrorKind::Bounds, "{e}");
+    assert!(e.pos.bit.is_some(), "{e}");
 }
 
 #[test]
@@ -103,8 +106,9 @@ fn entity_field_count_beyond_the_table() {
         w.write_bit(true); // has changes
         w.write_byte(52); // > 51 fields
     });
-    let text = e.map(|e| e.to_string()).unwrap_or_default();
-    assert!(text.contains("field count 52"), "{text}");
+    let e = Error::from(&e.expect("an error"));
+    assert_eq!(e.kind, ErrorKind::FieldCount, "{e}");
+    assert!(e.pos.bit.is_some(), "{e}");
 }
 
 #[test]
@@ -180,8 +184,11 @@ fn fragments_beyond_max_msglen_are_a_flow_error_with_its_frame() {
     let f = q3_flow(&r);
     assert_eq!(f.errors, 1, "{:?}", f.error_details);
     let e = &f.error_details[0];
-    assert_eq!(e.frame, 14, "the fragment that passed 16384 bytes");
-    assert!(e.message.contains("exceeds 16384"), "{}", e.message);
+    // 13 fragments of 1300 bytes: the last one (the last datagram) passes 16384 bytes.
+    assert_eq!(e.pos.frame, Some(dgs.len() as u64), "{e}");
+    assert_eq!(e.kind, ErrorKind::Bounds, "{e}");
+    assert_eq!(e.pos.flow, Some(f.id));
+    assert_eq!(e.pos.dir, Some(Dir::S2c));
 }
 
 #[test]
@@ -194,8 +201,8 @@ fn fragment_offsets_and_lengths_are_checked() {
     let r = run_datagrams(&[(client, server, oob("getchallenge")), (server, client, bad)]);
     let f = q3_flow(&r);
     assert_eq!(f.errors, 1);
-    assert_eq!(f.error_details[0].frame, 2);
-    assert!(f.error_details[0].message.contains("claims 2000 bytes"));
+    let e = &f.error_details[0];
+    assert_eq!((e.kind, e.pos.frame), (ErrorKind::Netchan, Some(2)), "{e}");
 }
 
 #[test]
@@ -206,10 +213,8 @@ fn packets_beyond_max_msglen_are_dropped_with_an_error() {
     let r = run_datagrams(&[(client, server, oob("getchallenge")), (server, client, big)]);
     let f = q3_flow(&r);
     assert_eq!(f.errors, 1);
-    assert_eq!(f.error_details[0].frame, 2);
-    assert!(f.error_details[0]
-        .message
-        .contains("20000 bytes exceeds 16384"));
+    let e = &f.error_details[0];
+    assert_eq!((e.kind, e.pos.frame), (ErrorKind::Bounds, Some(2)), "{e}");
 }
 
 #[test]
@@ -245,26 +250,21 @@ fn spoofed_other_endpoints_are_capped_and_reported() {
     let r = run_datagrams(&dgs);
     assert_eq!(r.flows.len(), MAX_OTHER_FLOWS);
     assert_eq!(r.untracked_datagrams, 1000);
-    let w = r.warnings.join("\n");
-    assert!(
-        w.contains(&format!(
-            "1000 datagrams of new endpoints from frame {}",
-            MAX_OTHER_FLOWS + 1
-        )),
-        "{w}"
-    );
+    let w = &r.warnings[0];
+    assert_eq!(w.kind, ErrorKind::FlowTableFull, "{w}");
+    assert_eq!(w.pos.frame, Some(MAX_OTHER_FLOWS as u64 + 1), "{w}");
 }
 
 // --- capture records ----------------------------------------------------------------------
 
-fn read_all(bytes: &[u8]) -> (Vec<(u64, usize)>, Vec<String>) {
+fn read_all(bytes: &[u8]) -> (Vec<(u64, usize)>, Vec<Error>) {
     let mut r = CaptureReader::new(Cursor::new(bytes)).unwrap();
     let (mut frames, mut errors) = (Vec::new(), Vec::new());
     for _ in 0..1000 {
         match r.next_frame() {
             Ok(Some(f)) => frames.push((f.index, f.data.len())),
             Ok(None) => break,
-            Err(e) => errors.push(e.to_string()),
+            Err(e) => errors.push(Error::from(&e)),
         }
     }
     (frames, errors)
@@ -317,5 +317,15 @@ fn captured_length_beyond_the_limit_is_skipped_with_its_offset() {
         "numbering still counts the skipped record"
     );
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].contains("byte "), "{errors:?}");
+    // The skipped record is the block after the section header and interface blocks.
+    let len_at = |at: usize| u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+    let shb = len_at(0) as usize;
+    let first_packet = shb + len_at(shb) as usize;
+    assert_eq!(errors[0].kind, ErrorKind::BadRecord, "{}", errors[0]);
+    assert_eq!(
+        errors[0].pos.byte,
+        Some(first_packet as u64),
+        "{}",
+        errors[0]
+    );
 }

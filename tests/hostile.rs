@@ -8,6 +8,7 @@ use std::io::Cursor;
 use std::path::PathBuf;
 
 use quakecap::capture::{CaptureReader, LinkType, PcapNgWriter};
+use quakecap::error::ErrorKind;
 use quakecap::net::NetDecoder;
 use quakecap::pipeline::{self, Event, Options, Report, Sink};
 
@@ -143,7 +144,7 @@ fn errors_have_frames(r: &Report) {
     for f in &r.flows {
         for e in &f.error_details {
             assert!(
-                (1..=r.frames).contains(&e.frame),
+                e.pos.frame.is_some_and(|fr| (1..=r.frames).contains(&fr)),
                 "flow {} error without a frame: {e:?}",
                 f.id
             );
@@ -254,7 +255,8 @@ fn random_byte_errors_in_one_client_leave_the_other_exact() {
     let errs: Vec<_> = c2.flat_map(|f| f.error_details.clone()).collect();
     assert_eq!(errs.len(), 100, "client 2 errors (seeded damage)");
     assert!(
-        errs.iter().all(|e| c2_frames.contains(&e.frame)),
+        errs.iter()
+            .all(|e| e.pos.frame.is_some_and(|fr| c2_frames.contains(&fr))),
         "{errs:?}"
     );
 }
@@ -290,13 +292,23 @@ fn cut_at_many_bytes_decodes_everything_before_the_cut() {
             let last = d.report.frames;
             // A cut inside a record is reported; one between records cannot be told apart
             // from a shorter capture.
-            let w = d.report.warnings.join("\n");
+            let w = &d.report.warnings;
             let first = boundaries.first().copied().unwrap_or(0);
-            assert_eq!(
-                w.contains("truncated"),
-                cut > first && !boundaries.contains(&cut),
-                "{name} cut {cut}: {w}"
-            );
+            let truncated: Vec<_> = w
+                .iter()
+                .filter(|e| e.kind == ErrorKind::Truncated)
+                .collect();
+            let inside = cut > first && !boundaries.contains(&cut);
+            assert_eq!(!truncated.is_empty(), inside, "{name} cut {cut}: {w:?}");
+            if inside {
+                // Placed at the start of the record the cut went through.
+                let start = boundaries.range(..cut).next_back().copied();
+                assert_eq!(
+                    truncated[0].pos.byte,
+                    start.map(|s| s as u64),
+                    "{name} cut {cut}"
+                );
+            }
             // Each flow decoded exactly the clean messages of the frames it still had.
             for (key, msgs) in &clean.streams {
                 let frames = &clean.frames[key];

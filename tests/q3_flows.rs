@@ -179,7 +179,10 @@ fn connections_without_a_handshake_are_found_by_netchan_shape() {
     // One error per flow says why its messages are not decoded.
     for f in &r.flows {
         assert_eq!(f.errors, 1, "{:?}", f.error_details);
-        assert!(f.error_details[0].message.contains("handshake"));
+        let e = &f.error_details[0];
+        assert_eq!(e.kind, quakecap::error::ErrorKind::MidSession, "{e}");
+        assert_eq!(e.pos.flow, Some(f.id), "{e}");
+        assert!(e.pos.frame.is_some(), "{e}");
         assert_eq!(f.challenge, None);
     }
 }

@@ -1,5 +1,6 @@
 //! Issue 7 on the real captures (captures/qw-*): flows, handshakes, netchan, full decode.
 mod qw_common;
+use quakecap::error::ErrorKind;
 use quakecap::flow::Dir;
 use quakecap::qw::{self, clc::ClientOp, oob::Oob, OpKind};
 use qw_common::{messages, path, run_capture};
@@ -305,7 +306,9 @@ fn qw_basic_with_missing_server_packets() {
     );
     for m in &errors {
         let e = m.error.as_deref().unwrap();
-        assert!(e.contains("not in the capture"), "frame {}: {e}", m.frame);
+        assert_eq!(e.kind, ErrorKind::MissingDelta, "frame {}: {e}", m.frame);
+        assert_eq!(e.pos.frame, Some(m.frame));
+        assert_eq!(e.pos.flow, Some(conn.id));
         // Decoded against the newest frame held, flagged approximate; the message went on.
         assert!(m.ops.iter().any(|o| matches!(&o.kind, OpKind::Server(quakecap::qw::svc::ServerOp::Deltapacketentities(pe)) if pe.approximate)));
     }

@@ -144,4 +144,16 @@ fn damaged_real_capture_never_panics() {
         flows.iter().any(|f| f.errors > 0),
         "damage is reported as errors on the flow"
     );
+    // Each error names its flow, a frame of the file (past the intact handshake) and the
+    // byte of the message where decoding stopped.
+    for f in &flows {
+        for e in &f.error_details {
+            assert_eq!(e.pos.flow, Some(f.id), "{e}");
+            assert!(e.pos.frame.is_some_and(|fr| fr > 8), "{e}");
+            assert!(
+                e.pos.byte.is_some() || e.kind == quakecap::error::ErrorKind::Checksum,
+                "{e}"
+            );
+        }
+    }
 }

@@ -7,6 +7,7 @@ mod q3common;
 use std::path::PathBuf;
 
 use q3common::{shared, Collect};
+use quakecap::error::{Error, ErrorKind};
 use quakecap::pipeline::{self, Options, Report};
 use quakecap::q3::svc::ServerOp;
 
@@ -125,16 +126,30 @@ fn every_intact_demo_decodes_completely() {
     }
 }
 
-/// The errors of a broken demo, and a check that every record not named in one decoded.
-fn broken(file: &str) -> Option<(Vec<String>, Collect)> {
+/// Byte offsets of the records of a demo file, walked from its framing (seq, length, body;
+/// a length of -1 ends it): where each record's error must be placed.
+fn record_offsets(data: &[u8]) -> Vec<u64> {
+    let mut at = 0usize;
+    let mut v = Vec::new();
+    while let Some(h) = data.get(at..at + 8) {
+        let len = i32::from_le_bytes(h[4..8].try_into().unwrap());
+        if len < 0 || at + 8 + len as usize > data.len() {
+            break;
+        }
+        v.push(at as u64);
+        at += 8 + len as usize;
+    }
+    v
+}
+
+/// The errors of a broken demo, its record offsets, and a check that every record not named
+/// in one decoded.
+fn broken(file: &str) -> Option<(Vec<Error>, Vec<u64>, Collect)> {
     demos()?;
     let p = shared("demos/q3").join(file);
+    let offsets = record_offsets(&std::fs::read(&p).unwrap());
     let (r, c) = decode(&p);
-    let errors: Vec<String> = r.flows[0]
-        .error_details
-        .iter()
-        .map(|e| e.message.clone())
-        .collect();
+    let errors = r.flows[0].error_details.clone();
     assert_eq!(r.flows[0].errors as usize, errors.len());
     // Every record that decoded is whole: its ops run to svc_EOF.
     for m in c.msgs.iter().filter(|m| m.error.is_none()) {
@@ -147,74 +162,108 @@ fn broken(file: &str) -> Option<(Vec<String>, Collect)> {
     }
     // Every failed record is among the reported errors, with its record number and offset.
     for m in c.msgs.iter().filter(|m| m.error.is_some()) {
-        let e = m.error.as_ref().unwrap();
-        assert!(e.starts_with(&format!("record {} ", m.frame)), "{e}");
-        assert!(
-            e.contains(&format!("file offset {}", m.file_offset.unwrap())),
-            "{e}"
-        );
+        let e = m.error.as_deref().unwrap();
+        assert_eq!(e.pos.record, Some(m.frame), "{e}");
+        assert_eq!(e.pos.byte, m.file_offset, "{e}");
         assert!(errors.contains(e), "{e}");
     }
     server_times_never_decrease(file, &c);
-    Some((errors, c))
+    Some((errors, offsets, c))
+}
+
+/// Kind, record, byte and bit of an error.
+fn place(e: &Error) -> (ErrorKind, Option<u64>, Option<u64>, Option<u64>) {
+    (e.kind, e.pos.record, e.pos.byte, e.pos.bit)
 }
 
 #[test]
 fn truncated_reports_the_truncation_after_the_last_whole_record() {
-    let Some((errors, c)) = broken("truncated.dm_68") else {
+    let Some((errors, offsets, c)) = broken("truncated.dm_68") else {
         return;
     };
+    let len = std::fs::metadata(shared("demos/q3/truncated.dm_68"))
+        .unwrap()
+        .len();
     assert_eq!(errors.len(), 1, "{errors:?}");
+    // After the last whole record, at the end of the file.
+    let last = offsets.len() as u64;
     assert_eq!(
-        errors[0],
-        "demo truncated: ends at byte 20480 after record 238 without the end-of-demo marker"
+        place(&errors[0]),
+        (ErrorKind::Truncated, Some(last), Some(len), None),
+        "{}",
+        errors[0]
     );
-    assert_eq!(c.msgs.len(), 238);
+    assert_eq!(c.msgs.len() as u64, last);
     assert!(c.msgs.iter().all(|m| m.error.is_none()));
 }
 
 #[test]
 fn invalid_command_byte_reports_unknown_op_0() {
-    let Some((errors, c)) = broken("invalid_command_byte.dm_68") else {
+    let Some((errors, offsets, c)) = broken("invalid_command_byte.dm_68") else {
         return;
     };
     let op0: Vec<_> = errors
         .iter()
-        .filter(|e| e.contains("unknown op 0"))
+        .filter(|e| e.kind == ErrorKind::BadOp)
         .collect();
     assert_eq!(op0.len(), 1, "{errors:?}");
-    assert!(
-        op0[0].starts_with("record 1 (seq 778, file offset 0): "),
-        "{}",
-        op0[0]
-    );
+    // The first record; its op byte (0) is not a server op.
+    assert_eq!(op0[0].pos.record, Some(1), "{}", op0[0]);
+    assert_eq!(op0[0].pos.byte, Some(offsets[0]), "{}", op0[0]);
+    assert!(op0[0].pos.bit.is_some(), "{}", op0[0]);
     let ok = c.msgs.iter().filter(|m| m.error.is_none()).count();
     assert!(ok > 16_000, "{ok}");
 }
 
 #[test]
 fn invalid_area_mask_length_reports_131_bytes() {
-    let Some((errors, c)) = broken("invalid_area_mask_length.dm_68") else {
+    let Some((errors, offsets, c)) = broken("invalid_area_mask_length.dm_68") else {
         return;
     };
+    // Record 7; bit 55 of its body is where the snapshot's area mask length byte is read.
     assert_eq!(
-        errors[0],
-        "record 7 (seq 646, file offset 4082): snapshot area mask of 131 bytes (max 32) at bit 55"
+        place(&errors[0]),
+        (ErrorKind::Bounds, Some(7), Some(offsets[6]), Some(55)),
+        "{}",
+        errors[0]
     );
-    assert!(errors[1..].iter().all(|e| !e.contains("area mask")));
+    assert!(errors[1..].iter().all(|e| e.kind != ErrorKind::Bounds));
     let ok = c.msgs.iter().filter(|m| m.error.is_none()).count();
     assert_eq!(ok, c.msgs.len() - 1);
 }
 
 #[test]
 fn invalid_entity_field_count_reports_more_than_51() {
-    let Some((errors, c)) = broken("invalid_entity_state_field_count_2.dm_68") else {
+    let Some((errors, offsets, c)) = broken("invalid_entity_state_field_count_2.dm_68") else {
         return;
     };
+    // Record 394; the field count byte (237) starts at bit 1162 of its body.
     assert_eq!(
-        errors[0],
-        "record 394 (seq 564, file offset 110471): invalid field count 237 at bit 1162"
+        place(&errors[0]),
+        (
+            ErrorKind::FieldCount,
+            Some(394),
+            Some(offsets[393]),
+            Some(1162)
+        ),
+        "{}",
+        errors[0]
     );
     let ok = c.msgs.iter().filter(|m| m.error.is_none()).count();
     assert_eq!(ok, c.msgs.len() - 1);
+}
+
+/// The text rendering names record, byte and bit once, before the message.
+#[test]
+fn broken_demo_errors_render_their_position_once() {
+    let Some((errors, offsets, _)) = broken("invalid_area_mask_length.dm_68") else {
+        return;
+    };
+    assert_eq!(
+        errors[0].to_string(),
+        format!(
+            "record 7, byte {}, bit 55: snapshot area mask of 131 bytes (max 32)",
+            offsets[6]
+        )
+    );
 }

@@ -866,6 +866,11 @@ mod tests {
         );
         let e = CaptureReader::new(Cursor::new(b"")).err().unwrap();
         assert!(e.to_string().contains("0 bytes"), "{e}");
+        let e = crate::error::Error::from(&e);
+        assert_eq!(
+            (e.kind, e.pos.byte),
+            (crate::error::ErrorKind::CaptureFormat, Some(0))
+        );
     }
 
     #[test]

@@ -198,7 +198,7 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
         );
         for f in &report.flows {
             for e in f.error_details.iter().take(5) {
-                eprintln!("  flow {} frame {}: {}", f.id, e.frame, e.message);
+                eprintln!("  {e}");
             }
         }
     }

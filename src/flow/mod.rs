@@ -1,5 +1,6 @@
 //! Game-agnostic flow bookkeeping: directions, per-direction counters and the summary row
 //! every game fills in for `quakecap flows`.
+use crate::error::Error;
 use serde::Serialize;
 
 /// Direction of a packet inside a flow.
@@ -45,15 +46,6 @@ impl PerDir {
     }
 }
 
-/// One problem found in a flow: where (frame, direction) and what. Kept per flow so a report
-/// can say which flow, frame and message a problem came from; the run always goes on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlowError {
-    pub frame: u64,
-    pub dir: Option<Dir>,
-    pub message: String,
-}
-
 /// At most this many errors are kept per flow (all are counted).
 pub const MAX_KEPT_ERRORS: usize = 100;
 
@@ -86,7 +78,7 @@ pub struct FlowSummary {
     /// Number of errors in this flow (malformed packets, failed messages).
     pub errors: u64,
     /// The first [`MAX_KEPT_ERRORS`] errors.
-    pub error_details: Vec<FlowError>,
+    pub error_details: Vec<Error>,
     /// Seconds since the Unix epoch of the first and last packet.
     pub first_time: f64,
     pub last_time: f64,
@@ -94,7 +86,7 @@ pub struct FlowSummary {
 
 impl FlowSummary {
     /// Record an error: always counted, kept while fewer than [`MAX_KEPT_ERRORS`].
-    pub fn push_error(&mut self, e: FlowError) {
+    pub fn push_error(&mut self, e: Error) {
         self.errors += 1;
         if self.error_details.len() < MAX_KEPT_ERRORS {
             self.error_details.push(e);
@@ -138,6 +130,11 @@ impl FlowSummary {
         }
         for e in &prior.error_details {
             self.push_error(e.clone());
+        }
+        // The merged flow keeps the earlier id: its errors name that one.
+        let id = self.id;
+        for e in &mut self.error_details {
+            e.pos.flow = Some(id);
         }
     }
 

@@ -36,7 +36,7 @@ pub enum NetError {
     #[error("unsupported link type {0}")]
     UnsupportedLink(LinkType),
     /// A header or payload is cut short (snaplen, or a length field larger than the packet).
-    #[error("frame {frame}: {layer} needs {needed} bytes, only {have} present")]
+    #[error("{layer} needs {needed} bytes, only {have} present")]
     Truncated {
         frame: u64,
         layer: &'static str,
@@ -44,11 +44,23 @@ pub enum NetError {
         have: usize,
     },
     /// A header with impossible content.
-    #[error("frame {frame}: {message}")]
+    #[error("{message}")]
     Malformed { frame: u64, message: String },
     /// Inconsistent fragments (overlap, two ends, over 64 KiB): the datagram was dropped.
-    #[error("frame {frame}: bad IP fragment: {message}")]
+    #[error("bad IP fragment: {message}")]
     Fragment { frame: u64, message: String },
+}
+
+impl NetError {
+    /// The frame the error is about (the text leaves it to the position, said once).
+    pub fn frame(&self) -> Option<u64> {
+        match self {
+            NetError::UnsupportedLink(_) => None,
+            NetError::Truncated { frame, .. }
+            | NetError::Malformed { frame, .. }
+            | NetError::Fragment { frame, .. } => Some(*frame),
+        }
+    }
 }
 
 /// Counters kept by [`NetDecoder`].

@@ -736,8 +736,13 @@ mod tests {
         assert_eq!(r.readcount(), 1);
         assert_eq!(r.read_bits(1), Err(BitError::PastEnd { bit: 7 }));
         assert_eq!(r.bit_pos(), 7);
-        let e = BitError::PastEnd { bit: 7 };
-        assert!(e.to_string().contains("bit 7"));
+        let e = crate::error::Error::from(&crate::q3::svc::SvcError::Bits(BitError::PastEnd {
+            bit: 7,
+        }));
+        assert_eq!(
+            (e.kind, e.pos.bit),
+            (crate::error::ErrorKind::Truncated, Some(7))
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@ use super::oob::Oob;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
-use crate::flow::{Dir, FlowError, FlowSummary, MAX_KEPT_ERRORS};
+use crate::error::{Error, ErrorKind};
+use crate::flow::{Dir, FlowSummary, MAX_KEPT_ERRORS};
 use crate::net::Datagram;
 
 /// What the connection should produce.
@@ -81,11 +82,11 @@ pub struct WorkQueue {
 #[derive(Debug, Clone, Default)]
 pub struct ErrorLog {
     pub count: u64,
-    pub kept: Vec<FlowError>,
+    pub kept: Vec<Error>,
 }
 
 impl ErrorLog {
-    fn push(&mut self, e: FlowError) {
+    fn push(&mut self, e: Error) {
         self.count += 1;
         if self.kept.len() < MAX_KEPT_ERRORS {
             self.kept.push(e);
@@ -99,8 +100,10 @@ impl ErrorLog {
             return;
         }
         s.errors += self.count;
-        s.error_details.extend(self.kept.iter().cloned());
-        s.error_details.sort_by_key(|e| e.frame);
+        // Decoded after the flow may have adopted an earlier one: name the summary's id.
+        s.error_details
+            .extend(self.kept.iter().cloned().map(|e| e.flow(s.id)));
+        s.error_details.sort_by_key(Error::frame_or_record);
         s.error_details.truncate(MAX_KEPT_ERRORS);
     }
 }
@@ -203,28 +206,22 @@ impl Decoder {
         }
     }
 
-    fn error(&mut self, a: &Accepted, dir: Dir, message: String) {
-        self.errors.push(FlowError {
-            frame: a.frame,
-            dir: Some(dir),
-            message,
-        });
+    /// Count `e` as an error of message `a`; returns it for the event.
+    fn error(&mut self, a: &Accepted, dir: Dir, e: Error) -> Box<Error> {
+        let e = Box::new(e.flow(a.flow).frame(a.frame).dir(dir));
+        self.errors.push(Error::clone(&e));
+        e
     }
 
-    /// Record why message `a` did not decode to its end; returns the text for the event.
-    fn decode_error(
-        &mut self,
-        a: &Accepted,
-        dir: Dir,
-        e: Option<&dyn std::fmt::Display>,
-    ) -> Option<String> {
+    /// Record why message `a` did not decode to its end; returns it for the event.
+    fn decode_error(&mut self, a: &Accepted, dir: Dir, e: Option<Error>) -> Option<Box<Error>> {
         let what = match dir {
             Dir::S2c => "server",
             Dir::C2s => "client",
         };
-        let text = format!("{what} message {}: {}", a.seq, e?);
-        self.error(a, dir, text.clone());
-        Some(text)
+        let mut e = e?;
+        e.message = format!("{what} message {}: {}", a.seq, e.message);
+        Some(self.error(a, dir, e))
     }
 
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
@@ -260,7 +257,7 @@ impl Decoder {
             matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))
         });
         st.client_gone |= told_to_go;
-        let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(|e| e as _));
+        let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(Error::from));
         if self.opts.emit || self.opts.keep_raw {
             let mut m = message(&a, Dir::S2c, "server", Body::Server(parsed));
             m.client_gone = was_gone || told_to_go;
@@ -282,11 +279,11 @@ impl Decoder {
         };
         let Some((hdr, bit)) = hdr else {
             let text = format!("client message {}: shorter than its header", a.seq);
-            self.error(&a, Dir::C2s, text.clone());
+            let e = self.error(&a, Dir::C2s, Error::new(ErrorKind::Truncated, text));
             if self.opts.emit {
                 let mut m = message(&a, Dir::C2s, "client", Body::None);
                 m.fragmented = false;
-                m.error = Some(text);
+                m.error = Some(e);
                 out.push(m);
             }
             return Some(a.body);
@@ -333,7 +330,7 @@ impl Decoder {
             }
         });
         let gone = st.client_gone;
-        let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(|e| e as _));
+        let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(Error::from));
         if self.opts.emit {
             let parsed = clc::ClientMessage {
                 server_id: hdr.0,
@@ -413,12 +410,10 @@ impl Connection {
         }
     }
 
-    fn error(&mut self, d: &Datagram<'_>, dir: Dir, message: String) {
-        self.summary.push_error(FlowError {
-            frame: d.frame,
-            dir: Some(dir),
-            message,
-        });
+    /// Count `e` as an error of datagram `d`.
+    fn error(&mut self, d: &Datagram<'_>, dir: Dir, e: Error) {
+        self.summary
+            .push_error(e.flow(self.summary.id).frame(d.frame).dir(dir));
     }
 
     fn message(
@@ -480,7 +475,7 @@ impl Connection {
                 "packet of {} bytes exceeds {MAX_MSGLEN}; dropped",
                 d.payload.len()
             );
-            return self.error(d, dir, text);
+            return self.error(d, dir, Error::new(ErrorKind::Bounds, text));
         }
         if super::oob::is_oob(d.payload) {
             self.handle_oob(dir, d, out, work);
@@ -514,10 +509,14 @@ impl Connection {
         let oob = match Oob::parse(d.payload, dir) {
             Ok(o) => o,
             Err(e) => {
-                self.error(d, dir, e.to_string());
+                let e = Error::from(&e)
+                    .flow(self.summary.id)
+                    .frame(d.frame)
+                    .dir(dir);
+                self.summary.push_error(e.clone());
                 if self.opts.emit {
                     let mut m = self.message(d, dir, None, "oob", Body::None);
-                    m.error = Some(e.to_string());
+                    m.error = Some(Box::new(e));
                     out.push(m);
                 }
                 return;
@@ -580,18 +579,15 @@ impl Connection {
         }
         let h = match Header::parse(d.payload, dir, self.proto) {
             Ok(h) => h,
-            Err(e) => return self.error(d, dir, e.to_string()),
+            Err(e) => return self.error(d, dir, Error::from(&e)),
         };
         if dir == Dir::C2s && self.summary.qport.is_none() {
             self.summary.qport = h.qport;
         }
         if let (Some(sum), Some(ch)) = (h.checksum, self.challenge) {
             if sum != checksum71(ch, h.sequence) {
-                return self.error(
-                    d,
-                    dir,
-                    format!("bad protocol 71 checksum on sequence {}", h.sequence),
-                );
+                let text = format!("bad protocol 71 checksum on sequence {}", h.sequence);
+                return self.error(d, dir, Error::new(ErrorKind::Netchan, text));
             }
         }
         let rx = match dir {
@@ -608,14 +604,14 @@ impl Connection {
                  packet, if it follows, confirms a real gap)",
                 h.sequence, rx_incoming
             );
-            self.error(d, dir, text);
+            self.error(d, dir, Error::new(ErrorKind::Netchan, text));
         }
         if res == Rx::Dropped(DropReason::TooLong) {
             let text = format!(
                 "fragmented message {} exceeds {MAX_MSGLEN} bytes (fragment at offset {}); dropped",
                 h.sequence, h.frag_start
             );
-            self.error(d, dir, text);
+            self.error(d, dir, Error::new(ErrorKind::Bounds, text));
         }
         *self.summary.dropped.get_mut(dir) += after.dropped - before.dropped;
         *self.summary.duplicates.get_mut(dir) += after.duplicates - before.duplicates;
@@ -684,11 +680,15 @@ impl Connection {
         self.mid_session = true;
         self.connected = true;
         self.summary.kind = "connection";
-        self.summary.push_error(FlowError {
-            frame,
-            dir: None,
-            message: "capture starts after the connection's handshake: challenge and reliable commands unknown, messages counted but not decoded".into(),
-        });
+        let id = self.summary.id;
+        self.summary.push_error(
+            Error::new(
+                ErrorKind::MidSession,
+                "capture starts after the connection's handshake: challenge and reliable commands unknown, messages counted but not decoded",
+            )
+            .flow(id)
+            .frame(frame),
+        );
     }
 
     /// True while the decode state is released for idleness.

@@ -38,7 +38,7 @@ pub enum DemoError {
     NoEndMarker { index: u64, offset: u64 },
 }
 
-fn resync_text(at: Option<u64>, from: u64) -> String {
+pub(crate) fn resync_text(at: Option<u64>, from: u64) -> String {
     match at {
         Some(a) if a >= from => {
             format!("skipped {} bytes to the next record at byte {a}", a - from)

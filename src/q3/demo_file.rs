@@ -10,7 +10,8 @@ use super::demo::Reader;
 use super::message::{Body, Message};
 use super::state::ClientState;
 use super::svc::{self, Detail};
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::error::Error;
+use crate::flow::{Dir, FlowSummary};
 
 /// The protocol a demo file's name gives by its extension (`x.dm_68` → 68).
 pub fn protocol_of(name: &str) -> Option<u32> {
@@ -30,7 +31,7 @@ pub struct Decoder<'a> {
     /// Records read (those the framing could not read are only in the warnings).
     records_read: u64,
     /// Record framing problems (truncation, bad lengths), in file order.
-    warnings: Vec<String>,
+    warnings: Vec<Error>,
 }
 
 impl<'a> Decoder<'a> {
@@ -62,7 +63,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Take the framing problems found so far (each also counted as an error of the flow).
-    pub fn take_warnings(&mut self) -> Vec<String> {
+    pub fn take_warnings(&mut self) -> Vec<Error> {
         std::mem::take(&mut self.warnings)
     }
 
@@ -78,16 +79,13 @@ impl<'a> Decoder<'a> {
         let mut r = BitReader::new(body);
         let parsed =
             svc::parse_server_message_with(&mut r, None, seq, &mut self.state, self.detail);
+        // The bit is in the record's body, the byte is where the record starts in the file.
         let error = parsed
             .error
             .as_ref()
-            .map(|e| format!("record {index} (seq {seq}, file offset {offset}): {e}"));
+            .map(|e| Box::new(Error::from(e).record(index).byte(offset).dir(Dir::S2c)));
         if let Some(e) = &error {
-            self.summary.push_error(FlowError {
-                frame: index,
-                dir: Some(Dir::S2c),
-                message: e.clone(),
-            });
+            self.summary.push_error(Error::clone(e));
         }
         if self.summary.name.is_none() && self.state.gamestates > 0 {
             self.summary.name = self.state.player_name(self.state.client_num);
@@ -120,12 +118,9 @@ impl Iterator for Decoder<'_> {
                 Ok(r) => r,
                 Err(e) => {
                     // Framing errors have no record number of their own: frame 0.
-                    self.summary.push_error(FlowError {
-                        frame: 0,
-                        dir: Some(Dir::S2c),
-                        message: e.to_string(),
-                    });
-                    self.warnings.push(e.to_string());
+                    let err = Error::from(&e).dir(Dir::S2c);
+                    self.summary.push_error(err.clone());
+                    self.warnings.push(err);
                     continue;
                 }
             };

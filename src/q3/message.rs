@@ -64,7 +64,7 @@ pub struct Message {
     pub body: Body,
     /// Set when the message (or part of it) could not be decoded: what and where.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<Box<crate::error::Error>>,
     /// The descrambled body as the client's demo would store it (kept only when asked).
     #[serde(skip)]
     pub raw: Option<Vec<u8>>,

@@ -6,7 +6,8 @@ use super::oob;
 use super::svc::{self, ServerState};
 use super::usercmd::Usercmd;
 use super::Event;
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::error::{Error, ErrorKind};
+use crate::flow::{Dir, FlowSummary};
 
 /// Blocks larger than this are rejected (ezQuake's demo read buffer).
 const MAX_BLOCK: usize = 8192 * 8;
@@ -23,13 +24,12 @@ fn summary(name: &str) -> FlowSummary {
     }
 }
 
-fn push_error(sum: &mut FlowSummary, m: &Message) {
-    if let Some(e) = &m.error {
-        sum.push_error(FlowError {
-            frame: m.frame,
-            dir: Some(m.dir),
-            message: e.clone(),
-        });
+/// Count the message's error, placed at its block (the byte is within the block).
+fn push_error(sum: &mut FlowSummary, m: &mut Message) {
+    if let Some(e) = &mut m.error {
+        e.pos.record = Some(m.frame);
+        e.pos.dir = Some(m.dir);
+        sum.push_error(Error::clone(e));
     }
 }
 
@@ -117,7 +117,8 @@ fn decode_qwd_read(st: &mut ServerState, incoming: &mut u32, body: &[u8], m: &mu
     }
     let mut r = Reader::new(body);
     let (Ok(w1), Ok(w2)) = (r.u32(), r.u32()) else {
-        m.error = Some(format!("netchan header truncated ({} bytes)", body.len()));
+        let text = format!("netchan header truncated ({} bytes)", body.len());
+        m.error = Some(Box::new(Error::new(ErrorKind::Truncated, text)));
         return;
     };
     let seq = w1 & 0x7fff_ffff;
@@ -146,7 +147,7 @@ fn decode_qwd_read(st: &mut ServerState, incoming: &mut u32, body: &[u8], m: &mu
             kind: OpKind::Server(op),
         })
         .collect();
-    m.error = err.map(|e| e.to_string());
+    m.error = err.map(|e| Box::new(Error::from(&e)));
 }
 
 fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
@@ -202,7 +203,7 @@ fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
                     kind: OpKind::Server(op),
                 })
                 .collect();
-            m.error = err.map(|e| e.to_string());
+            m.error = err.map(|e| Box::new(Error::from(&e)));
             Ok(m)
         })();
         if !record_block(res, block, start, sum, out) {
@@ -213,27 +214,26 @@ fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
 
 /// Count one decoded demo block on the summary and emit it; an unreadable block is recorded
 /// with its file offset and ends the file (its framing is lost). Returns false then.
-fn record_block<E: std::fmt::Display>(
-    res: Result<Message, E>,
+fn record_block(
+    res: Result<Message, super::cursor::DecodeError>,
     block: u64,
     start: usize,
     sum: &mut FlowSummary,
     out: &mut Vec<Event>,
 ) -> bool {
     match res {
-        Ok(m) => {
+        Ok(mut m) => {
             *sum.packets.get_mut(m.dir) += 1;
             *sum.bytes.get_mut(m.dir) += m.size as u64;
-            push_error(sum, &m);
+            push_error(sum, &mut m);
             out.push(Event::Message(m));
             true
         }
         Err(e) => {
-            sum.push_error(FlowError {
-                frame: block,
-                dir: None,
-                message: format!("{e} (block at file offset {start})"),
-            });
+            // The block reader runs over the whole file: the byte is a file offset.
+            let mut err = Error::from(&e).record(block);
+            err.message = format!("{} (block starts at byte {start})", e.what);
+            sum.push_error(err);
             false
         }
     }

@@ -85,7 +85,7 @@ pub struct Message {
     pub ops: Vec<Op>,
     /// What failed and at which byte; decoding went on with the next message.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<Box<crate::error::Error>>,
 }
 
 impl Message {

@@ -107,7 +107,9 @@ fn delta_needs_its_base_frame() {
     // (flagged approximate), and the message goes on (here with an svc_nop after it).
     st.seq = 12;
     let (ops, err) = parse_message(&mut st, &mut Reader::new(&[48, 200, 1, 0x20, 3, 0, 0, 1]));
-    assert!(err.is_some_and(|e| e.what.contains("not in the capture")));
+    let err = crate::error::Error::from(&err.unwrap());
+    assert_eq!(err.kind, crate::error::ErrorKind::MissingDelta, "{err}");
+    assert!(err.pos.byte.is_some_and(|b| b < 8), "{err}");
     assert!(
         matches!(&ops[0].1, ServerOp::Deltapacketentities(pe) if pe.approximate && pe.base_seq == Some(11))
     );

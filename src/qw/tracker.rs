@@ -15,7 +15,8 @@ use super::oob::{self, Oob};
 use super::qwd::RawPacket;
 use super::svc::{self, ServerOp, ServerState};
 use super::{Event, Options};
-use crate::flow::{Dir, FlowError, FlowSummary};
+use crate::error::{Error, ErrorKind};
+use crate::flow::{Dir, FlowSummary};
 use crate::net::Datagram;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -402,8 +403,12 @@ impl Tracker {
                     {
                         raw_cmd = Some(cmds[2]);
                         if !checksum_ok {
-                            m.error
-                                .get_or_insert_with(|| "clc_move checksum mismatch".to_string());
+                            m.error.get_or_insert_with(|| {
+                                Box::new(Error::new(
+                                    ErrorKind::Checksum,
+                                    "clc_move checksum mismatch",
+                                ))
+                            });
                         }
                     }
                 }
@@ -415,7 +420,7 @@ impl Tracker {
                     })
                     .collect();
                 if let Some(e) = err {
-                    m.error = Some(e.to_string());
+                    m.error = Some(Box::new(Error::from(&e)));
                 }
             }
             Dir::S2c if accepted => {
@@ -444,16 +449,16 @@ impl Tracker {
                         kind: OpKind::Server(op),
                     })
                     .collect();
-                m.error = err.map(|e| e.to_string());
+                m.error = err.map(|e| Box::new(Error::from(&e)));
             }
             Dir::S2c => {}
         }
-        if let Some(e) = &m.error {
-            f.sum.push_error(FlowError {
-                frame: d.frame,
-                dir: Some(dir),
-                message: e.clone(),
-            });
+        if let Some(e) = &mut m.error {
+            // The decoders know the byte; the flow knows where the message is.
+            e.pos.flow = Some(f.id);
+            e.pos.frame = Some(d.frame);
+            e.pos.dir = Some(dir);
+            f.sum.push_error(Error::clone(e));
         }
         if keep_raw {
             let raw = RawPacket {
