@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             decode: true,
             keep_raw: qwd_dir.is_some(),
         });
-        let mut next = 1;
+        let mut next = quakecap::flow::FlowTable::default();
         while let Some(frame) = reader.next_frame()? {
             if let Ok(Some(d)) = net.decode(&frame) {
                 t.offer(&d, &mut next, &mut events);

@@ -270,7 +270,7 @@ pub fn qw_datagrams(data: &[u8]) {
         decode: true,
         keep_raw: true,
     });
-    let (mut events, mut next_id) = (Vec::new(), 1);
+    let (mut events, mut next_id) = (Vec::new(), crate::flow::FlowTable::default());
     for d in datagrams(data) {
         t.offer(&d, &mut next_id, &mut events);
     }

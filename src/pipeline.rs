@@ -4,13 +4,13 @@
 //! decodes. The pipeline defines the sink trait; sinks see one [`Event`] type for both games,
 //! only finished events, and never reach back into parsing.
 use std::io::{self, Read};
-use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
 use crate::error::{Error, ErrorKind};
 pub use crate::event::Event;
-use crate::flow::{Dir, FlowMap, FlowSummary};
+use crate::flow::table::QueryAggregate;
+use crate::flow::{AggregateCounts, FlowMap, FlowSummary, FlowTable};
 use crate::net::{Datagram, NetDecoder};
 use crate::parallel::{worker_threads, Pool};
 use crate::q3;
@@ -68,8 +68,13 @@ pub struct Report {
     pub warnings: Vec<Error>,
     /// Every warning, including those past [`MAX_WARNINGS`] that were not kept.
     pub warnings_total: u64,
-    /// Datagrams not assigned to any flow because the flow tables were full.
+    /// Datagrams of other UDP not given a flow of their own because the flow table was full
+    /// (they are summed in an `other_aggregate` row of [`Report::aggregates`]).
     pub untracked_datagrams: u64,
+    /// Traffic past the flow limits, summed per game, server and command: rows of kind
+    /// "query_aggregate" / "other_aggregate" carrying [`FlowSummary::aggregate`]. Kept apart
+    /// from `flows`; `flows --json` appends them to its array.
+    pub aggregates: Vec<FlowSummary>,
     /// The last capture error, when it stopped the file.
     pub fatal: Option<String>,
 }
@@ -85,75 +90,20 @@ pub enum InputError {
     Unusable { file: String, message: String },
 }
 
-/// UDP flows of no known game kept at most; datagrams of further endpoint pairs are only
-/// counted ([`Report::untracked_datagrams`]), so spoofed endpoints cannot exhaust memory.
-pub const MAX_OTHER_FLOWS: usize = 100_000;
-
-/// UDP flows of no known game, keyed by their endpoint pair.
-#[derive(Default)]
-struct OtherFlows {
-    flows: Vec<FlowSummary>,
-    by_pair: FlowMap<(SocketAddr, SocketAddr), (usize, Dir)>,
-}
-
-impl OtherFlows {
-    /// Remove and return the flow of these endpoints, if any.
-    fn take(&mut self, a: SocketAddr, b: SocketAddr) -> Option<FlowSummary> {
-        let (i, _) = self.by_pair.remove(&(a, b))?;
-        self.by_pair.remove(&(b, a));
-        // Keep indices stable: leave an empty row that `summaries` skips.
-        Some(std::mem::take(&mut self.flows[i]))
-    }
-
-    /// Count the datagram on its flow; false when it has none and the table is full.
-    fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> bool {
-        let (i, dir) = match self.by_pair.get(&(d.src, d.dst)) {
-            Some(&v) => v,
-            None if self.flows.len() >= MAX_OTHER_FLOWS => return false,
-            None => {
-                // The first sender is taken as the client.
-                let s = FlowSummary {
-                    id: *next_id,
-                    game: "udp",
-                    kind: "other",
-                    server: d.dst.to_string(),
-                    client_ip: d.src.ip().to_string(),
-                    client_ports: vec![d.src.port()],
-                    ..Default::default()
-                };
-                *next_id += 1;
-                self.flows.push(s);
-                let i = self.flows.len() - 1;
-                self.by_pair.insert((d.src, d.dst), (i, Dir::C2s));
-                self.by_pair.insert((d.dst, d.src), (i, Dir::S2c));
-                (i, Dir::C2s)
-            }
-        };
-        self.flows[i].count_packet(dir, d.payload.len(), d.ts_ns);
-        true
-    }
-}
-
-/// Datagrams no flow took because the flow tables were full.
-#[derive(Debug, Clone, Copy, Default)]
-struct Untracked {
-    count: u64,
-    first_frame: u64,
-}
+pub use crate::flow::table::MAX_OTHER_FLOWS;
 
 /// Every game's tracker for one stream of datagrams.
 pub struct Trackers {
-    next_id: u32,
+    /// Flow ids, limits, other UDP and the aggregates: shared by every game.
+    table: FlowTable,
     q3: q3::tracker::Tracker,
     qw: qw::Tracker,
-    other: OtherFlows,
     q3_out: Vec<q3::message::Message>,
     q3_work: q3::conn::WorkQueue,
     /// Worker threads decoding Quake 3 flows, when the run is order-insensitive.
     q3_pool: Option<Pool<q3::conn::Decoder>>,
     qw_out: Vec<qw::Event>,
     filter: Option<Vec<u32>>,
-    untracked: Untracked,
     emit: bool,
 }
 
@@ -179,16 +129,14 @@ impl Trackers {
             keep_raw: opts.keep_raw,
         };
         Trackers {
-            next_id: 1,
+            table: FlowTable::default(),
             q3: q3::tracker::Tracker::new(q3_opts),
             qw: qw::Tracker::new(qw_opts),
-            other: OtherFlows::default(),
             q3_out: Vec::new(),
             q3_work: Default::default(),
             q3_pool,
             qw_out: Vec::new(),
             filter: opts.flows.clone(),
-            untracked: Untracked::default(),
             emit: opts.emit,
         }
     }
@@ -199,21 +147,12 @@ impl Trackers {
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
-        let before = self.next_id;
-        if self
+        if !self
             .q3
-            .offer(d, &mut self.next_id, &mut self.q3_out, &mut self.q3_work)
+            .offer(d, &mut self.table, &mut self.q3_out, &mut self.q3_work)
+            && !self.qw.offer(d, &mut self.table, &mut self.qw_out)
         {
-            if self.next_id > before {
-                self.adopt_other(d, before);
-            }
-        } else if !self.qw.offer(d, &mut self.next_id, &mut self.qw_out)
-            && !self.other.offer(d, &mut self.next_id)
-        {
-            if self.untracked.count == 0 {
-                self.untracked.first_frame = d.frame;
-            }
-            self.untracked.count += 1;
+            self.table.offer_other(d);
         }
         if let Some(pool) = &mut self.q3_pool {
             for (flow, w) in self.q3_work.items.drain(..) {
@@ -228,24 +167,6 @@ impl Trackers {
             return Ok(());
         }
         self.flush(sink)
-    }
-
-    /// A game flow recognised late (mid-session) takes over what was counted as unknown UDP
-    /// for the same endpoints, and its earlier id (`new_id` is the id it was just given).
-    fn adopt_other(&mut self, d: &Datagram<'_>, new_id: u32) {
-        let Some(prior) = self.other.take(d.src, d.dst) else {
-            return;
-        };
-        if !self.q3.adopt(d.src, d.dst, &prior) {
-            return;
-        }
-        self.next_id -= 1;
-        for m in self.q3_out.iter_mut().filter(|m| m.flow == new_id) {
-            m.flow = prior.id;
-        }
-        for (flow, _) in self.q3_work.items.iter_mut().filter(|(f, _)| *f == new_id) {
-            *flow = prior.id;
-        }
     }
 
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
@@ -275,9 +196,10 @@ impl Trackers {
     /// not hold, into the report.
     pub fn fill_report(&mut self, report: &mut Report, sink: &mut dyn Sink) -> io::Result<()> {
         report.flows = self.finish(sink)?;
-        let u = self.untracked;
-        report.untracked_datagrams = u.count;
-        if u.count > 0 {
+        report.aggregates = self.table.aggregates().iter().map(aggregate_row).collect();
+        let (count, first_frame) = self.table.untracked();
+        report.untracked_datagrams = count;
+        if count > 0 {
             // First, so it is shown however many other warnings there are.
             report.warnings_total += 1;
             report.warnings.insert(
@@ -287,14 +209,14 @@ impl Trackers {
                     format!(
                     "flow table full: {} datagrams of new endpoints from frame {} on were counted \
                      but not tracked (at most {} query, {} connection and {} other flows)",
-                    u.count,
-                    u.first_frame,
+                    count,
+                    first_frame,
                     q3::tracker::MAX_QUERY_FLOWS,
                     q3::tracker::MAX_CONNECTIONS,
                     MAX_OTHER_FLOWS
                     ),
                 )
-                .frame(u.first_frame),
+                .frame(first_frame),
             );
         }
         Ok(())
@@ -316,15 +238,35 @@ impl Trackers {
         };
         v.extend(self.qw.finish(&mut self.qw_out));
         self.flush(sink)?;
-        v.extend(
-            self.other
-                .flows
-                .iter()
-                .filter(|f| f.packets.total() > 0)
-                .cloned(),
-        );
+        v.extend(self.table.other_summaries().cloned());
         v.sort_by_key(|f| f.id);
         Ok(v)
+    }
+}
+
+/// An aggregate as a row of the flows report (no id: it is not a flow).
+fn aggregate_row(a: &QueryAggregate) -> FlowSummary {
+    FlowSummary {
+        game: a.game,
+        kind: a.kind,
+        server: a.server.clone(),
+        bytes: crate::flow::PerDir {
+            c2s: a.bytes,
+            s2c: 0,
+        },
+        packets: crate::flow::PerDir {
+            c2s: a.requests,
+            s2c: a.answered,
+        },
+        first_time: a.first_time,
+        last_time: a.last_time,
+        aggregate: Some(AggregateCounts {
+            command: a.command.clone(),
+            requests: a.requests,
+            sources: a.sources.estimate(),
+            answered: a.answered,
+        }),
+        ..Default::default()
     }
 }
 

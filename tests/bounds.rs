@@ -231,8 +231,16 @@ fn spoofed_query_endpoints_are_capped_and_reported() {
     let r = run_datagrams(&dgs);
     let q3 = r.flows.iter().filter(|f| f.game == "q3").count();
     assert_eq!(q3, MAX_QUERY_FLOWS);
-    // Past the q3 limit the datagrams go to the (capped) other-flow table.
-    assert_eq!(r.flows.len(), n);
+    // Past the q3 limit the queries are summed per server and command, not dropped.
+    assert_eq!(r.flows.len(), MAX_QUERY_FLOWS);
+    assert_eq!(r.aggregates.len(), 1);
+    let a = r.aggregates[0].aggregate.as_ref().unwrap();
+    assert_eq!(
+        (a.command.as_str(), a.requests, a.answered),
+        ("getinfo", 500, 0)
+    );
+    // Distinct sources: a HyperLogLog estimate past 256 (standard error ~3.3%).
+    assert!(a.sources.abs_diff(500) <= 50, "{}", a.sources);
     assert_eq!(r.untracked_datagrams, 0);
 }
 
@@ -250,6 +258,11 @@ fn spoofed_other_endpoints_are_capped_and_reported() {
     let r = run_datagrams(&dgs);
     assert_eq!(r.flows.len(), MAX_OTHER_FLOWS);
     assert_eq!(r.untracked_datagrams, 1000);
+    let a = r.aggregates[0].aggregate.as_ref().unwrap();
+    assert_eq!(
+        (r.aggregates[0].kind, a.requests),
+        ("other_aggregate", 1000)
+    );
     let w = &r.warnings[0];
     assert_eq!(w.kind, ErrorKind::FlowTableFull, "{w}");
     assert_eq!(w.pos.frame, Some(MAX_OTHER_FLOWS as u64 + 1), "{w}");

@@ -140,7 +140,7 @@ fn assert_released_while_second_runs(
     use quakecap::q3::tracker::Tracker;
     let mut tracker = Tracker::new(ConnOptions::default());
     let mut net = NetDecoder::new();
-    let (mut next_id, mut out) = (1, Vec::new());
+    let (mut next_id, mut out) = (quakecap::flow::FlowTable::default(), Vec::new());
     let mut work = quakecap::q3::conn::WorkQueue::default();
     for (i, (ts, link, data)) in frames.iter().enumerate() {
         let frame = Frame {

@@ -1,7 +1,7 @@
 //! Issue 7 on the real captures (captures/qw-*): flows, handshakes, netchan, full decode.
 mod qw_common;
 use quakecap::error::ErrorKind;
-use quakecap::flow::Dir;
+use quakecap::flow::{Dir, FlowTable};
 use quakecap::qw::{self, clc::ClientOp, oob::Oob, OpKind};
 use qw_common::{messages, path, run_capture};
 
@@ -228,7 +228,7 @@ fn qw_basic_nat_rebinding_keeps_the_connection() {
     let mut reader = CaptureReader::open(&path("qw-basic", "capture.pcapng")).unwrap();
     let mut net = NetDecoder::new();
     let mut t = qw::Tracker::new(opts());
-    let (mut ev, mut next, mut taken) = (Vec::new(), 1, 0u64);
+    let (mut ev, mut next, mut taken) = (Vec::new(), FlowTable::default(), 0u64);
     let mut rebound = false;
     while let Some(frame) = reader.next_frame().unwrap() {
         let idx = frame.index;
@@ -275,7 +275,7 @@ fn qw_basic_with_missing_server_packets() {
     let mut reader = CaptureReader::open(&path("qw-basic", "capture.pcapng")).unwrap();
     let mut net = NetDecoder::new();
     let mut t = qw::Tracker::new(opts());
-    let (mut ev, mut next, mut n, mut removed) = (Vec::new(), 1, 0u64, 0u64);
+    let (mut ev, mut next, mut n, mut removed) = (Vec::new(), FlowTable::default(), 0u64, 0u64);
     while let Some(frame) = reader.next_frame().unwrap() {
         let idx = frame.index;
         if let Ok(Some(d)) = net.decode(&frame) {

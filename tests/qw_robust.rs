@@ -2,6 +2,7 @@
 //! and demo writing on), random and damaged demo files through the demo reader.
 mod qw_common;
 use proptest::prelude::*;
+use quakecap::flow::FlowTable;
 use quakecap::net::Datagram;
 use quakecap::qw::{self, qwd, Event};
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ fn addrs() -> (SocketAddr, SocketAddr) {
 
 /// A tracker that has seen a real handshake (qw-basic frames 3..6), so netchan packets reach
 /// the decoders.
-fn connected(events: &mut Vec<Event>, next: &mut u32) -> qw::Tracker {
+fn connected(events: &mut Vec<Event>, next: &mut FlowTable) -> qw::Tracker {
     let mut t = qw::Tracker::new(qw::Options {
         decode: true,
         keep_raw: true,
@@ -51,7 +52,7 @@ fn feed(
     payload: &[u8],
     c2s: bool,
     frame: u64,
-    next: &mut u32,
+    next: &mut FlowTable,
     ev: &mut Vec<Event>,
 ) {
     let (c, s) = addrs();
@@ -71,7 +72,7 @@ proptest! {
 
     #[test]
     fn random_datagrams_never_panic(pkts in proptest::collection::vec((any::<bool>(), proptest::collection::vec(any::<u8>(), 0..200)), 1..40)) {
-        let (mut ev, mut next) = (Vec::new(), 1);
+        let (mut ev, mut next) = (Vec::new(), FlowTable::default());
         let mut t = connected(&mut ev, &mut next);
         for (i, (c2s, mut p)) in pkts.into_iter().enumerate() {
             // Give some packets a plausible netchan header so they get past the header check.
@@ -125,7 +126,7 @@ fn damaged_real_capture_never_panics() {
         decode: true,
         keep_raw: true,
     });
-    let (mut ev, mut next, mut n) = (Vec::new(), 1, 0usize);
+    let (mut ev, mut next, mut n) = (Vec::new(), FlowTable::default(), 0usize);
     while let Some(frame) = reader.next_frame().unwrap() {
         if let Ok(Some(d)) = net.decode(&frame) {
             let mut p = d.payload.to_vec();

@@ -143,14 +143,16 @@ fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
         let report = pipeline::run_merged(files, &opts, &mut NoSink)?;
         warn(&report);
         all = report.flows.clone();
-        tables.push((report.file.clone(), report.flows));
+        all.extend(report.aggregates.iter().cloned());
+        tables.push((report.file.clone(), report.flows, report.aggregates));
     } else {
         for f in files {
             match run_input(f, &opts, &mut NoSink) {
                 Ok(report) => {
                     warn(&report);
                     all.extend(report.flows.iter().cloned());
-                    tables.push((report.file.clone(), report.flows));
+                    all.extend(report.aggregates.iter().cloned());
+                    tables.push((report.file.clone(), report.flows, report.aggregates));
                 }
                 Err(e) => {
                     eprintln!("quakecap: {e}");
@@ -164,11 +166,12 @@ fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
         serde_json::to_writer_pretty(&mut out, &all)?;
         writeln!(out)?;
     } else {
-        for (file, flows) in &tables {
+        for (file, flows, aggregates) in &tables {
             if tables.len() > 1 {
                 writeln!(out, "{file}")?;
             }
             writeln!(out, "{}", sink::table::render(flows))?;
+            write!(out, "{}", sink::table::render_aggregates(aggregates))?;
         }
     }
     Ok(if failed == files.len() { 2 } else { 0 })

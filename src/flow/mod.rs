@@ -1,7 +1,11 @@
 //! Game-agnostic flow bookkeeping: directions, per-direction counters and the summary row
-//! every game fills in for `quakecap flows`.
+//! every game fills in for `quakecap flows`. [`table`] owns flow ids, limits and what went
+//! past them.
 use crate::error::Error;
 use serde::Serialize;
+
+pub mod table;
+pub use table::FlowTable;
 
 /// Direction of a packet inside a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -82,6 +86,22 @@ pub struct FlowSummary {
     /// Seconds since the Unix epoch of the first and last packet.
     pub first_time: f64,
     pub last_time: f64,
+    /// Only on rows of kind "query_aggregate" / "other_aggregate": traffic past a flow limit.
+    #[serde(flatten)]
+    pub aggregate: Option<AggregateCounts>,
+}
+
+/// The counts of an aggregate row (see [`table::QueryAggregate`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AggregateCounts {
+    /// The request's command word ("other" for UDP of no known game).
+    pub command: String,
+    /// Datagrams from clients summed in this row.
+    pub requests: u64,
+    /// Distinct client IP addresses: exact up to 256, then a HyperLogLog estimate (~3%).
+    pub sources: u64,
+    /// Server replies to these requests.
+    pub answered: u64,
 }
 
 impl FlowSummary {
@@ -122,10 +142,15 @@ impl FlowSummary {
             a.c2s += b.c2s;
             a.s2c += b.s2c;
         };
+        let empty = self.packets.total() == 0;
         add(&mut self.packets, flip(&prior.packets));
         add(&mut self.bytes, flip(&prior.bytes));
         self.id = self.id.min(prior.id);
-        if prior.packets.total() > 0 {
+        if empty {
+            // Absorbed before this flow's first packet (the flow table hands it over then).
+            self.first_time = prior.first_time;
+            self.last_time = prior.last_time;
+        } else if prior.packets.total() > 0 {
             self.first_time = self.first_time.min(prior.first_time);
         }
         for e in &prior.error_details {

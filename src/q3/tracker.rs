@@ -1,6 +1,8 @@
 //! All Quake 3 flows of one capture stream: recognises Quake 3 traffic on any port by its
 //! connectionless handshake, routes every datagram to exactly one flow, and follows a client
-//! whose UDP port changes (NAT rebinding) by its qport, as the server does (§1.1).
+//! whose UDP port changes (NAT rebinding) by its qport, as the server does (§1.1). Flow ids,
+//! limits and the summaries of traffic past them belong to [`FlowTable`]; this file owns the
+//! Quake 3 classification and the per-flow state.
 use std::net::{IpAddr, SocketAddr};
 
 use super::bits::BitReader;
@@ -8,6 +10,7 @@ use super::conn::{Connection, ErrorLog, Options, WorkQueue};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
+use crate::flow::table::{self, FlowTable};
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
 
@@ -52,14 +55,7 @@ fn is_q3_connect(payload: &[u8]) -> bool {
         .is_some_and(|t| t.starts_with(b"\"\\"))
 }
 
-/// Flows started by anything but a `connect` (queries, challenges) kept at most: a capture of
-/// spoofed getinfo/getchallenge packets from millions of endpoints must not exhaust memory.
-/// Packets that would start more are left to the caller (counted as untracked there).
-pub const MAX_QUERY_FLOWS: usize = 100_000;
-/// Flows started by a `connect` kept at most (each may hold a full client state).
-pub const MAX_CONNECTIONS: usize = 10_000;
-/// Client ports one connection follows at most (NAT rebinding); more are not routed to it.
-pub const MAX_CLIENT_PORTS: usize = 64;
+pub use crate::flow::table::{MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS};
 
 /// The direction a sequenced Quake 3 packet travels, judged from its shape alone (for
 /// connections whose handshake was not captured): a client packet's body starts with three
@@ -92,6 +88,18 @@ pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
         .then_some(Dir::S2c)
 }
 
+/// The request a server reply answers (the aggregate it counts in).
+fn request_of_reply(text: &[u8]) -> &'static [u8] {
+    let word_end = text.iter().position(|&c| c <= b' ').unwrap_or(text.len());
+    match &text[..word_end] {
+        b"infoResponse" => b"getinfo",
+        b"statusResponse" => b"getstatus",
+        b"challengeResponse" => b"getchallenge",
+        b"connectResponse" => b"connect",
+        _ => b"other",
+    }
+}
+
 /// True for a `connect` packet (a flow it starts counts as a connection).
 fn is_connect(payload: &[u8]) -> bool {
     payload.get(4..11) == Some(&b"connect"[..])
@@ -100,7 +108,14 @@ fn is_connect(payload: &[u8]) -> bool {
 /// Client packets of one shape in a row before a connection without handshake is claimed.
 pub const MID_SESSION_CONFIRM: u8 = 3;
 /// Unconfirmed candidate pairs kept at most (memory stays bounded on hostile captures).
-const MAX_CANDIDATES: usize = 4096;
+const MAX_CANDIDATES: usize = table::MAX_CANDIDATES;
+
+/// Where [`Tracker::route`] put a datagram.
+enum Routed {
+    Flow(usize, Dir),
+    /// Past the flow limits: summed into the table's aggregates.
+    Summarised,
+}
 
 /// A pair that looks like a Quake 3 connection seen mid-session, not yet confirmed.
 #[derive(Debug, Clone, Copy)]
@@ -221,18 +236,20 @@ impl Tracker {
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic
-    /// this tracker knows or recognises. A new flow takes its id from `next_id`. Decoded
+    /// this tracker knows or recognises. A new flow takes its id from `table`. Decoded
     /// messages go to `out`; with detached decoders the decoding work goes to `work` instead.
     pub fn offer(
         &mut self,
         d: &Datagram<'_>,
-        next_id: &mut u32,
+        table: &mut FlowTable,
         out: &mut Vec<Message>,
         work: &mut WorkQueue,
     ) -> bool {
         self.scan_idle(d.ts_ns, work);
-        let Some((idx, dir)) = self.route(d, next_id) else {
-            return false;
+        let (idx, dir) = match self.route(d, table) {
+            Some(Routed::Flow(i, dir)) => (i, dir),
+            Some(Routed::Summarised) => return true,
+            None => return false,
         };
         let conn = &mut self.flows[idx];
         let was_connected = conn.summary.qport;
@@ -264,7 +281,7 @@ impl Tracker {
         self.by_pair.insert(server, client, i);
     }
 
-    fn route(&mut self, d: &Datagram<'_>, next_id: &mut u32) -> Option<(usize, Dir)> {
+    fn route(&mut self, d: &Datagram<'_>, table: &mut FlowTable) -> Option<Routed> {
         let known = self.by_pair.get(&(d.dst, d.src));
         if let Some(i) = known.a_serves {
             // A new handshake after an established netchan starts a new connection.
@@ -274,26 +291,16 @@ impl Tracker {
                 && may_start_connection(d.payload)
                 && matches!(oob_role(d.payload), Some((Dir::C2s, true)));
             if !restart {
-                return Some((i, Dir::C2s));
+                return Some(Routed::Flow(i, Dir::C2s));
             }
-            return Some((
-                self.new_flow(d.dst, d.src, is_connect(d.payload), next_id)?,
-                Dir::C2s,
-            ));
+            return Some(self.new_or_summarised(d, Dir::C2s, table));
         }
         if let Some(i) = known.b_serves {
-            return Some((i, Dir::S2c));
+            return Some(Routed::Flow(i, Dir::S2c));
         }
         if oob::is_oob(d.payload) {
             let (dir, _) = oob_role(d.payload)?;
-            let (server, client) = match dir {
-                Dir::C2s => (d.dst, d.src),
-                Dir::S2c => (d.src, d.dst),
-            };
-            return Some((
-                self.new_flow(server, client, is_connect(d.payload), next_id)?,
-                dir,
-            ));
+            return Some(self.new_or_summarised(d, dir, table));
         }
         // A sequenced client packet from a new port with a known qport: NAT rebinding.
         if let Some(q) = Header::parse(d.payload, Dir::C2s, Protocol::V68)
@@ -305,10 +312,31 @@ impl Tracker {
                     return None;
                 }
                 self.insert_pair(d.dst, d.src, i);
-                return Some((i, Dir::C2s));
+                return Some(Routed::Flow(i, Dir::C2s));
             }
         }
-        self.mid_session_candidate(d, next_id)
+        self.mid_session_candidate(d, table)
+            .map(|(i, dir)| Routed::Flow(i, dir))
+    }
+
+    /// A new flow for a connectionless packet sent in `dir`, or, past the limits, the packet
+    /// summed into its server's aggregate for the command (a reply: for the request it
+    /// answers).
+    fn new_or_summarised(&mut self, d: &Datagram<'_>, dir: Dir, table: &mut FlowTable) -> Routed {
+        let (server, client) = match dir {
+            Dir::C2s => (d.dst, d.src),
+            Dir::S2c => (d.src, d.dst),
+        };
+        if let Some(i) = self.new_flow(server, client, is_connect(d.payload), table) {
+            return Routed::Flow(i, dir);
+        }
+        let text = d.payload.get(4..).unwrap_or_default();
+        let command = match dir {
+            Dir::C2s => text,
+            Dir::S2c => request_of_reply(text),
+        };
+        table.aggregate_query("q3", server, command, d, dir);
+        Routed::Summarised
     }
 
     /// A connection whose handshake the capture missed, recognised by its netchan shape: it is
@@ -318,7 +346,7 @@ impl Tracker {
     fn mid_session_candidate(
         &mut self,
         d: &Datagram<'_>,
-        next_id: &mut u32,
+        table: &mut FlowTable,
     ) -> Option<(usize, Dir)> {
         if netchan_shape(d.payload) != Some(Dir::C2s) {
             return None;
@@ -347,19 +375,20 @@ impl Tracker {
             return None;
         }
         self.candidates.remove(&key);
-        let i = self.new_flow(d.dst, d.src, true, next_id)?;
+        let i = self.new_flow(d.dst, d.src, true, table)?;
         self.flows[i].mark_mid_session(d.frame);
         Some((i, Dir::C2s))
     }
 
     /// A new flow, or None when its kind's limit is reached: `connection` for a flow that
-    /// starts with a `connect` or in the middle of a netchan, else a query.
+    /// starts with a `connect` or in the middle of a netchan, else a query. What these
+    /// endpoints sent before as other UDP is adopted (its id and counts).
     fn new_flow(
         &mut self,
         server: SocketAddr,
         client: SocketAddr,
         connection: bool,
-        next_id: &mut u32,
+        table: &mut FlowTable,
     ) -> Option<usize> {
         let (count, limit) = if connection {
             (&mut self.connections, MAX_CONNECTIONS)
@@ -370,28 +399,15 @@ impl Tracker {
             return None;
         }
         *count += 1;
-        let id = *next_id;
-        *next_id += 1;
-        self.flows
-            .push(Connection::new(id, server, client, self.opts));
+        let claim = table.claim(server, client, true);
+        let mut conn = Connection::new(claim.id, server, client, self.opts);
+        if let Some((prior, swapped)) = &claim.prior {
+            conn.summary.absorb(prior, *swapped);
+        }
+        self.flows.push(conn);
         let i = self.flows.len() - 1;
         self.insert_pair(server, client, i);
         Some(i)
-    }
-
-    /// Merge `prior` (the same endpoints, counted before this tracker recognised them) into
-    /// the flow that owns the pair; it keeps the earlier id. Returns false when no flow of
-    /// this tracker owns the pair.
-    pub fn adopt(&mut self, a: SocketAddr, b: SocketAddr, prior: &FlowSummary) -> bool {
-        let p = self.by_pair.get(&(a, b));
-        let Some(i) = p.a_serves.or(p.b_serves) else {
-            return false;
-        };
-        let conn = &mut self.flows[i];
-        // `prior` took its first sender as the client.
-        let swapped = prior.server != conn.server.to_string();
-        conn.summary.absorb(prior, swapped);
-        true
     }
 
     /// One summary per flow, in id order.

@@ -17,7 +17,7 @@
 //! # fn datagrams() -> Vec<quakecap::net::Datagram<'static>> { Vec::new() }
 //! use quakecap::qw::{self, Event};
 //! let mut tracker = qw::Tracker::new(qw::Options { decode: true, keep_raw: true });
-//! let (mut events, mut next_id) = (Vec::new(), 1);
+//! let (mut events, mut next_id) = (Vec::new(), quakecap::flow::FlowTable::default());
 //! for d in datagrams() {
 //!     if !tracker.offer(&d, &mut next_id, &mut events) {
 //!         // not QuakeWorld: another game's tracker may take it

@@ -7,6 +7,10 @@
 //!   `getchallenge` after an accepted connection starts a new flow.
 //! * Netchan packets belong to the newest accepted connection of server + client IP + qport
 //!   (c2s; a new client port is NAT rebinding) or server + client address (s2c).
+//! * Flow ids and limits belong to [`FlowTable`]: past [`MAX_QUERY_FLOWS`] queries (and past
+//!   [`MAX_CONNECTIONS`] handshakes) a client command is summed into its server's aggregate
+//!   for that command; replies of a server with aggregates to unknown clients count as
+//!   answered there.
 use super::clc;
 use super::cursor::Reader;
 use super::message::{Message, NetchanStatus, Op, OpKind};
@@ -16,7 +20,8 @@ use super::qwd::RawPacket;
 use super::svc::{self, ServerOp, ServerState};
 use super::{Event, Options};
 use crate::error::{Error, ErrorKind};
-use crate::flow::{Dir, FlowSummary};
+use crate::flow::table::{FlowTable, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS};
+use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -119,6 +124,12 @@ pub struct Tracker {
     by_accepted_pair: HashMap<(SocketAddr, SocketAddr), usize>,
     /// (server, client IP, qport) → newest accepted connection.
     by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+    /// Flows started by a handshake, and by anything else (see the limits).
+    connections: usize,
+    queries: usize,
+    /// Servers with summed queries (their replies to unknown clients count as answered);
+    /// bounded by the table's aggregate limit.
+    summarised_servers: FlowMap<SocketAddr, ()>,
 }
 
 /// Client commands that are QuakeWorld connectionless requests (spec §3.1).
@@ -151,6 +162,9 @@ impl Tracker {
             by_pair: HashMap::new(),
             by_accepted_pair: HashMap::new(),
             by_qport: HashMap::new(),
+            connections: 0,
+            queries: 0,
+            summarised_servers: FlowMap::default(),
         }
     }
 
@@ -159,9 +173,9 @@ impl Tracker {
     }
 
     /// Offer one UDP datagram; false (nothing touched) when it is not QuakeWorld traffic.
-    pub fn offer(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Event>) -> bool {
+    pub fn offer(&mut self, d: &Datagram<'_>, table: &mut FlowTable, out: &mut Vec<Event>) -> bool {
         if oob::is_oob(d.payload) {
-            return self.offer_oob(d, next_id, out);
+            return self.offer_oob(d, table, out);
         }
         // Raw 1-byte ping reply 'l' (no FF prefix) to a query we know.
         if d.payload == b"l" {
@@ -169,7 +183,7 @@ impl Tracker {
                 self.count(i, Dir::S2c, d, Some(Oob::Ack), out);
                 return true;
             }
-            return false;
+            return self.summarised_reply(d, b"ping", table);
         }
         if let Some(i) = self.find_netchan_c2s(d) {
             self.netchan(i, Dir::C2s, d, out);
@@ -200,7 +214,7 @@ impl Tracker {
         self.by_accepted_pair.get(&(d.src, d.dst)).copied()
     }
 
-    fn offer_oob(&mut self, d: &Datagram<'_>, next_id: &mut u32, out: &mut Vec<Event>) -> bool {
+    fn offer_oob(&mut self, d: &Datagram<'_>, table: &mut FlowTable, out: &mut Vec<Event>) -> bool {
         let body = d.payload.get(4..).unwrap_or(&[]);
         let c2s = oob::parse_c2s(body);
         if is_qw_client_command(&c2s, body) {
@@ -225,14 +239,14 @@ impl Tracker {
             };
             let i = match (reuse, existing) {
                 (true, Some(i)) => i,
-                _ => {
-                    self.flows
-                        .push(Flow::new(*next_id, d.dst, d.src, handshake));
-                    *next_id += 1;
-                    let i = self.flows.len() - 1;
-                    self.by_pair.insert((d.dst, d.src), i);
-                    i
-                }
+                _ => match self.new_flow(d, handshake, table) {
+                    Some(i) => i,
+                    None => {
+                        table.aggregate_query("qw", d.dst, body, d, Dir::C2s);
+                        self.note_summarised(d.dst);
+                        return true;
+                    }
+                },
             };
             if let (
                 Some(f),
@@ -279,7 +293,58 @@ impl Tracker {
             self.count(i, Dir::S2c, d, Some(s2c), out);
             return true;
         }
-        false
+        let request: &[u8] = match body.first() {
+            Some(b'n') => b"status",
+            Some(b'c') => b"getchallenge",
+            Some(b'j') => b"connect",
+            _ => return false,
+        };
+        self.summarised_reply(d, request, table)
+    }
+
+    /// A new flow of server `d.dst` and client `d.src`, or None past its kind's limit.
+    fn new_flow(
+        &mut self,
+        d: &Datagram<'_>,
+        handshake: bool,
+        table: &mut FlowTable,
+    ) -> Option<usize> {
+        let (count, limit) = if handshake {
+            (&mut self.connections, MAX_CONNECTIONS)
+        } else {
+            (&mut self.queries, MAX_QUERY_FLOWS)
+        };
+        if *count >= limit {
+            return None;
+        }
+        *count += 1;
+        // QuakeWorld never adopted other UDP: a QW flow always starts with a client command.
+        let id = table.claim(d.dst, d.src, false).id;
+        self.flows.push(Flow::new(id, d.dst, d.src, handshake));
+        let i = self.flows.len() - 1;
+        self.by_pair.insert((d.dst, d.src), i);
+        Some(i)
+    }
+
+    fn note_summarised(&mut self, server: SocketAddr) {
+        if self.summarised_servers.len() < crate::flow::table::MAX_AGGREGATES {
+            self.summarised_servers.insert(server, ());
+        }
+    }
+
+    /// A reply of a server whose queries were summed, to a client with no flow: counted as
+    /// answered in the aggregate of `request`. False when the server has no aggregates.
+    fn summarised_reply(
+        &mut self,
+        d: &Datagram<'_>,
+        request: &[u8],
+        table: &mut FlowTable,
+    ) -> bool {
+        if self.summarised_servers.is_empty() || !self.summarised_servers.contains_key(&d.src) {
+            return false;
+        }
+        table.aggregate_query("qw", d.src, request, d, Dir::S2c);
+        true
     }
 
     /// Count a connectionless packet and emit its message.
@@ -323,7 +388,10 @@ impl Tracker {
         let Some(h) = Header::new_checked(d.payload, dir) else {
             return;
         };
-        if dir == Dir::C2s && f.client_port != d.src.port() {
+        if dir == Dir::C2s
+            && f.client_port != d.src.port()
+            && f.sum.client_ports.len() < MAX_CLIENT_PORTS
+        {
             // NAT rebinding: the server adopts the new port (spec §1).
             f.client_port = d.src.port();
             f.sum.add_client_port(d.src.port());

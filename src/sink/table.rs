@@ -62,3 +62,55 @@ pub fn render(flows: &[FlowSummary]) -> String {
     }
     t.to_string()
 }
+
+/// Thousands separated by commas (the summary lines are read by people).
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One line per aggregate row (traffic past the flow limits), under the table, e.g.
+/// `qw 1.2.3.4:27500 status: 400,000 requests from 399,871 sources, 0 answered`.
+pub fn render_aggregates(rows: &[FlowSummary]) -> String {
+    let mut s = String::new();
+    for f in rows {
+        let Some(a) = &f.aggregate else { continue };
+        let line = if f.kind == "other_aggregate" {
+            format!(
+                "other UDP past the flow limit: {} datagrams from {} sources\n",
+                grouped(a.requests),
+                grouped(a.sources)
+            )
+        } else {
+            format!(
+                "{} {} {}: {} requests from {} sources, {} answered (past the query flow limit)\n",
+                f.game,
+                f.server,
+                a.command,
+                grouped(a.requests),
+                grouped(a.sources),
+                grouped(a.answered)
+            )
+        };
+        s.push_str(&line);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn grouped_thousands() {
+        assert_eq!(super::grouped(0), "0");
+        assert_eq!(super::grouped(999), "999");
+        assert_eq!(super::grouped(400_000), "400,000");
+        assert_eq!(super::grouped(1_234_567), "1,234,567");
+    }
+}

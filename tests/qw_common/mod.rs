@@ -30,7 +30,7 @@ pub fn run_capture_file(dir: &str, file: &str, opts: qw::Options) -> Run {
     let mut net = NetDecoder::new();
     let mut tracker = qw::Tracker::new(opts);
     let mut events = Vec::new();
-    let mut next_id = 1;
+    let mut next_id = quakecap::flow::FlowTable::default();
     let (mut datagrams, mut taken) = (0, 0);
     while let Some(frame) = reader.next_frame().unwrap() {
         if let Ok(Some(d)) = net.decode(&frame) {
