@@ -22,6 +22,7 @@
 pub mod capture;
 pub mod error;
 pub mod event;
+pub mod flood;
 pub mod flow;
 pub mod fuzzing;
 pub mod net;

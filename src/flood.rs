@@ -1,0 +1,193 @@
+//! Synthetic hostile traffic for tests and benchmarks: a flood of spoofed-source datagrams
+//! merged, in time order, into a real capture. Nothing here is sent anywhere; it only builds
+//! capture bytes, so that the flow table's bounds can be checked against every kind of state
+//! an unauthenticated sender can make quakecap create.
+use std::io::{self, Cursor};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use crate::capture::{CaptureReader, LinkType, PcapNgWriter};
+use crate::net::NetDecoder;
+
+/// What the spoofed senders send to the capture's game server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloodKind {
+    /// Quake 3 `getinfo` queries.
+    Q3Getinfo,
+    /// QuakeWorld `status` queries.
+    QwStatus,
+    /// Copies of the capture's own client netchan packets (Quake 3 or QuakeWorld, whichever
+    /// the capture holds): they pass every shape test a tracker can apply to one packet.
+    ClientNetchan,
+    /// Random payloads of 8..=200 bytes to random ports of the server's host.
+    RandomUdp,
+}
+
+impl FloodKind {
+    pub const ALL: [FloodKind; 4] = [
+        FloodKind::Q3Getinfo,
+        FloodKind::QwStatus,
+        FloodKind::ClientNetchan,
+        FloodKind::RandomUdp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FloodKind::Q3Getinfo => "q3-getinfo",
+            FloodKind::QwStatus => "qw-status",
+            FloodKind::ClientNetchan => "client-netchan",
+            FloodKind::RandomUdp => "random-udp",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// A small deterministic generator (xorshift64*): the same seed gives the same flood.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// One record of the base capture, as the merge needs it.
+struct Record {
+    ts_ns: i64,
+    link: LinkType,
+    data: Vec<u8>,
+}
+
+/// What the base capture tells the flood: its records, its server and its client packets.
+struct Base {
+    records: Vec<Record>,
+    server: SocketAddrV4,
+    client_packets: Vec<Vec<u8>>,
+}
+
+/// The server is the destination of the first connectionless `getchallenge` (both games send
+/// one before connecting); client packets are the non-connectionless datagrams sent to it.
+fn read_base(capture: &[u8]) -> io::Result<Base> {
+    let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
+    let mut reader = CaptureReader::new(Cursor::new(capture)).map_err(|e| bad(&e.to_string()))?;
+    let mut net = NetDecoder::new();
+    let (mut records, mut server, mut client_packets) = (Vec::new(), None, Vec::new());
+    while let Some(f) = reader.next_frame().map_err(|e| bad(&e.to_string()))? {
+        if let Ok(Some(d)) = net.decode(&f) {
+            let oob = d.payload.starts_with(&[0xff; 4]);
+            if server.is_none() && oob && d.payload[4..].starts_with(b"getchallenge") {
+                if let SocketAddr::V4(s) = d.dst {
+                    server = Some(s);
+                }
+            }
+            if !oob && server.is_some_and(|s| SocketAddr::V4(s) == d.dst) {
+                client_packets.push(d.payload.to_vec());
+            }
+        }
+        records.push(Record {
+            ts_ns: f.ts_ns,
+            link: f.link,
+            data: f.data.to_vec(),
+        });
+    }
+    let server = server.ok_or_else(|| bad("no getchallenge to an IPv4 server in the capture"))?;
+    if client_packets.is_empty() {
+        return Err(bad("no client netchan packet in the capture"));
+    }
+    Ok(Base {
+        records,
+        server,
+        client_packets,
+    })
+}
+
+/// An Ethernet + IPv4 + UDP frame (checksums zero: nothing checks them).
+pub fn udp_frame(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; 12];
+    v.extend_from_slice(&0x0800u16.to_be_bytes());
+    let total = (20 + 8 + payload.len()) as u16;
+    v.extend_from_slice(&[0x45, 0]);
+    v.extend_from_slice(&total.to_be_bytes());
+    v.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
+    v.extend_from_slice(&src.ip().octets());
+    v.extend_from_slice(&dst.ip().octets());
+    v.extend_from_slice(&src.port().to_be_bytes());
+    v.extend_from_slice(&dst.port().to_be_bytes());
+    v.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
+    v.extend_from_slice(&[0, 0]);
+    v.extend_from_slice(payload);
+    v
+}
+
+/// The i-th spoofed source: distinct for every i below 2^24 (10.x.y.z, a port from the seed).
+fn spoofed_source(i: usize, rng: &mut Rng) -> SocketAddrV4 {
+    let [_, a, b, c] = (i as u32).to_be_bytes();
+    let port = 1024 + rng.below(64_000) as u16;
+    SocketAddrV4::new(Ipv4Addr::new(10, a, b, c), port)
+}
+
+/// One flood datagram: (source, destination, payload).
+fn flood_datagram(
+    kind: FloodKind,
+    i: usize,
+    base: &Base,
+    rng: &mut Rng,
+) -> (SocketAddrV4, SocketAddrV4, Vec<u8>) {
+    let src = spoofed_source(i, rng);
+    let mut dst = base.server;
+    let command = match kind {
+        FloodKind::Q3Getinfo => format!("getinfo xxx{i}").into_bytes(),
+        FloodKind::QwStatus => b"status 23\n".to_vec(),
+        FloodKind::ClientNetchan => {
+            let n = rng.below(base.client_packets.len() as u64) as usize;
+            return (src, dst, base.client_packets[n].clone());
+        }
+        FloodKind::RandomUdp => {
+            dst.set_port(1024 + rng.below(64_000) as u16);
+            let len = 8 + rng.below(193) as usize;
+            return (src, dst, (0..len).map(|_| rng.next() as u8).collect());
+        }
+    };
+    // Connectionless: four 0xff bytes, then the command.
+    let mut p = vec![0xff; 4];
+    p.extend_from_slice(&command);
+    (src, dst, p)
+}
+
+/// The base capture with `count` flood datagrams of `kind` spread evenly over its time span
+/// and merged in time order, as pcapng bytes.
+pub fn merge_flood(
+    capture: &[u8],
+    kind: FloodKind,
+    count: usize,
+    seed: u64,
+) -> io::Result<Vec<u8>> {
+    let base = read_base(capture)?;
+    let first = base.records.first().map_or(0, |r| r.ts_ns);
+    let last = base.records.last().map_or(0, |r| r.ts_ns);
+    let span = (last - first).max(1);
+    let mut rng = Rng(seed | 1);
+    let mut w = PcapNgWriter::new(Vec::with_capacity(capture.len() + count * 100))?;
+    let mut records = base.records.iter().peekable();
+    for i in 0..count {
+        let ts = first + (span as i128 * i as i128 / count.max(1) as i128) as i64;
+        while let Some(r) = records.next_if(|r| r.ts_ns <= ts) {
+            w.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)?;
+        }
+        let (src, dst, payload) = flood_datagram(kind, i, &base, &mut rng);
+        let frame = udp_frame(src, dst, &payload);
+        w.write_packet(LinkType::ETHERNET, ts, &frame, frame.len() as u32)?;
+    }
+    for r in records {
+        w.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)?;
+    }
+    w.finish()
+}

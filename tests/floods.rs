@@ -1,0 +1,136 @@
+//! Floods of spoofed datagrams (400,000 from 400,000 sources, built by `quakecap::flood` from a
+//! stored capture) leave the real connection exactly as in the clean capture, are summarised
+//! (aggregate rows, never silently dropped) and keep memory bounded.
+use std::path::Path;
+use std::process::Command;
+
+use quakecap::flood::{merge_flood, FloodKind};
+use serde_json::Value;
+
+const COUNT: usize = 400_000;
+/// Peak RSS allowed for `quakecap flows` on a flooded capture (issue 11: under 150 MB).
+const MAX_RSS_KB: u64 = 150 * 1024;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_quakecap")
+}
+
+/// `flows --json` of a file, and the child's peak RSS when GNU time is there to measure it.
+fn flows(path: &Path) -> (Vec<Value>, Option<u64>) {
+    let time = Path::new("/usr/bin/time");
+    let rss_file = path.with_extension("rss");
+    let out = if time.exists() {
+        Command::new(time)
+            .args(["-f", "%M", "-o"])
+            .arg(&rss_file)
+            .arg(bin())
+            .args(["flows", "--json"])
+            .arg(path)
+            .output()
+    } else {
+        Command::new(bin())
+            .args(["flows", "--json"])
+            .arg(path)
+            .output()
+    }
+    .expect("run quakecap");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rss = std::fs::read_to_string(&rss_file)
+        .ok()
+        .and_then(|s| s.trim().lines().last()?.parse().ok());
+    (serde_json::from_slice(&out.stdout).expect("JSON"), rss)
+}
+
+/// The connection rows without their ids (flood flows may take earlier ids).
+fn connections(rows: &[Value]) -> Vec<Value> {
+    rows.iter()
+        .filter(|r| r["kind"] == "connection")
+        .map(|r| {
+            let mut r = r.clone();
+            r.as_object_mut().map(|o| o.remove("id"));
+            r
+        })
+        .collect()
+}
+
+fn check(base: &str, kind: FloodKind, aggregate_kind: &str, command: &str) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
+    std::fs::create_dir_all(&dir).unwrap();
+    let clean =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("captures/{base}/capture.pcapng"));
+    let bytes = std::fs::read(&clean).expect("stored capture");
+    let flooded = dir.join(format!("{base}-{}.pcapng", kind.name()));
+    std::fs::write(&flooded, merge_flood(&bytes, kind, COUNT, 0x5eed).unwrap()).unwrap();
+    let (clean_rows, _) = flows(&clean);
+    let (rows, rss) = flows(&flooded);
+    // The real connection: exactly the clean capture's counts.
+    let want = connections(&clean_rows);
+    assert!(!want.is_empty());
+    assert_eq!(connections(&rows), want, "{base} + {}", kind.name());
+    // Everything the flood sent is counted: in flows of its own, or in one aggregate row.
+    let agg: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["kind"] == aggregate_kind)
+        .collect();
+    assert_eq!(agg.len(), 1, "one aggregate row: {agg:?}");
+    let a = agg[0];
+    assert_eq!(a["command"], command);
+    let flood_flows = rows
+        .iter()
+        .filter(|r| !r["kind"].as_str().unwrap_or("").ends_with("aggregate"))
+        .count()
+        - clean_rows.len();
+    let requests = a["requests"].as_u64().unwrap();
+    assert_eq!(requests as usize + flood_flows, COUNT, "{a}");
+    // Every flood datagram has its own source: the estimate is within 5% of the truth.
+    let sources = a["sources"].as_u64().unwrap() as f64;
+    assert!((sources / requests as f64 - 1.0).abs() < 0.05, "{a}");
+    match rss {
+        Some(kb) => assert!(kb < MAX_RSS_KB, "peak RSS {kb} KB"),
+        None => eprintln!("floods: skipped the memory bound (no /usr/bin/time)"),
+    }
+}
+
+#[test]
+fn quake3_getinfo_flood() {
+    check(
+        "q3-basic",
+        FloodKind::Q3Getinfo,
+        "query_aggregate",
+        "getinfo",
+    );
+}
+
+#[test]
+fn quakeworld_status_flood() {
+    check("qw-basic", FloodKind::QwStatus, "query_aggregate", "status");
+}
+
+#[test]
+fn quake3_client_netchan_flood() {
+    check(
+        "q3-basic",
+        FloodKind::ClientNetchan,
+        "other_aggregate",
+        "other",
+    );
+}
+
+#[test]
+fn quakeworld_client_netchan_flood() {
+    check(
+        "qw-basic",
+        FloodKind::ClientNetchan,
+        "other_aggregate",
+        "other",
+    );
+}
+
+#[test]
+fn random_udp_flood() {
+    check("q3-basic", FloodKind::RandomUdp, "other_aggregate", "other");
+}
