@@ -11,6 +11,8 @@ use quakecap::sink;
 
 #[path = "demo.rs"]
 mod demo;
+#[path = "diff.rs"]
+mod diff;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -51,6 +53,9 @@ pub enum Command {
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
+    /// Compare two captures and/or demos of the same session: exit 0 same, 1 different,
+    /// 2 unusable.
+    Diff(diff::DiffArgs),
 }
 
 /// Run the command and return the process exit code.
@@ -64,6 +69,7 @@ pub fn run(cli: Cli) -> i32 {
             shownet,
         } => decode(&file, flows, json, shownet),
         Command::Demo(args) => demo::run(&args),
+        Command::Diff(args) => diff::run(&args),
     };
     match res {
         Ok(code) => code,
