@@ -30,8 +30,14 @@ struct FlowState {
     emitted_s2c: u64,
     qw_frames: dqw::Frames,
     qw_slot: Option<u8>,
-    /// A .qwd's blocks after its dem_set (before it: the recorder's own signon copy).
+    /// A .qwd's blocks after its dem_set, or all of them when it has none.
     qw_live: bool,
+    /// A .qwd's blocks before its dem_set: the recorder's own copy of the signon when a
+    /// dem_set follows (recorder-made, fake sequences), real ones when none comes.
+    qw_preset: Vec<Item>,
+    /// A .qwd's latest block, held back: ezQuake's `stop` ends the file with a print block
+    /// of its own under the last sequence.
+    qw_last: Option<Item>,
 }
 
 /// The sink that turns one input's events into [`Item`]s.
@@ -94,6 +100,7 @@ impl Digester {
 
     /// Name every connection still unnamed by its flow id (end of input).
     fn flush(&mut self) -> io::Result<()> {
+        self.qwd_end()?;
         let mut unnamed: Vec<u32> = self
             .flows
             .iter()
@@ -167,18 +174,19 @@ impl Digester {
         }
         let st = self.flows.entry(m.flow).or_default();
         let name = qw_player(st, m);
+        let qwd = self.info.demo && !self.mvd;
+        if qwd && m.block == Some("set") {
+            return self.qwd_set(m.flow);
+        }
         let emit = if self.info.demo {
-            if m.block == Some("set") {
-                st.qw_live = true;
-            }
-            (st.qw_live || self.mvd) && m.dir == Dir::S2c && m.block != Some("set")
+            m.dir == Dir::S2c && m.block == Some("read")
         } else {
             m.netchan == Some(NetchanStatus::Accepted)
         };
         if let Some(n) = name {
             self.name(m.flow, &n)?;
         }
-        if !emit {
+        if !emit && !(self.mvd && m.dir == Dir::S2c) {
             return Ok(());
         }
         let st = self.flows.entry(m.flow).or_default();
@@ -186,6 +194,11 @@ impl Digester {
             Dir::S2c => dqw::server(m, &mut st.qw_frames, self.strict),
             Dir::C2s => dqw::client(m),
         };
+        // ezQuake records a packet only when it had a message to parse: one with nothing
+        // left to compare is not one.
+        if msg.ops.is_empty() && msg.error.is_none() && !self.strict {
+            return Ok(());
+        }
         let seq = if self.mvd { m.frame as i64 } else { m.seq.unwrap_or(0) };
         let it = Item {
             conn: Arc::from(""),
@@ -195,7 +208,57 @@ impl Digester {
             synthetic: false,
             content: Content::Qw(Box::new(msg)),
         };
-        self.put(m.flow, it)
+        if !qwd {
+            return self.put(m.flow, it);
+        }
+        if !st.qw_live {
+            st.qw_preset.push(it);
+            if st.qw_preset.len() > HOLD_MAX {
+                st.qw_live = true;
+                let pre = std::mem::take(&mut st.qw_preset);
+                for x in pre {
+                    self.put(m.flow, x)?;
+                }
+            }
+            return Ok(());
+        }
+        match st.qw_last.replace(it) {
+            Some(prev) => self.put(m.flow, prev),
+            None => Ok(()),
+        }
+    }
+
+    /// A .qwd's dem_set: what came before it was the recorder's signon copy.
+    fn qwd_set(&mut self, flow: u32) -> io::Result<()> {
+        let st = self.flows.entry(flow).or_default();
+        st.qw_live = true;
+        let pre = std::mem::take(&mut st.qw_preset);
+        for mut x in pre {
+            x.synthetic = true;
+            self.put(flow, x)?;
+        }
+        Ok(())
+    }
+
+    /// End of a .qwd: its held blocks; a last block holding only a print is ezQuake's own.
+    fn qwd_end(&mut self) -> io::Result<()> {
+        let mut flows: Vec<u32> = self.flows.keys().copied().collect();
+        flows.sort_unstable();
+        for f in flows {
+            let st = self.flows.entry(f).or_default();
+            let pre = std::mem::take(&mut st.qw_preset);
+            let last = st.qw_last.take();
+            for x in pre {
+                self.put(f, x)?;
+            }
+            if let Some(mut x) = last {
+                if let Content::Qw(q) = &x.content {
+                    x.synthetic = q.ops.len() == 1 && q.ops[0].0 == "svc_print";
+                }
+                self.put(f, x)?;
+            }
+        }
+        Ok(())
     }
 }
 
