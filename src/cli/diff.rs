@@ -52,8 +52,18 @@ pub fn run(args: &DiffArgs) -> Result<i32> {
 }
 
 fn text(out: &mut impl Write, args: &DiffArgs, o: &Outcome) -> io::Result<()> {
-    writeln!(out, "A: {}  ({})", args.a.display(), o.connections[0].join(", "))?;
-    writeln!(out, "B: {}  ({})", args.b.display(), o.connections[1].join(", "))?;
+    writeln!(
+        out,
+        "A: {}  ({})",
+        args.a.display(),
+        o.connections[0].join(", ")
+    )?;
+    writeln!(
+        out,
+        "B: {}  ({})",
+        args.b.display(),
+        o.connections[1].join(", ")
+    )?;
     let verdict = if o.same { "same" } else { "different" };
     writeln!(
         out,
@@ -64,7 +74,11 @@ fn text(out: &mut impl Write, args: &DiffArgs, o: &Outcome) -> io::Result<()> {
         writeln!(out, "  {}", line(d))?;
     }
     if o.total as usize > args.show {
-        writeln!(out, "  ... {} more", o.total as usize - args.show.min(o.total as usize))?;
+        writeln!(
+            out,
+            "  ... {} more",
+            o.total as usize - args.show.min(o.total as usize)
+        )?;
     }
     Ok(())
 }

@@ -168,7 +168,9 @@ impl Aligner {
                 }
                 dq3::compare_server(x, y, strict, &mut f)
             }
-            (Content::Q3Client(x), Content::Q3Client(y)) => dq3::compare_client(x, y, strict, &mut f),
+            (Content::Q3Client(x), Content::Q3Client(y)) => {
+                dq3::compare_client(x, y, strict, &mut f)
+            }
             // A recorder-made block never pairs with a real message.
             (Content::Qw(_), Content::Qw(_)) if a.synthetic != b.synthetic => return,
             (Content::Qw(x), Content::Qw(y)) => dqw::compare(x, y, strict, &mut f),
@@ -216,7 +218,11 @@ impl Aligner {
             ] {
                 for c in list.iter().filter(|c| !other.contains(c)) {
                     let v = Some(Value::from(c.as_str()));
-                    let (va, vb) = if side == Side::B { (v, None) } else { (None, v) };
+                    let (va, vb) = if side == Side::B {
+                        (v, None)
+                    } else {
+                        (None, v)
+                    };
                     let d = Difference {
                         kind: Kind::Missing,
                         side: Some(side),

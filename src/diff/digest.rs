@@ -199,7 +199,11 @@ impl Digester {
         if msg.ops.is_empty() && msg.error.is_none() && !self.strict {
             return Ok(());
         }
-        let seq = if self.mvd { m.frame as i64 } else { m.seq.unwrap_or(0) };
+        let seq = if self.mvd {
+            m.frame as i64
+        } else {
+            m.seq.unwrap_or(0)
+        };
         let it = Item {
             conn: Arc::from(""),
             dir: m.dir,

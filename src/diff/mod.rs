@@ -12,8 +12,8 @@
 //! fragmentation, netchan headers, Huffman and delta encoding (snapshots are compared as the
 //! absolute state they produce), the order of ops within a message.
 pub mod align;
-pub mod found;
 pub mod digest;
+pub mod found;
 pub mod item;
 pub mod q3;
 pub mod qw;

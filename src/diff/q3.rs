@@ -100,7 +100,11 @@ pub fn client(m: &Message) -> Option<Client> {
                 c.commands.push((*seq, text.clone()))
             }
             ClientOp::Move { cmds, no_delta, .. } => {
-                c.ops.push(if *no_delta { "clc_moveNoDelta" } else { "clc_move" });
+                c.ops.push(if *no_delta {
+                    "clc_moveNoDelta"
+                } else {
+                    "clc_move"
+                });
                 c.usercmds.extend_from_slice(cmds)
             }
             ClientOp::Voip { .. } => c.ops.push("clc_voip"),
@@ -168,7 +172,12 @@ fn commands(what: &str, a: &[(i32, String)], b: &[(i32, String)], f: &mut Finds)
 
 fn downloads(a: &[(i32, i32, u64)], b: &[(i32, i32, u64)], f: &mut Finds) {
     if a != b {
-        let v = |d: &[(i32, i32, u64)]| json!(d.iter().map(|x| json!([x.0, x.1, format!("{:016x}", x.2)])).collect::<Vec<_>>());
+        let v = |d: &[(i32, i32, u64)]| {
+            json!(d
+                .iter()
+                .map(|x| json!([x.0, x.1, format!("{:016x}", x.2)]))
+                .collect::<Vec<_>>())
+        };
         f.changed("downloads", v(a), v(b));
     }
 }
@@ -181,11 +190,23 @@ fn gamestate(a: &Gamestate, b: &Gamestate, f: &mut Finds) {
         &a.server_command_seq,
         &b.server_command_seq,
     );
-    let ca: BTreeMap<u16, &str> = a.configstrings.iter().map(|c| (c.index, c.value.as_str())).collect();
-    let cb: BTreeMap<u16, &str> = b.configstrings.iter().map(|c| (c.index, c.value.as_str())).collect();
+    let ca: BTreeMap<u16, &str> = a
+        .configstrings
+        .iter()
+        .map(|c| (c.index, c.value.as_str()))
+        .collect();
+    let cb: BTreeMap<u16, &str> = b
+        .configstrings
+        .iter()
+        .map(|c| (c.index, c.value.as_str()))
+        .collect();
     for (i, va) in &ca {
         match cb.get(i) {
-            Some(vb) => f.cmp(&format!("configstring {i}"), &va.to_string(), &vb.to_string()),
+            Some(vb) => f.cmp(
+                &format!("configstring {i}"),
+                &va.to_string(),
+                &vb.to_string(),
+            ),
             None => f.one_sided(format!("configstring {i}"), Some((*va).into()), None),
         }
     }

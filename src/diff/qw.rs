@@ -56,7 +56,10 @@ impl Frames {
 fn entity_map(frame: &[EntityState]) -> Value {
     let mut m = serde_json::Map::new();
     for e in frame {
-        m.insert(e.num.to_string(), serde_json::to_value(e).unwrap_or(Value::Null));
+        m.insert(
+            e.num.to_string(),
+            serde_json::to_value(e).unwrap_or(Value::Null),
+        );
     }
     Value::Object(m)
 }
@@ -91,7 +94,11 @@ pub fn server(m: &Message, frames: &mut Frames, strict: bool) -> Msg {
 /// The digest of a c2s message.
 pub fn client(m: &Message) -> Msg {
     Msg {
-        ops: m.ops.iter().map(|o| (o.name(), op_value(&o.kind))).collect(),
+        ops: m
+            .ops
+            .iter()
+            .map(|o| (o.name(), op_value(&o.kind)))
+            .collect(),
         error: m.error.clone(),
     }
 }
