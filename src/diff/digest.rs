@@ -186,7 +186,7 @@ impl Digester {
         if let Some(n) = name {
             self.name(m.flow, &n)?;
         }
-        if !emit && !(self.mvd && m.dir == Dir::S2c) {
+        if !(emit || self.mvd && m.dir == Dir::S2c) {
             return Ok(());
         }
         let st = self.flows.entry(m.flow).or_default();
