@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod check;
 pub mod diff;
 pub mod event;
 pub mod flow;
