@@ -93,3 +93,12 @@ fn line(d: &Difference) -> String {
         (Kind::Changed, _) => format!("{at}: {}: {} -> {}", d.what, v(&d.a), v(&d.b)),
     }
 }
+
+/// The first connections' names (a capture may hold hundreds).
+fn names(list: &[String]) -> String {
+    let mut s = list.iter().take(6).cloned().collect::<Vec<_>>().join(", ");
+    if list.len() > 6 {
+        s.push_str(&format!(", ... {} connections", list.len()));
+    }
+    s
+}
