@@ -56,13 +56,13 @@ fn text(out: &mut impl Write, args: &DiffArgs, o: &Outcome) -> io::Result<()> {
         out,
         "A: {}  ({})",
         args.a.display(),
-        o.connections[0].join(", ")
+        names(&o.connections[0])
     )?;
     writeln!(
         out,
         "B: {}  ({})",
         args.b.display(),
-        o.connections[1].join(", ")
+        names(&o.connections[1])
     )?;
     let verdict = if o.same { "same" } else { "different" };
     writeln!(
