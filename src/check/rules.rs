@@ -8,7 +8,7 @@ use crate::flow::FlowSummary;
 use crate::pipeline::Report;
 
 /// (text the error contains, rule), first match wins.
-const Q3_RULES: [(&str, &str); 16] = [
+const Q3_RULES: [(&str, &str); 17] = [
     ("unknown op", "q3.op-unknown"),
     ("bad client command byte", "q3.op-unknown"),
     ("configstring index", "q3.configstring-index"),
@@ -19,6 +19,7 @@ const Q3_RULES: [(&str, &str); 16] = [
     ("download chunk", "q3.download-size"),
     ("voip packet", "q3.voip-size"),
     ("read past end", "q3.message-overrun"),
+    ("bytes exceeds 16384", "netchan.packet-too-long"),
     ("exceeds 16384 bytes", "netchan.fragment-too-long"),
     ("jumps more than", "netchan.sequence-jump"),
     ("shorter than its", "netchan.header-truncated"),
