@@ -80,6 +80,7 @@ impl Sink for Checker {
                         .insert(err.clone());
                     found.push(rules::qw_message(m, err, self.demo));
                 }
+                found.extend(rules::qw_move_checksum(m));
             }
             _ => {}
         }

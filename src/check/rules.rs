@@ -157,3 +157,25 @@ pub fn report(file: &str, r: &Report, demo: bool) -> Vec<Finding> {
     }
     out
 }
+
+/// A QuakeWorld clc_move whose checksum byte does not match its commands and sequence (the
+/// server ignores such moves).
+pub fn qw_move_checksum(m: &crate::qw::Message) -> Option<Finding> {
+    use crate::qw::clc::ClientOp;
+    let (at, checksum) = m.ops.iter().find_map(|o| match &o.kind {
+        crate::qw::OpKind::Client(ClientOp::Move {
+            checksum,
+            checksum_ok: false,
+            ..
+        }) => Some((o.at, *checksum)),
+        _ => None,
+    })?;
+    let mut f = blank(
+        "qw.move-checksum",
+        format!("clc_move checksum {checksum} does not match its commands and sequence"),
+    );
+    f.flow = Some(m.flow);
+    f.frame = Some(m.frame);
+    f.bit = Some(at as u64 * 8);
+    Some(f)
+}
