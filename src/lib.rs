@@ -17,6 +17,7 @@
 //! `q3` and `qw` never import each other; sinks only see decoded events.
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod capture;
 pub mod flow;
 pub mod fuzzing;

@@ -5,6 +5,7 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::Path;
 
+use crate::analysis::net::sample::Sample;
 use crate::capture::{CaptureError, CaptureReader};
 use crate::flow::{Dir, FlowError, FlowMap, FlowSummary};
 use crate::net::{Datagram, NetDecoder};
@@ -20,6 +21,10 @@ pub trait Sink {
     }
     /// One QuakeWorld event (a decoded message, or a raw packet for demo writing).
     fn qw_event(&mut self, _e: &qw::Event) -> io::Result<()> {
+        Ok(())
+    }
+    /// One netchan datagram's network observation (only with [`Options::samples`]).
+    fn net_sample(&mut self, _s: &Sample) -> io::Result<()> {
         Ok(())
     }
     /// End of one input: the flows it held.
@@ -38,6 +43,9 @@ impl Sink for Tee<'_> {
     fn qw_event(&mut self, e: &qw::Event) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.qw_event(e))
     }
+    fn net_sample(&mut self, x: &Sample) -> io::Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.net_sample(x))
+    }
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         self.0.iter_mut().try_for_each(|s| s.finish(r))
     }
@@ -54,6 +62,8 @@ pub struct Options {
     pub flows: Option<Vec<u32>>,
     /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
     pub threads: Option<usize>,
+    /// Hand a network [`Sample`] per netchan datagram to the sink (the `net` analysis).
+    pub samples: bool,
 }
 
 /// The outcome of one input.
@@ -156,6 +166,7 @@ pub struct Trackers {
     filter: Option<Vec<u32>>,
     untracked: Untracked,
     emit: bool,
+    samples: bool,
 }
 
 fn qw_flow(e: &qw::Event) -> u32 {
@@ -174,11 +185,13 @@ impl Trackers {
     /// than one thread is available; otherwise it runs inline, in capture order.
     pub fn new(opts: &Options) -> Self {
         let threads = opts.threads.unwrap_or_else(worker_threads).max(1);
-        let detached = threads > 1 && !opts.emit && !opts.keep_raw;
+        // Samples carry what the decoder read: it must run inline, in capture order.
+        let detached = threads > 1 && !opts.emit && !opts.keep_raw && !opts.samples;
         let q3_opts = q3::conn::Options {
             emit: opts.emit,
             keep_raw: opts.keep_raw,
             detached,
+            samples: opts.samples,
         };
         let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
@@ -198,6 +211,7 @@ impl Trackers {
             filter: opts.flows.clone(),
             untracked: Untracked::default(),
             emit: opts.emit,
+            samples: opts.samples,
         }
     }
 
@@ -232,7 +246,7 @@ impl Trackers {
             }
         }
         // The flow table emits nothing: most datagrams end here, without the call.
-        if self.q3_out.is_empty() && self.qw_out.is_empty() {
+        if self.q3_out.is_empty() && self.qw_out.is_empty() && self.q3_work.samples.is_empty() {
             return Ok(());
         }
         self.flush(sink)
@@ -264,13 +278,28 @@ impl Trackers {
             }
         }
         self.q3_out = q3_out;
+        let mut samples = std::mem::take(&mut self.q3_work.samples);
+        for x in samples.drain(..) {
+            if self.wanted(x.flow) {
+                sink.net_sample(&x)?;
+            }
+        }
+        self.q3_work.samples = samples;
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
             let pass = match e {
                 qw::Event::Message(_) => self.emit,
                 qw::Event::Raw(_) => true,
             };
-            if pass && self.wanted(qw_flow(&e)) {
+            if !self.wanted(qw_flow(&e)) {
+                continue;
+            }
+            if let (true, qw::Event::Message(m)) = (self.samples, &e) {
+                if let Some(x) = qw::netsample::sample(m) {
+                    sink.net_sample(&x)?;
+                }
+            }
+            if pass {
                 sink.qw_event(&e)?;
             }
         }
@@ -465,6 +494,7 @@ pub fn run_q3_demo_bytes(
         emit: opts.emit,
         keep_raw: opts.keep_raw,
         detached: false,
+        samples: false,
     }
     .detail();
     for rec in q3::demo::Reader::new(data) {

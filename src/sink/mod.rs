@@ -3,6 +3,7 @@
 //! events only.
 pub mod demo;
 pub mod json;
+pub mod nettable;
 pub mod shownet;
 pub mod table;
 pub mod text;
