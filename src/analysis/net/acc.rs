@@ -13,8 +13,10 @@ pub const BIN_S: f64 = 0.5;
 /// At most this many bins per connection (about 70 days at [`BIN_S`]): a hostile timestamp
 /// far in the future cannot allocate without bound.
 const MAX_BINS: usize = 12_000_000;
-/// Client packets remembered for the Quake 3 client-side ping (the engine's PACKET_BACKUP).
-const CMD_RING: usize = 32;
+/// Client packets remembered for the Quake 3 client-side ping. The engine keeps
+/// PACKET_BACKUP (32) and so finds no packet once a lag holds a round trip above 32 client
+/// frames (about 0.5 s at 60 fps); keeping more measures those lags too.
+const CMD_RING: usize = 512;
 
 /// How a round trip was measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,9 +139,16 @@ impl FlowAcc {
             Arrival::OutOfOrder => t.out_of_order += 1,
             Arrival::Fragment | Arrival::Accepted => {}
         }
+        let late = s.arrival == Arrival::OutOfOrder;
         if let Some(b) = self.bin(s.time) {
-            b.dir[d].packets += 1;
-            b.dir[d].bytes += u64::from(s.bytes);
+            let db = &mut b.dir[d];
+            db.packets += 1;
+            db.bytes += u64::from(s.bytes);
+            // A late packet filled a gap counted as lost when a newer one arrived first: it
+            // crossed the path (the receiving engine still drops it).
+            if late && db.lost_gap > 0 {
+                db.lost_gap -= 1;
+            }
         }
         if s.arrival == Arrival::Accepted {
             self.accepted(s, d);

@@ -13,6 +13,8 @@ const BURST_FACTOR: f64 = 2.5;
 /// a burst), and the event lasts at least this many bins (1 s).
 const BURST_WINDOW: usize = 4;
 const MIN_RUN: usize = 2;
+/// A loss burst spans at least this long from its first to its last loss (s).
+const MIN_BURST_S: f64 = 1.0;
 
 /// Every lag event of a connection, in time order.
 pub fn find(
@@ -108,6 +110,9 @@ fn loss_events(acc: &FlowAcc, d: usize, dir: Dir, method: Option<&'static str>) 
             let span = &bins[a..=z];
             let start = span.iter().find_map(|b| b.dir[d].first_loss)?;
             let end = span.iter().rev().find_map(|b| b.dir[d].last_loss)?;
+            if end - start < MIN_BURST_S {
+                return None;
+            }
             Some(LagEvent {
                 kind: "loss",
                 start,

@@ -103,6 +103,8 @@ pub struct NetQuality {
     pub series: Vec<Interval>,
 }
 
+/// Round trips shorter than this (ms) cannot place the capture.
+const MIN_PATH_MS: f64 = 30.0;
 /// A direction needs this many packets before its loss or jitter means anything.
 const MIN_PACKETS: u64 = 20;
 
@@ -117,7 +119,11 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
 /// Share of sequence numbers lost in a direction, not counting the sender's own skips.
 fn gap_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
     let t = &acc.dir[d];
-    let lost = t.gaps - t.self_skips.min(t.gaps);
+    // Late (reordered) packets filled gaps counted when a newer one arrived first.
+    let lost = t
+        .gaps
+        .saturating_sub(t.self_skips)
+        .saturating_sub(t.out_of_order);
     ratio(lost, t.accepted + lost).filter(|_| t.accepted >= MIN_PACKETS)
 }
 
@@ -129,20 +135,44 @@ fn ack_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
 /// Which side the capture was near: the direction that crossed the path before the capture
 /// point shows gaps, the other does not; with no gap anywhere, the side whose packets wait
 /// a full round trip for their ack is the near one.
-pub fn vantage(acc: &FlowAcc) -> Vantage {
+pub fn vantage(acc: &FlowAcc, game: &str) -> Vantage {
     let gappy = |d: usize| gap_loss(acc, d).is_some_and(|l| l > 0.002);
+    if game == "qw" {
+        return qw_vantage(acc, gappy(0));
+    }
     match (gappy(0), gappy(1)) {
         (false, true) => Vantage::Client,
         (true, false) => Vantage::Server,
+        // mvdsv numbers each reply after the client packet it answers: a client packet lost
+        // before a server-side capture shows again as a server sequence skip.
+        (true, true) if mirrors(acc) => Vantage::Server,
         (true, true) => Vantage::Between,
         (false, false) => by_ack_timing(acc),
     }
+}
+
+/// QuakeWorld servers echo the client's sequence (see [`qw_loss_methods`]): their gaps
+/// also show client packets lost or answered together (even on loopback), so only client
+/// gaps place the capture; else ack timing.
+fn qw_vantage(acc: &FlowAcc, c2s_gaps: bool) -> Vantage {
+    if c2s_gaps {
+        return Vantage::Server;
+    }
+    by_ack_timing(acc)
+}
+
+/// The server's sequence gaps are the client's, echoed (no more of them, at most 20% more).
+fn mirrors(acc: &FlowAcc) -> bool {
+    let (c, s) = (&acc.dir[0], &acc.dir[1]);
+    s.gaps <= c.gaps + c.gaps / 5 + 2
 }
 
 fn by_ack_timing(acc: &FlowAcc) -> Vantage {
     let s2c = acc.rtt[RttMethod::AckS2c as usize].quantile(0.5);
     let c2s = acc.rtt[RttMethod::AckC2s as usize].quantile(0.5);
     match (s2c, c2s) {
+        // Below this the path is too short (loopback) to tell a round trip from a reply.
+        (Some(s), Some(c)) if s.max(c) < MIN_PATH_MS => Vantage::Unknown,
         (Some(s), Some(c)) if s > 2.0 * c + 20.0 => Vantage::Server,
         (Some(s), Some(c)) if c > 2.0 * s + 20.0 => Vantage::Client,
         _ => Vantage::Unknown,
@@ -182,8 +212,11 @@ fn ping(acc: &FlowAcc, m: Option<RttMethod>) -> Ping {
 }
 
 /// How each direction's loss can be known from here (None: it cannot).
-fn loss_methods(acc: &FlowAcc, v: Vantage) -> Both<&'static str> {
+fn loss_methods(acc: &FlowAcc, v: Vantage, game: &str) -> Both<&'static str> {
     let ack = |d: usize| acc.acked(if d == 0 { Dir::C2s } else { Dir::S2c });
+    if game == "qw" {
+        return qw_loss_methods(v);
+    }
     match v {
         Vantage::Client => both(ack(0).then_some("acks"), Some("gaps")),
         Vantage::Server => both(Some("gaps"), ack(1).then_some("acks")),
@@ -191,6 +224,20 @@ fn loss_methods(acc: &FlowAcc, v: Vantage) -> Both<&'static str> {
         Vantage::Between => both(None, None),
         // No gap either way and no telling side: what the capture saw is all that is known.
         Vantage::Unknown => both(Some("gaps"), Some("gaps")),
+    }
+}
+
+/// mvdsv answers each client packet it processes with a packet numbered like it (sequence
+/// and ack both the client's sequence; several client packets in one server frame get one
+/// answer). So a server sequence missing at the client is a client packet lost, a server
+/// packet lost, or a coalesced answer — the sequences cannot tell which, and the client's
+/// ack only names its newest packet, while answers arrive as often as it sends (two within
+/// one client frame leave the first unacknowledged though it arrived). Only the client's
+/// own gaps at a server-side capture are path loss alone.
+fn qw_loss_methods(v: Vantage) -> Both<&'static str> {
+    match v {
+        Vantage::Server | Vantage::Unknown => both(Some("gaps"), None),
+        Vantage::Client | Vantage::Between => both(None, None),
     }
 }
 
@@ -229,9 +276,9 @@ fn jitter(acc: &FlowAcc, v: Vantage, m: Option<RttMethod>) -> JitterOut {
 
 /// Build the report of one connection.
 pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
-    let v = vantage(acc);
+    let v = vantage(acc, sum.game);
     let m = ping_method(acc, v);
-    let lm = loss_methods(acc, v);
+    let lm = loss_methods(acc, v, sum.game);
     let loss = both(loss_value(acc, 0, lm.c2s), loss_value(acc, 1, lm.s2c));
     let lm = both(lm.c2s.filter(|_| loss.c2s.is_some()), lm.s2c.filter(|_| loss.s2c.is_some()));
     let span = (acc.t_last - acc.t0).max(1e-3);

@@ -134,6 +134,8 @@ pub struct Settled {
 const SETTLE_S: f64 = 2.0;
 /// At most this many packets wait (constant memory when the far side never answers).
 const MAX_PENDING: usize = 4096;
+/// The far side is taken as listening once its acknowledgement moved forward this often.
+const LIVE_ADVANCES: u32 = 5;
 
 /// The packets of one direction seen before they crossed the path, and which of them the far
 /// side acknowledged: round trips and, for those never acknowledged, inferred loss.
@@ -141,12 +143,18 @@ const MAX_PENDING: usize = 4096;
 pub struct AckTable {
     pending: VecDeque<Sent>,
     max_ack: Option<i64>,
+    /// The far side's acknowledgement moved forward: it is processing our packets (a Quake 3
+    /// client loading its map keeps acknowledging the gamestate for seconds).
+    live: bool,
+    advances: u32,
 }
 
 impl AckTable {
     /// A packet of sequence `seq` left at `time` (repeats and stale sequences are ignored).
     pub fn sent(&mut self, seq: i64, time: f64, out: &mut Vec<Settled>) {
-        if self.pending.back().is_some_and(|s| s.seq >= seq) {
+        // Before the far side acknowledged anything it is not listening yet (connection
+        // set-up): those packets tell nothing about the path.
+        if !self.live || self.pending.back().is_some_and(|s| s.seq >= seq) {
             return;
         }
         if self.pending.len() >= MAX_PENDING {
@@ -164,6 +172,10 @@ impl AckTable {
     /// The far side acknowledged `ack` at `now`: the round trip of that packet (seconds) when
     /// this is its first acknowledgement.
     pub fn ack(&mut self, ack: i64, now: f64, out: &mut Vec<Settled>) -> Option<(f64, f64)> {
+        if self.max_ack.is_some_and(|m| ack > m) {
+            self.advances += 1;
+            self.live |= self.advances >= LIVE_ADVANCES;
+        }
         self.max_ack = Some(self.max_ack.map_or(ack, |m| m.max(ack)));
         let rtt = match self.pending.binary_search_by_key(&ack, |s| s.seq) {
             Ok(i) if !self.pending[i].acked => {
@@ -227,6 +239,9 @@ mod tests {
     fn ack_table_settles_unacked_as_lost() {
         let mut t = AckTable::default();
         let mut out = Vec::new();
+        for a in -5..=0 {
+            t.ack(a, 0.0, &mut out);
+        }
         for s in 1..=3 {
             t.sent(s, s as f64 * 0.05, &mut out);
         }
