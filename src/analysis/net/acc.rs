@@ -104,7 +104,12 @@ pub struct FlowAcc {
     pub rate_delayed: u64,
     pub new_cmds: u64,
     settled: Vec<Settled>,
+    /// Round trips waiting for the measuring side's next packet, per that side's direction.
+    awaiting: [Vec<(RttMethod, f64)>; 2],
 }
+
+/// At most this many round trips wait for the measuring side's next packet.
+const MAX_AWAITING: usize = 64;
 
 impl FlowAcc {
     pub fn new(t0: f64) -> Self {
@@ -131,6 +136,7 @@ impl FlowAcc {
     pub fn add(&mut self, s: &Sample) {
         self.t_last = self.t_last.max(s.time);
         let d = di(s.dir);
+        self.complete_rtts(d, s.time);
         let t = &mut self.dir[d];
         t.packets += 1;
         t.bytes += u64::from(s.bytes);
@@ -207,13 +213,13 @@ impl FlowAcc {
     fn far_ack(&mut self, s: &Sample, a: i64) {
         let far = 1 - di(s.dir);
         let mut settled = std::mem::take(&mut self.settled);
-        if let Some((sent, rtt)) = self.acks[far].ack(a, s.time, &mut settled) {
-            let m = if far == 1 {
-                RttMethod::AckS2c
+        if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut settled) {
+            let (m, side) = if far == 1 {
+                (RttMethod::AckS2c, Dir::S2c)
             } else {
-                RttMethod::AckC2s
+                (RttMethod::AckC2s, Dir::C2s)
             };
-            self.rtt_sample(m, sent, rtt * 1000.0);
+            self.await_rtt(side, m, sent);
         }
         self.record_settled(far, &mut settled);
         self.settled = settled;
@@ -237,6 +243,29 @@ impl FlowAcc {
                 }
             }
         }
+    }
+
+    /// An engine reads packets at the start of its frame and sends at the end of the same
+    /// frame, and both engines stamp a ping with their frame clock: so a round trip ends
+    /// when the measuring side next sends (ioq3's SV_CalcPings counts server frames; the
+    /// client's cl.snap.ping its own frame's time).
+    fn await_rtt(&mut self, side: Dir, m: RttMethod, sent: f64) {
+        let w = &mut self.awaiting[di(side)];
+        if w.len() < MAX_AWAITING {
+            w.push((m, sent));
+        }
+    }
+
+    fn complete_rtts(&mut self, d: usize, now: f64) {
+        if self.awaiting[d].is_empty() {
+            return;
+        }
+        let done = std::mem::take(&mut self.awaiting[d]);
+        for &(m, sent) in &done {
+            self.rtt_sample(m, sent, (now - sent) * 1000.0);
+        }
+        self.awaiting[d] = done;
+        self.awaiting[d].clear();
     }
 
     /// A round trip, filed at the time its measured packet left (where a delay began).
@@ -270,7 +299,7 @@ impl FlowAcc {
         if let Some((sent, _)) = hit {
             // Each client packet counts once: the first snapshot that reaches it.
             self.cmd_ring.retain(|(t, _)| *t > sent);
-            self.rtt_sample(RttMethod::Command, sent, (s.time - sent) * 1000.0);
+            self.await_rtt(Dir::C2s, RttMethod::Command, sent);
         }
     }
 

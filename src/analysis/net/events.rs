@@ -6,6 +6,9 @@ use crate::flow::Dir;
 
 /// A ping this far above the median (at least this many ms, or the median again) is lag.
 const PING_RISE_MIN_MS: f64 = 50.0;
+/// A bin needs this many ping samples to count (a connection's last packets, acknowledged
+/// by a leaving peer or not at all, are no lag).
+const MIN_PING_SAMPLES: u32 = 3;
 /// A loss burst: at least this fraction lost (or this many times the connection's loss) ...
 const BURST_MIN: f64 = 0.2;
 const BURST_FACTOR: f64 = 2.5;
@@ -69,7 +72,7 @@ fn ping_events(acc: &FlowAcc, m: RttMethod, median: f64) -> Vec<LagEvent> {
     let marked: Vec<bool> = acc
         .bins
         .iter()
-        .map(|b| b.rtt[k].n > 0 && b.rtt[k].sum_ms / f64::from(b.rtt[k].n) > limit)
+        .map(|b| b.rtt[k].n >= MIN_PING_SAMPLES && b.rtt[k].sum_ms / f64::from(b.rtt[k].n) > limit)
         .collect();
     runs(&marked)
         .into_iter()

@@ -185,11 +185,9 @@ fn ping_method(acc: &FlowAcc, v: Vantage) -> Option<RttMethod> {
     let order: &[RttMethod] = match v {
         Vantage::Client => &[RttMethod::AckC2s, RttMethod::Command],
         Vantage::Server => &[RttMethod::AckS2c],
-        Vantage::Between | Vantage::Unknown => &[
-            RttMethod::AckS2c,
-            RttMethod::AckC2s,
-            RttMethod::Command,
-        ],
+        Vantage::Between | Vantage::Unknown => {
+            &[RttMethod::AckS2c, RttMethod::AckC2s, RttMethod::Command]
+        }
     };
     order.iter().copied().find(|&m| has(m))
 }
@@ -280,7 +278,10 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
     let m = ping_method(acc, v);
     let lm = loss_methods(acc, v, sum.game);
     let loss = both(loss_value(acc, 0, lm.c2s), loss_value(acc, 1, lm.s2c));
-    let lm = both(lm.c2s.filter(|_| loss.c2s.is_some()), lm.s2c.filter(|_| loss.s2c.is_some()));
+    let lm = both(
+        lm.c2s.filter(|_| loss.c2s.is_some()),
+        lm.s2c.filter(|_| loss.s2c.is_some()),
+    );
     let span = (acc.t_last - acc.t0).max(1e-3);
     let (c, s) = (&acc.dir[0], &acc.dir[1]);
     let ping = ping(acc, m);
@@ -296,8 +297,14 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
         ping,
         loss,
         loss_method: lm,
-        duplicates: both(ratio(c.duplicates, c.packets), ratio(s.duplicates, s.packets)),
-        reordered: both(ratio(c.out_of_order, c.packets), ratio(s.out_of_order, s.packets)),
+        duplicates: both(
+            ratio(c.duplicates, c.packets),
+            ratio(s.duplicates, s.packets),
+        ),
+        reordered: both(
+            ratio(c.out_of_order, c.packets),
+            ratio(s.out_of_order, s.packets),
+        ),
         snapshot_rate: (acc.snapshots > 0).then(|| acc.snapshots as f64 / span),
         rate_delayed: ratio(acc.rate_delayed, acc.snapshots),
         server_packet_rate: s.packets as f64 / span,
@@ -338,7 +345,12 @@ fn series(
         .collect()
 }
 
-fn interval_of(start: f64, bins: &[Bin], m: Option<RttMethod>, lm: &Both<&'static str>) -> Interval {
+fn interval_of(
+    start: f64,
+    bins: &[Bin],
+    m: Option<RttMethod>,
+    lm: &Both<&'static str>,
+) -> Interval {
     let (sum, n, max) = m.map_or((0.0, 0, 0.0), |m| {
         bins.iter().fold((0.0, 0u32, 0.0f64), |(s, n, x), b| {
             let r = &b.rtt[m as usize];
