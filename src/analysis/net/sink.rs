@@ -13,7 +13,11 @@ use crate::pipeline::{Report, Sink};
 #[derive(Debug, Default)]
 pub struct NetSink {
     interval: f64,
-    flows: FlowMap<u32, FlowAcc>,
+    /// Accumulations by flow id, through an index: consecutive samples are mostly of the
+    /// same flow, so the last lookup is kept.
+    accs: Vec<FlowAcc>,
+    index: FlowMap<u32, usize>,
+    last: Option<(u32, usize)>,
     /// The reports of the inputs finished so far.
     pub reports: Vec<NetQuality>,
 }
@@ -30,23 +34,38 @@ impl NetSink {
 
 impl Sink for NetSink {
     fn net_sample(&mut self, s: &Sample) -> io::Result<()> {
-        if s.time.is_finite() {
-            self.flows
-                .entry(s.flow)
-                .or_insert_with(|| FlowAcc::new(s.time))
-                .add(s);
+        if !s.time.is_finite() {
+            return Ok(());
+        }
+        let i = match self.last {
+            Some((id, i)) if id == s.flow => i,
+            _ => {
+                let next = self.accs.len();
+                let i = *self.index.entry(s.flow).or_insert(next);
+                if i == next {
+                    self.accs.push(FlowAcc::new(s.time));
+                }
+                self.last = Some((s.flow, i));
+                i
+            }
+        };
+        if let Some(acc) = self.accs.get_mut(i) {
+            acc.add(s);
         }
         Ok(())
     }
 
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         for f in r.flows.iter().filter(|f| f.kind == "connection") {
-            if let Some(mut acc) = self.flows.remove(&f.id) {
-                acc.finish();
-                self.reports.push(build(&acc, f, self.interval));
-            }
+            let Some(acc) = self.index.get(&f.id).and_then(|&i| self.accs.get_mut(i)) else {
+                continue;
+            };
+            acc.finish();
+            self.reports.push(build(acc, f, self.interval));
         }
-        self.flows.clear();
+        self.accs.clear();
+        self.index.clear();
+        self.last = None;
         Ok(())
     }
 }

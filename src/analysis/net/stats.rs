@@ -2,9 +2,31 @@
 //! jitter estimator, and the table of sent packets waiting for their acknowledgement.
 use std::collections::VecDeque;
 
-/// Round trips are kept as counts per millisecond up to this many (longer ones count in the
-/// last bucket): exact percentiles in constant memory, whatever the capture's length.
+/// Round trips are kept as counts per millisecond up to [`FINE_MS`], per 10 ms above it up
+/// to [`HIST_MS`] (longer ones count in the last bucket): percentiles to the millisecond
+/// where pings live, in constant memory (8 KB) whatever the capture's length.
+const FINE_MS: usize = 1_000;
 const HIST_MS: usize = 10_000;
+const COARSE_MS: usize = 10;
+const BUCKETS: usize = FINE_MS + (HIST_MS - FINE_MS) / COARSE_MS;
+
+fn bucket(ms: f64) -> usize {
+    let ms = ms as usize;
+    if ms < FINE_MS {
+        ms
+    } else {
+        (FINE_MS + (ms - FINE_MS) / COARSE_MS).min(BUCKETS - 1)
+    }
+}
+
+/// The middle of a bucket (ms).
+fn bucket_mid(i: usize) -> f64 {
+    if i < FINE_MS {
+        i as f64 + 0.5
+    } else {
+        (FINE_MS + (i - FINE_MS) * COARSE_MS) as f64 + COARSE_MS as f64 / 2.0
+    }
+}
 
 /// Counts per whole millisecond.
 #[derive(Debug, Clone, Default)]
@@ -20,9 +42,9 @@ impl Hist {
             return;
         }
         if self.counts.is_empty() {
-            self.counts = vec![0; HIST_MS];
+            self.counts = vec![0; BUCKETS];
         }
-        let i = (ms as usize).min(HIST_MS - 1);
+        let i = bucket(ms);
         self.counts[i] = self.counts[i].saturating_add(1);
         self.n += 1;
         self.max = self.max.max(ms);
@@ -46,7 +68,7 @@ impl Hist {
         for (i, &c) in self.counts.iter().enumerate() {
             seen += u64::from(c);
             if seen >= rank {
-                return Some(i as f64 + 0.5);
+                return Some(bucket_mid(i).min(self.max));
             }
         }
         Some(self.max)
@@ -177,7 +199,7 @@ impl AckTable {
             self.live |= self.advances >= LIVE_ADVANCES;
         }
         self.max_ack = Some(self.max_ack.map_or(ack, |m| m.max(ack)));
-        let rtt = match self.pending.binary_search_by_key(&ack, |s| s.seq) {
+        let rtt = match self.find(ack) {
             Ok(i) if !self.pending[i].acked => {
                 self.pending[i].acked = true;
                 let s = self.pending[i];
@@ -187,6 +209,17 @@ impl AckTable {
         };
         self.settle_before(now - SETTLE_S, out);
         rtt
+    }
+
+    /// The pending packet of sequence `seq`: sequences usually run without holes here (the
+    /// packets were seen where they left), so its offset from the oldest is tried first.
+    fn find(&self, seq: i64) -> Result<usize, usize> {
+        let front = self.pending.front().map_or(seq, |s| s.seq);
+        let guess = usize::try_from(seq - front).ok();
+        if let Some(i) = guess.filter(|&i| self.pending.get(i).is_some_and(|s| s.seq == seq)) {
+            return Ok(i);
+        }
+        self.pending.binary_search_by_key(&seq, |s| s.seq)
     }
 
     fn settle(&self, s: Sent) -> Settled {
@@ -231,6 +264,8 @@ mod tests {
             h.add(v);
         }
         assert_eq!(h.quantile(0.5), Some(20.5));
+        h.add(2_345.0);
+        assert_eq!(h.quantile(1.0), Some(2_345.0));
         assert_eq!(h.max(), Some(40.0));
         assert_eq!(Hist::default().quantile(0.5), None);
     }
