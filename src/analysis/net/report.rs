@@ -103,6 +103,8 @@ pub struct NetQuality {
     pub series: Vec<Interval>,
 }
 
+/// The near side's acknowledgements take at least this much longer (ms) than the far side's.
+const MIN_PATH_GAP_MS: f64 = 20.0;
 /// Round trips shorter than this (ms) cannot place the capture.
 const MIN_PATH_MS: f64 = 30.0;
 /// A direction needs this many packets before its loss or jitter means anything.
@@ -173,8 +175,9 @@ fn by_ack_timing(acc: &FlowAcc) -> Vantage {
     match (s2c, c2s) {
         // Below this the path is too short (loopback) to tell a round trip from a reply.
         (Some(s), Some(c)) if s.max(c) < MIN_PATH_MS => Vantage::Unknown,
-        (Some(s), Some(c)) if s > 2.0 * c + 20.0 => Vantage::Server,
-        (Some(s), Some(c)) if c > 2.0 * s + 20.0 => Vantage::Client,
+        // The near side waits a path round trip; the far side only its next frame.
+        (Some(s), Some(c)) if s > c + MIN_PATH_GAP_MS => Vantage::Server,
+        (Some(s), Some(c)) if c > s + MIN_PATH_GAP_MS => Vantage::Client,
         _ => Vantage::Unknown,
     }
 }

@@ -264,9 +264,12 @@ mod tests {
             h.add(v);
         }
         assert_eq!(h.quantile(0.5), Some(20.5));
-        h.add(2_345.0);
-        assert_eq!(h.quantile(1.0), Some(2_345.0));
         assert_eq!(h.max(), Some(40.0));
+        // Above a second, 10 ms buckets (the middle, capped by the largest value).
+        h.add(2_342.0);
+        assert_eq!(h.quantile(1.0), Some(2_342.0));
+        h.add(2_341.0);
+        assert_eq!(h.quantile(0.9), Some(2_342.0));
         assert_eq!(Hist::default().quantile(0.5), None);
     }
 
