@@ -373,3 +373,40 @@ fn interval_of(
         rate_delayed: bins.iter().map(|b| b.rate_delayed).sum(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::net::sample::{Arrival, Sample};
+
+    #[test]
+    fn a_connection_of_a_few_packets_reports_nothing_made_up() {
+        let mut acc = FlowAcc::new(100.0);
+        for (i, dir) in [Dir::C2s, Dir::S2c, Dir::C2s].into_iter().enumerate() {
+            let mut s = Sample::new(
+                1,
+                dir,
+                100.0 + i as f64 * 0.05,
+                40,
+                i as i64,
+                Arrival::Accepted,
+            );
+            s.gap = 1;
+            acc.add(&s);
+        }
+        acc.finish();
+        let sum = FlowSummary {
+            id: 1,
+            game: "q3",
+            kind: "connection",
+            ..Default::default()
+        };
+        let r = build(&acc, &sum, 1.0);
+        assert_eq!(r.vantage, Vantage::Unknown);
+        assert_eq!(r.loss, Both::default());
+        assert_eq!(r.ping.median, None);
+        assert_eq!((r.jitter.c2s, r.jitter.s2c), (None, None));
+        assert!(r.lag_events.is_empty());
+        assert_eq!(r.series.len(), 1);
+    }
+}
