@@ -70,9 +70,8 @@ pub struct DirTotals {
     pub accepted: u64,
     pub duplicates: u64,
     pub out_of_order: u64,
-    /// Sequence numbers skipped, and of those the ones the sender skipped itself.
+    /// Sequence numbers skipped.
     pub gaps: u64,
-    pub self_skips: u64,
     pub fragmented: u64,
     pub acked: u64,
     pub unacked: u64,
@@ -189,15 +188,10 @@ impl FlowAcc {
         }
     }
 
-    /// Count the gap before this packet as loss, unless it is a QuakeWorld sender's own skip:
-    /// mvdsv advances its sequence without sending before a reliable message, which shows as
-    /// a gap immediately followed by a reliable packet even on a clean loopback capture.
+    /// Count the gap before this packet as loss. (QuakeWorld servers' own gaps, which are
+    /// not path loss, are never read as loss: see `report::qw_loss_methods`.)
     fn settle_gap(&mut self, d: usize, s: &Sample) {
-        let own_skip = s.reliable && s.gap > 0;
-        if own_skip {
-            self.dir[d].self_skips += u64::from(s.gap);
-        }
-        let lost = if own_skip { 0 } else { s.gap };
+        let lost = s.gap;
         if let Some(b) = self.bin(s.time) {
             let db = &mut b.dir[d];
             db.expected_gap += 1 + lost;

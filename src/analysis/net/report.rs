@@ -118,14 +118,11 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
-/// Share of sequence numbers lost in a direction, not counting the sender's own skips.
+/// Share of sequence numbers lost in a direction.
 fn gap_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
     let t = &acc.dir[d];
     // Late (reordered) packets filled gaps counted when a newer one arrived first.
-    let lost = t
-        .gaps
-        .saturating_sub(t.self_skips)
-        .saturating_sub(t.out_of_order);
+    let lost = t.gaps.saturating_sub(t.out_of_order);
     ratio(lost, t.accepted + lost).filter(|_| t.accepted >= MIN_PACKETS)
 }
 
