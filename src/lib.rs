@@ -20,6 +20,7 @@
 pub mod capture;
 pub mod flow;
 pub mod fuzzing;
+pub mod gameevent;
 pub mod net;
 pub mod parallel;
 pub mod pipeline;

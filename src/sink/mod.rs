@@ -2,6 +2,7 @@
 //! readable text, the engine's `cl_shownet 4` trace, and demo writers. Sinks see decoded
 //! events only.
 pub mod demo;
+pub mod events;
 pub mod json;
 pub mod shownet;
 pub mod table;
