@@ -1,0 +1,388 @@
+//! Game events checked against the servers' own records: every Quake 3 lab session of
+//! /work/shared/captures with a server.log, from the capture and from each client's own demo.
+//! The truth is read from server.log (`Kill:`, `say:`, `sayteam:`, `tell:`, `console:`,
+//! `score:`, `ClientConnect:`, `ClientDisconnect:` lines), never typed in. A line counts as
+//! expected only when a recorded client could receive it (it was in the game then; team chat
+//! only to its team; a client's own chat is always in the capture as its command).
+use std::path::{Path, PathBuf};
+
+use quakecap::gameevent::{Detail, GameEvent, Kind};
+use quakecap::pipeline::{self, Options};
+use quakecap::sink::events::EventSink;
+
+const SHARED: &str = "/work/shared/captures";
+
+/// One server.log line that matters, with its position.
+#[derive(Debug, Clone)]
+enum Line {
+    Kill {
+        killer: i32,
+        victim: i32,
+        means: String,
+    },
+    Chat {
+        name: String,
+        text: String,
+        team: bool,
+        to: Option<String>,
+    },
+    Console {
+        text: String,
+    },
+    Score {
+        num: i32,
+        score: i32,
+        name: String,
+    },
+    Connect(i32),
+    Begin(i32),
+    Disconnect(i32),
+    Userinfo {
+        num: i32,
+        name: String,
+        team: String,
+    },
+}
+
+fn parse_log(text: &str) -> Vec<Line> {
+    text.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(l: &str) -> Option<Line> {
+    let num = |s: &str| s.trim().parse::<i32>().ok();
+    if let Some(r) = l.strip_prefix("Kill: ") {
+        let (nums, rest) = r.split_once(':')?;
+        let v: Vec<i32> = nums.split_whitespace().filter_map(num).collect();
+        let means = rest.rsplit(" by ").next()?.trim().to_string();
+        return Some(Line::Kill {
+            killer: v[0],
+            victim: v[1],
+            means,
+        });
+    }
+    for (p, team) in [("say: ", false), ("sayteam: ", true)] {
+        if let Some(r) = l.strip_prefix(p) {
+            let (name, text) = r.split_once(": ")?;
+            return Some(Line::Chat {
+                name: name.into(),
+                text: text.into(),
+                team,
+                to: None,
+            });
+        }
+    }
+    if let Some(r) = l.strip_prefix("tell: ") {
+        let (who, text) = r.split_once(": ")?;
+        let (name, to) = who.split_once(" to ")?;
+        return Some(Line::Chat {
+            name: name.into(),
+            text: text.into(),
+            team: false,
+            to: Some(to.into()),
+        });
+    }
+    if let Some(r) = l.strip_prefix("console: ") {
+        return Some(Line::Console { text: r.into() });
+    }
+    if let Some(r) = l.strip_prefix("score: ") {
+        // "score: 1  ping: 0  client: 1 Grunt"
+        let score = num(r.split("ping:").next()?)?;
+        let (n, name) = r.split("client:").nth(1)?.trim().split_once(' ')?;
+        return Some(Line::Score {
+            num: num(n)?,
+            score,
+            name: name.into(),
+        });
+    }
+    if let Some(r) = l.strip_prefix("ClientUserinfoChanged: ") {
+        let (n, info) = r.split_once(' ')?;
+        let f: Vec<&str> = info.split('\\').collect();
+        let get = |k: &str| {
+            f.iter()
+                .position(|x| *x == k)
+                .and_then(|i| f.get(i + 1))
+                .map(|s| s.to_string())
+        };
+        return Some(Line::Userinfo {
+            num: num(n)?,
+            name: get("n")?,
+            team: get("t").unwrap_or_default(),
+        });
+    }
+    let tagged = |p: &str| l.strip_prefix(p).and_then(num);
+    tagged("ClientConnect: ")
+        .map(Line::Connect)
+        .or_else(|| tagged("ClientBegin: ").map(Line::Begin))
+        .or_else(|| tagged("ClientDisconnect: ").map(Line::Disconnect))
+}
+
+/// Who was in the game at each line, and their names and teams.
+struct Replay {
+    lines: Vec<Line>,
+    /// Per line: (client, team) of every recorded client in the game.
+    present: Vec<Vec<(i32, String)>>,
+    names: Vec<Vec<(i32, String, String)>>,
+}
+
+fn replay(lines: Vec<Line>, recorded: &[String]) -> Replay {
+    let mut info: Vec<(i32, String, String)> = Vec::new();
+    let mut ingame: Vec<i32> = Vec::new();
+    let mut present = Vec::new();
+    let mut names = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        match l {
+            Line::Userinfo { num, name, team } => {
+                info.retain(|x| x.0 != *num);
+                info.push((*num, name.clone(), team.clone()));
+            }
+            Line::Begin(n) if !ingame.contains(n) => ingame.push(*n),
+            Line::Disconnect(n) => ingame.retain(|x| x != n),
+            _ => {}
+        }
+        // A client's last death, logged as it disconnects, reaches no one who is leaving.
+        let leaving = lines[i + 1..].iter().take(2).find_map(|x| match x {
+            Line::Disconnect(n) => Some(*n),
+            _ => None,
+        });
+        let p = ingame
+            .iter()
+            .filter(|n| Some(**n) != leaving || !matches!(l, Line::Kill { .. }))
+            .filter_map(|n| info.iter().find(|x| x.0 == *n))
+            .filter(|x| recorded.contains(&x.1))
+            .map(|x| (x.0, x.2.clone()))
+            .collect();
+        present.push(p);
+        names.push(info.clone());
+    }
+    Replay {
+        lines,
+        present,
+        names,
+    }
+}
+
+fn name_of(r: &Replay, i: usize, num: i32) -> Option<(String, String)> {
+    r.names[i]
+        .iter()
+        .find(|x| x.0 == num)
+        .map(|x| (x.1.clone(), x.2.clone()))
+}
+
+/// Would a recorded client in `who` (None: any) have received line `i`?
+fn visible(r: &Replay, i: usize, who: Option<&str>, own_commands: bool) -> bool {
+    let in_game: Vec<(String, String)> = r.present[i]
+        .iter()
+        .filter_map(|(n, _)| name_of(r, i, *n))
+        .filter(|(name, _)| who.is_none_or(|w| w == name))
+        .collect();
+    match &r.lines[i] {
+        Line::Chat { name, team, to, .. } => {
+            let mine = who.is_none_or(|w| w == name);
+            if own_commands && mine && r.names[i].iter().any(|x| &x.1 == name) && who.is_none() {
+                let recorded = r
+                    .present
+                    .iter()
+                    .flatten()
+                    .any(|(n, _)| name_of(r, i, *n).is_some_and(|x| &x.0 == name));
+                if recorded {
+                    return true;
+                }
+            }
+            let sender_team = r.names[i]
+                .iter()
+                .find(|x| &x.1 == name)
+                .map(|x| x.2.clone());
+            in_game.iter().any(|(n, t)| {
+                if let Some(to) = to {
+                    n == name || n == to
+                } else if *team {
+                    Some(t) == sender_team.as_ref()
+                } else {
+                    true
+                }
+            })
+        }
+        _ => !in_game.is_empty(),
+    }
+}
+
+fn events_of(path: &Path) -> Vec<GameEvent> {
+    let demo = pipeline::is_demo(path);
+    let mut sink = EventSink::new(demo);
+    let opts = Options {
+        emit: true,
+        ..Default::default()
+    };
+    if demo {
+        pipeline::run_demo(path, &opts, &mut sink).expect("demo");
+    } else {
+        pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture");
+    }
+    sink.events
+}
+
+fn sessions() -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(SHARED) else {
+        eprintln!("skipped: {SHARED} is missing");
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("q3-"))
+        })
+        .filter(|p| p.join("server.log").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The client names the session recorded (LabPlayerN for clientN).
+fn recorded_names(dir: &Path) -> Vec<String> {
+    (1..=4)
+        .filter(|n| dir.join(format!("client{n}.log")).exists())
+        .map(|n| format!("LabPlayer{n}"))
+        .collect()
+}
+
+fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
+    let log = std::fs::read_to_string(dir.join("server.log")).unwrap();
+    let r = replay(parse_log(&log), &recorded_names(dir));
+    let ev = events_of(input);
+    let mut problems = Vec::new();
+    let kills: Vec<&GameEvent> = ev.iter().filter(|e| e.kind == Kind::Kill).collect();
+    let mut used = vec![false; kills.len()];
+    for (i, l) in r.lines.iter().enumerate() {
+        match l {
+            Line::Kill {
+                killer,
+                victim,
+                means,
+            } => {
+                if !visible(&r, i, who, false) {
+                    continue;
+                }
+                let killer = (*killer != 1022).then_some(*killer);
+                let hit = kills.iter().enumerate().position(|(j, e)| {
+                    !used[j] && matches!(&e.detail, Detail::Kill(k) if k.killer_num == killer && k.victim_num == *victim && &k.means == means)
+                });
+                match hit {
+                    Some(j) => used[j] = true,
+                    None => problems.push(format!("kill not found: {l:?}")),
+                }
+            }
+            Line::Chat {
+                name,
+                text,
+                team,
+                to,
+            } => {
+                if !visible(&r, i, who, who.is_none()) {
+                    continue;
+                }
+                let found = ev.iter().any(|e| match &e.detail {
+                    Detail::Chat(c) => {
+                        c.name.as_deref() == Some(name.as_str())
+                            && &c.text == text
+                            && c.team == *team
+                            && (to.is_some() == (c.mode == "tell"))
+                            && (who.is_some() || c.to.is_none() || c.to == *to)
+                    }
+                    _ => false,
+                });
+                if !found {
+                    problems.push(format!("chat not found: {l:?}"));
+                }
+            }
+            Line::Console { text } if visible(&r, i, who, false) => {
+                if !ev.iter().any(|e| matches!(&e.detail, Detail::Chat(c) if c.mode == "console" && &c.text == text)) {
+                    problems.push(format!("console line not found: {text}"));
+                }
+            }
+            Line::Score { num, score, name } if visible(&r, i, who, false) => {
+                let ok = ev.iter().any(|e| matches!(&e.detail, Detail::Score(s) if s.is_final && s.num == *num && s.score == *score && &s.name == name));
+                if !ok {
+                    problems.push(format!("final score not found: {l:?}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Every kill reported is a Kill line (none invented, none doubled).
+    for (j, e) in kills.iter().enumerate() {
+        if !used[j] {
+            problems.push(format!(
+                "kill not in server.log (or repeated): {:?}",
+                e.detail
+            ));
+        }
+    }
+    // Connects: every client number the log connects is joined; captures also see leaves.
+    let joins: Vec<i32> = ev
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Player(p) if e.kind == Kind::Join => Some(p.num),
+            _ => None,
+        })
+        .collect();
+    for l in &r.lines {
+        if let Line::Connect(n) = l {
+            if !joins.contains(n) {
+                problems.push(format!("ClientConnect {n} has no join"));
+            }
+        }
+    }
+    if who.is_none() {
+        let leaves: Vec<i32> = ev
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Player(p) if e.kind == Kind::Leave => Some(p.num),
+                _ => None,
+            })
+            .collect();
+        for l in &r.lines {
+            if let Line::Disconnect(n) = l {
+                if !leaves.contains(n) {
+                    problems.push(format!("ClientDisconnect {n} has no leave"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn lab_sessions_match_server_log() {
+    let mut all = Vec::new();
+    let mut checked = 0;
+    for dir in sessions() {
+        let cap = dir.join("capture.pcapng");
+        for p in check(&dir, &cap, None) {
+            all.push(format!("{}: {p}", cap.display()));
+        }
+        checked += 1;
+        for n in 1..=4 {
+            for ext in ["dm_68", "dm_71"] {
+                for m in 0..3 {
+                    let demo = dir.join(format!("client{n}-demo{m}.{ext}"));
+                    if !demo.exists() {
+                        continue;
+                    }
+                    // A demo holds one map: only that map's part of the log applies, so the
+                    // map-change session's demos are checked for what they report only.
+                    let who = format!("LabPlayer{n}");
+                    let single_map = !dir.join(format!("client{n}-demo1.{ext}")).exists();
+                    let problems = check(&dir, &demo, Some(&who));
+                    for p in problems {
+                        if single_map || p.contains("not in server.log") {
+                            all.push(format!("{}: {p}", demo.display()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{checked} sessions checked");
+    assert!(all.is_empty(), "{}", all.join("\n"));
+}
