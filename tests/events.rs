@@ -386,3 +386,99 @@ fn lab_sessions_match_server_log() {
     eprintln!("{checked} sessions checked");
     assert!(all.is_empty(), "{}", all.join("\n"));
 }
+
+const DEMOS: &str = "/work/shared/demos/q3";
+
+/// Real players' demos: every file gives events (the broken ones before and after the
+/// damage), every kill's means of death is in its mod's table, every chat line has text.
+#[test]
+fn real_demos_give_events() {
+    let Ok(rd) = std::fs::read_dir(DEMOS) else {
+        eprintln!("skipped: {DEMOS} is missing");
+        return;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "dm_68"))
+        .collect();
+    files.sort();
+    let (mut kills, mut chats) = (0, 0);
+    let mut problems = Vec::new();
+    for f in &files {
+        let ev = events_of(f);
+        if !ev.iter().any(|e| e.kind == Kind::Join) {
+            problems.push(format!("{}: no player", f.display()));
+        }
+        for e in &ev {
+            match &e.detail {
+                Detail::Kill(k) => {
+                    kills += 1;
+                    if k.means.starts_with("MOD_#") || k.victim.is_empty() {
+                        problems.push(format!("{}: {k:?}", f.display()));
+                    }
+                }
+                Detail::Chat(c) => {
+                    chats += 1;
+                    if c.name.is_none() && c.mode != "console" {
+                        problems.push(format!("{}: chat without sender {c:?}", f.display()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // Files whose matches hold frags and chat (named for it in the corpus).
+    for (name, kind) in [
+        ("dm_68_cpma_duel.dm_68", Kind::Kill),
+        ("dm_68_osp_duel_1.dm_68", Kind::Kill),
+        ("dm_68_cpma_team_chat.dm_68", Kind::Chat),
+        ("dm_68_osp_chat.dm_68", Kind::Chat),
+        ("dm_68_team_chat.dm_68", Kind::Chat),
+        ("invalid_entity_state_field_count_2.dm_68", Kind::Kill),
+    ] {
+        if !events_of(&Path::new(DEMOS).join(name))
+            .iter()
+            .any(|e| e.kind == kind)
+        {
+            problems.push(format!("{name}: no {kind:?}"));
+        }
+    }
+    eprintln!("{} demos: {kills} kills, {chats} chat lines", files.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// CPMA prints its own end-of-match table (`Kll Dth Sui`): frags and suicides of the match
+/// must equal it (the kills of the warm-up before it are not in CPMA's count).
+#[test]
+fn cpma_duel_matches_its_own_table() {
+    let path = Path::new(DEMOS).join("dm_68_cpma_duel.dm_68");
+    if !path.exists() {
+        eprintln!("skipped: {} is missing", path.display());
+        return;
+    }
+    let ev = events_of(&path);
+    let summary = quakecap::gameevent::summary::summarize(&ev);
+    let frags = |n: &str| summary.iter().find(|p| p.name == n).map(|p| p.frags);
+    // Read the table from the demo itself ("^3myT   17   0   0 ...").
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(["decode", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let mut rows = 0;
+    for l in text
+        .lines()
+        .filter(|l| l.contains("serverCommand") && l.contains("\"print"))
+    {
+        let clean = quakecap::gameevent::strip_colors(l);
+        let Some(body) = clean.split("print \\\"").nth(1) else {
+            continue;
+        };
+        let w: Vec<&str> = body.split_whitespace().collect();
+        if w.len() >= 4 && w[1].parse::<u32>().is_ok() && w[2].parse::<u32>().is_ok() {
+            rows += 1;
+            assert_eq!(frags(w[0]), w[1].parse().ok(), "frags of {}", w[0]);
+        }
+    }
+    assert!(rows >= 2, "CPMA's table not found");
+}

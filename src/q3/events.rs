@@ -246,6 +246,7 @@ impl Extractor {
                     self.push(Kind::Chat, Detail::Chat(c));
                 }
             }
+            "mm2" => self.cpma_team_chat(rest),
             "print" | "cp" => {
                 let t = strip_colors(first_arg(rest).trim());
                 if t.contains("limit hit") || t.contains("hit the") {
@@ -304,6 +305,25 @@ impl Extractor {
             }
             _ => {}
         }
+    }
+
+    /// CPMA's team chat: `mm2 <client> <location> "text"`.
+    fn cpma_team_chat(&mut self, rest: &str) {
+        let args = tokenize(rest);
+        let (Some(num), Some(raw)) = (args.first().and_then(|n| n.parse().ok()), args.get(2))
+        else {
+            return;
+        };
+        let chat = Chat {
+            name: self.name(num),
+            num: Some(num),
+            text: strip_colors(raw),
+            text_raw: raw.clone(),
+            team: true,
+            to: None,
+            mode: "say_team",
+        };
+        self.push(Kind::Chat, Detail::Chat(chat));
     }
 
     /// `scores`: final scores once the intermission has begun.
@@ -521,8 +541,14 @@ fn tokenize(s: &str) -> Vec<String> {
 /// optionally with a location), `\x19[Name^7\x19]\x19: text` (tell), `console: text`.
 pub fn parse_chat(body: &str, team: bool) -> Option<Chat> {
     let body = body.trim_end_matches('\n');
-    let (prefix, text_raw) = match body.find("\u{19}: ") {
-        Some(i) => (&body[..i], &body[i + 3..]),
+    // baseq3 ends the name with 0x19; CPMA with the white colour code alone (names may hold
+    // ": " themselves, so the first separator after a colour reset is taken).
+    let sep = body
+        .find("\u{19}: ")
+        .map(|i| (i, i + 3))
+        .or_else(|| body.find("^7: ").map(|i| (i + 2, i + 4)));
+    let (prefix, text_raw) = match sep {
+        Some((end, start)) => (&body[..end], &body[start..]),
         None => {
             let text = body
                 .strip_prefix("console: ")
