@@ -206,6 +206,10 @@ fn visible(r: &Replay, i: usize, who: Option<&str>, own_commands: bool) -> bool 
     }
 }
 
+fn is_console(e: &GameEvent, text: &str) -> bool {
+    matches!(&e.detail, Detail::Chat(c) if c.mode == "console" && c.text == text)
+}
+
 fn events_of(path: &Path) -> Vec<GameEvent> {
     let demo = pipeline::is_demo(path);
     let mut sink = EventSink::new(demo);
@@ -296,7 +300,8 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
                 }
             }
             Line::Console { text } if visible(&r, i, who, false) => {
-                if !ev.iter().any(|e| matches!(&e.detail, Detail::Chat(c) if c.mode == "console" && &c.text == text)) {
+                let ok = ev.iter().any(|e| is_console(e, text));
+                if !ok {
                     problems.push(format!("console line not found: {text}"));
                 }
             }

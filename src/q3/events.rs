@@ -162,8 +162,8 @@ impl Extractor {
                 mod_name: self.gamemod.to_string(),
             }),
         );
-        for n in 0..MAX_CLIENTS {
-            let before = if first { "" } else { old[n].as_str() };
+        for (n, old) in old.iter().enumerate() {
+            let before = if first { "" } else { old.as_str() };
             let now = self.cs[CS_PLAYERS + n].clone();
             self.player_change(n, before, &now);
         }
