@@ -49,6 +49,8 @@ pub struct Extractor {
     last_print: String,
     /// Events of the current message, timed once its snapshot (if any) is known.
     pending: Vec<(Kind, Detail, Option<i32>)>,
+    /// Capture time of the latest message.
+    last_time: f64,
     /// Problems found (malformed event or configstring), with their position.
     pub warnings: Vec<String>,
     warned_mod: bool,
@@ -69,6 +71,7 @@ impl Extractor {
             final_scores_sent: false,
             last_print: String::new(),
             pending: Vec::new(),
+            last_time: 0.0,
             warnings: Vec::new(),
             warned_mod: false,
         }
@@ -108,13 +111,28 @@ impl Extractor {
 
     /// Time the pending events and hand them out.
     fn flush(&mut self, m: &Message, out: &mut Vec<GameEvent>) {
+        self.last_time = m.time;
+        // Before the first snapshot (a gamestate's players) nothing gives the game time yet:
+        // those events wait for the snapshot that follows.
+        if self.server_time.is_none() && self.pending.iter().any(|p| p.2.is_none()) {
+            return;
+        }
+        self.emit(out);
+    }
+
+    /// Hand out what is still pending at the end of the input.
+    pub fn finish(&mut self, out: &mut Vec<GameEvent>) {
+        self.emit(out);
+    }
+
+    fn emit(&mut self, out: &mut Vec<GameEvent>) {
         let level_start: Option<i64> = self.cs[CS_LEVEL_START_TIME].trim().parse().ok();
         for (kind, detail, st) in self.pending.drain(..) {
             let st = st.or(self.server_time);
             let time = if self.demo {
                 st.map_or(0.0, |t| f64::from(t) / 1000.0)
             } else {
-                m.time
+                self.last_time
             };
             out.push(GameEvent {
                 kind,
@@ -142,6 +160,8 @@ impl Extractor {
             }
         }
         self.have_gamestate = true;
+        // The old level's clock means nothing in the new one.
+        self.server_time = None;
         self.client_num = Some(g.client_num);
         self.prev_obits.clear();
         self.final_scores_sent = false;
@@ -627,6 +647,63 @@ mod tests {
         let c = parse_chat("console: hi", false).unwrap();
         assert_eq!((c.name, c.mode), (None, "console"));
         assert!(parse_chat("garbage", false).is_none());
+    }
+
+    fn server_message(cmds: &[&str]) -> Message {
+        use crate::q3::message::Body;
+        use crate::q3::svc::ServerMessage;
+        let ops = cmds
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ServerOp::ServerCommand {
+                bit: i * 8,
+                seq: i as i32,
+                text: t.to_string(),
+                new: true,
+            })
+            .collect();
+        Message {
+            flow: 1,
+            game: "q3",
+            dir: crate::flow::Dir::S2c,
+            frame: 7,
+            time: 1.5,
+            seq: Some(1),
+            fragmented: false,
+            kind: "server",
+            body: Body::Server(ServerMessage {
+                ack: 0,
+                ops,
+                error: None,
+            }),
+            error: None,
+            raw: None,
+            client_gone: false,
+            protocol: 68,
+            file_offset: None,
+        }
+    }
+
+    #[test]
+    fn malformed_commands_are_warnings_with_position() {
+        let mut ex = Extractor::new(false);
+        let mut out = Vec::new();
+        let m = server_message(&[
+            "cs x \"1\"",
+            "cs 99999 \"a\"",
+            "cs 544 \"n\\A\\t\\1\"",
+            "chat",
+            "chat \"\"",
+            "scores 5 1",
+            "bcs1 3 \"x\"",
+            "mm2",
+            "tchat \"\u{19}(\"",
+        ]);
+        ex.message(&m, &mut out);
+        ex.finish(&mut out);
+        assert_eq!(ex.warnings.len(), 2, "{:?}", ex.warnings);
+        assert!(ex.warnings.iter().all(|w| w.contains("frame 7")));
+        assert!(out.iter().any(|e| e.kind == Kind::Join));
     }
 
     #[test]

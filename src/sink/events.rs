@@ -67,6 +67,16 @@ impl Sink for EventSink {
             .iter()
             .map(|f| (f.id, f.server.as_str()))
             .collect();
+        let mut flows: Vec<(u32, q3::events::Extractor)> = self.q3.drain().collect();
+        flows.sort_by_key(|f| f.0);
+        for (flow, mut ex) in flows {
+            ex.finish(&mut self.scratch);
+            self.take(flow);
+            for w in ex.warnings {
+                self.warnings
+                    .push(format!("{}: flow {flow}: {w}", report.file));
+            }
+        }
         let first = self
             .raw
             .iter()
@@ -80,12 +90,6 @@ impl Sink for EventSink {
                     .and_then(|f| servers.get(f))
                     .map(|s| s.to_string());
                 e.session_time = Some(e.time - first);
-            }
-        }
-        for (flow, ex) in self.q3.drain() {
-            for w in ex.warnings {
-                self.warnings
-                    .push(format!("{}: flow {flow}: {w}", report.file));
             }
         }
         self.events.extend(merge(std::mem::take(&mut self.raw)));
