@@ -11,6 +11,13 @@ use quakecap::sink;
 
 #[path = "demo.rs"]
 mod demo;
+#[path = "input.rs"]
+pub mod input;
+#[path = "timefmt.rs"]
+pub mod timefmt;
+
+use input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_NOTHING, EXIT_OK};
+use timefmt::TimeFormat;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -33,6 +40,16 @@ pub enum Command {
         /// Treat all files as one capture (flow ids continue across files).
         #[arg(long)]
         merge: bool,
+        /// Every column (protocol, qport, challenge, bytes, fragments, duplicates, ...).
+        #[arg(long)]
+        wide: bool,
+        /// How start times are shown: local date-time, relative to the first packet,
+        /// raw epoch seconds, or UTC.
+        #[arg(long, short = 't', value_enum, default_value_t = TimeFormat::Abs)]
+        time: TimeFormat,
+        /// Also list UDP flows of no known game (hidden by default, counted in one line).
+        #[arg(long)]
+        all: bool,
     },
     /// Decode every message of every flow (or the chosen ones), both directions.
     Decode {
@@ -55,15 +72,34 @@ pub enum Command {
 
 /// Run the command and return the process exit code.
 pub fn run(cli: Cli) -> i32 {
-    let res = match cli.command {
-        Command::Flows { files, json, merge } => flows(&files, json, merge),
-        Command::Decode {
-            file,
-            flows,
-            json,
-            shownet,
-        } => decode(&file, flows, json, shownet),
-        Command::Demo(args) => demo::run(&args),
+    let res = match input::check_env() {
+        Err(e) => Err(e),
+        Ok(()) => match cli.command {
+            Command::Flows {
+                files,
+                json,
+                merge,
+                wide,
+                time,
+                all,
+            } => flows(
+                &files,
+                &FlowsView {
+                    json,
+                    merge,
+                    wide,
+                    time,
+                    all,
+                },
+            ),
+            Command::Decode {
+                file,
+                flows,
+                json,
+                shownet,
+            } => decode(&file, flows, json, shownet),
+            Command::Demo(args) => demo::run(&args),
+        },
     };
     match res {
         Ok(code) => code,
@@ -80,9 +116,11 @@ pub fn run(cli: Cli) -> i32 {
             // Our errors already carry their causes in their text: print them once.
             eprintln!("quakecap: {e}");
             if e.downcast_ref::<InputError>().is_some() {
-                2
+                EXIT_INPUT
+            } else if e.downcast_ref::<NothingDone>().is_some() {
+                EXIT_NOTHING
             } else {
-                1
+                EXIT_FAILURE
             }
         }
     }
@@ -106,6 +144,7 @@ pub fn progress_for(path: &Path) -> ProgressBar {
 
 /// Run one input (capture or demo) through the pipeline.
 pub fn run_input(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
+    input::check_not_empty(path)?;
     if pipeline::is_demo(path) {
         return pipeline::run_demo(path, opts, sink);
     }
@@ -134,22 +173,28 @@ pub fn warn(report: &Report) {
 struct NoSink;
 impl Sink for NoSink {}
 
-fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
+/// How `flows` shows its result.
+struct FlowsView {
+    json: bool,
+    merge: bool,
+    wide: bool,
+    time: TimeFormat,
+    all: bool,
+}
+
+fn flows(files: &[PathBuf], view: &FlowsView) -> Result<i32> {
     let opts = Options::default();
-    let mut all = Vec::new();
     let mut failed = 0;
     let mut tables = Vec::new();
-    if merge {
+    if view.merge {
         let report = pipeline::run_merged(files, &opts, &mut NoSink)?;
         warn(&report);
-        all = report.flows.clone();
         tables.push((report.file.clone(), report.flows));
     } else {
         for f in files {
             match run_input(f, &opts, &mut NoSink) {
                 Ok(report) => {
                     warn(&report);
-                    all.extend(report.flows.iter().cloned());
                     tables.push((report.file.clone(), report.flows));
                 }
                 Err(e) => {
@@ -160,18 +205,113 @@ fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
         }
     }
     let mut out = io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(&mut out, &all)?;
-        writeln!(out)?;
+    if view.json {
+        flows_json(&mut out, &tables)?;
     } else {
         for (file, flows) in &tables {
             if tables.len() > 1 {
                 writeln!(out, "{file}")?;
             }
-            writeln!(out, "{}", sink::table::render(flows))?;
+            flows_table(&mut out, flows, view)?;
         }
     }
-    Ok(if failed == files.len() { 2 } else { 0 })
+    // Every input must have been used: a missing file among good ones is still a failure.
+    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+}
+
+/// One JSON array of every file's flows; each object names its `file` (ids restart per file).
+fn flows_json(
+    out: &mut impl Write,
+    tables: &[(String, Vec<quakecap::flow::FlowSummary>)],
+) -> Result<()> {
+    let mut all = Vec::new();
+    for (file, flows) in tables {
+        for f in flows {
+            let mut v = serde_json::to_value(f)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("file".into(), serde_json::Value::String(file.clone()));
+            }
+            all.push(v);
+        }
+    }
+    serde_json::to_writer_pretty(&mut *out, &all)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The table of one file: game flows, then one line counting the hidden UDP of no known game.
+fn flows_table(
+    out: &mut impl Write,
+    flows: &[quakecap::flow::FlowSummary],
+    view: &FlowsView,
+) -> io::Result<()> {
+    let (shown, other): (Vec<_>, Vec<_>) = flows
+        .iter()
+        .cloned()
+        .partition(|f| view.all || f.game != "udp");
+    let base = flows
+        .iter()
+        .map(|f| f.first_time)
+        .filter(|t| *t > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let fmt = view.time;
+    // One date for the whole table when every flow started that day: the cells keep the time.
+    let date = (!view.wide)
+        .then(|| timefmt::common_date(fmt, shown.iter().map(|f| f.first_time)))
+        .flatten();
+    let day_only = date.is_some();
+    let start = move |t: f64| timefmt::format_time(fmt, t, base, day_only);
+    let opts = sink::table::TableOptions {
+        wide: view.wide,
+        width: table_width(),
+        start: &start,
+        duration: &timefmt::duration,
+        date,
+    };
+    if shown.is_empty() {
+        writeln!(out, "no Quake 3 or QuakeWorld flow")?;
+    } else {
+        writeln!(out, "{}", sink::table::render_with(&shown, &opts))?;
+    }
+    if !other.is_empty() {
+        let datagrams: u64 = other.iter().map(|f| f.packets.total()).sum();
+        writeln!(
+            out,
+            "{} other UDP datagrams in {} flows (--all lists them)",
+            thousands(datagrams),
+            thousands(other.len() as u64)
+        )?;
+    }
+    Ok(())
+}
+
+/// The width to fit: `COLUMNS` when set (as shells export it), else the terminal's; a pipe
+/// without `COLUMNS` gets the unwrapped table.
+fn table_width() -> Option<u16> {
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u16>().ok())
+        .filter(|w| *w > 0)
+    {
+        return Some(w);
+    }
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    comfy_table::Table::new().width()
+}
+
+/// `412345` as `412,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32> {
