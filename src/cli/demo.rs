@@ -2,12 +2,16 @@
 //! (`.dm_68` / `.dm_71`), or re-write a demo file.
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use quakecap::pipeline::Options;
+use quakecap::flow::FlowSummary;
+use quakecap::pipeline::{InputError, Options, Report};
 use quakecap::sink::demo::{DemoOptions, DemoOutput, DemoSink, DemoStats};
+
+use super::input::NothingDone;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -16,7 +20,7 @@ pub struct DemoArgs {
     /// Only these flow ids.
     #[arg(long = "flow")]
     pub flows: Vec<u32>,
-    /// Directory for the written demos.
+    /// Directory for the written demos (created when missing).
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
     /// One output file (only when a single demo is written).
@@ -59,8 +63,77 @@ fn clean(s: &str) -> String {
     }
 }
 
+/// A demo being written: bytes go to a hidden temporary file in the destination folder,
+/// renamed to the real name only when the demo is complete, so a failed or interrupted run
+/// never leaves a truncated demo under the real name.
+pub struct PartFile {
+    out: BufWriter<File>,
+    part: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl PartFile {
+    fn create(dest: PathBuf) -> io::Result<Self> {
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "demo".into());
+        let part = dest.with_file_name(format!(".{name}.{}.part", std::process::id()));
+        let file = File::create(&part).map_err(|e| output_error(&dest, e))?;
+        Ok(PartFile {
+            out: BufWriter::new(file),
+            part,
+            dest,
+            done: false,
+        })
+    }
+
+    /// Flush and give the file its real name.
+    fn commit(mut self) -> io::Result<PathBuf> {
+        self.out.flush().map_err(|e| output_error(&self.dest, e))?;
+        std::fs::rename(&self.part, &self.dest).map_err(|e| output_error(&self.dest, e))?;
+        self.done = true;
+        Ok(self.dest.clone())
+    }
+}
+
+impl Write for PartFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if !self.done {
+            // Best effort: the run is already failing; a leftover hidden part is harmless.
+            let _ = std::fs::remove_file(&self.part);
+        }
+    }
+}
+
+/// An output problem, carried through the pipeline's `io::Error` so the message blames the
+/// output path rather than the input file.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot write demo: {message}")]
+pub struct OutputError {
+    path: String,
+    message: String,
+}
+
+fn output_error(path: &Path, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(OutputError {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
 impl DemoOutput for Files {
-    type W = BufWriter<File>;
+    type W = PartFile;
 
     fn open(
         &mut self,
@@ -72,9 +145,10 @@ impl DemoOutput for Files {
     ) -> io::Result<Self::W> {
         let path = match &self.single {
             Some(p) if self.pending.is_empty() && self.written.is_empty() => p.clone(),
-            Some(_) => {
-                return Err(io::Error::other(
-                    "-o names one file but more than one demo is being written; use --out-dir",
+            Some(p) => {
+                return Err(output_error(
+                    p,
+                    "-o names one file but this input gives more than one demo (several connections or maps); use --out-dir, or choose one with --flow",
                 ))
             }
             None => {
@@ -99,33 +173,56 @@ impl DemoOutput for Files {
             }
         };
         self.pending.push((flow, part, path.clone()));
-        Ok(BufWriter::new(File::create(&path)?))
+        PartFile::create(path)
     }
 
-    fn closed(
-        &mut self,
-        flow: u32,
-        part: u32,
-        mut w: Self::W,
-        stats: &DemoStats,
-    ) -> io::Result<()> {
-        w.flush()?;
+    fn closed(&mut self, flow: u32, part: u32, w: Self::W, stats: &DemoStats) -> io::Result<()> {
+        let path = w.commit()?;
         if let Some(i) = self
             .pending
             .iter()
             .position(|(f, p, _)| *f == flow && *p == part)
         {
-            let (_, _, path) = self.pending.remove(i);
-            self.written.push((path, flow, stats.clone()));
+            self.pending.remove(i);
         }
+        self.written.push((path, flow, stats.clone()));
         Ok(())
     }
 }
 
-pub fn run(args: &DemoArgs) -> Result<i32> {
+/// The folder demos go to: `--out-dir` is created when missing; `-o`'s folder must exist
+/// (a typo there should not create directories).
+fn prepare_output(args: &DemoArgs) -> Result<()> {
+    if let Some(o) = &args.output {
+        let parent = o.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+            bail!(OutputError {
+                path: o.display().to_string(),
+                message: format!("folder {} does not exist", dir.display()),
+            });
+        }
+        return Ok(());
+    }
+    std::fs::create_dir_all(&args.out_dir).map_err(|e| OutputError {
+        path: args.out_dir.display().to_string(),
+        message: format!("cannot create the output folder: {e}"),
+    })?;
     if !args.out_dir.is_dir() {
         bail!("{}: not a directory", args.out_dir.display());
     }
+    Ok(())
+}
+
+/// The output error inside a failed run, if that is what stopped it.
+fn as_output_error(e: &InputError) -> Option<&OutputError> {
+    match e {
+        InputError::Io { source, .. } => source.get_ref()?.downcast_ref::<OutputError>(),
+        _ => None,
+    }
+}
+
+pub fn run(args: &DemoArgs) -> Result<i32> {
+    prepare_output(args)?;
     if quakecap::pipeline::is_qw_demo(&args.file) {
         bail!(
             "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
@@ -156,7 +253,14 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
         threads: None,
     };
-    let report = super::run_input(&args.file, &opts, &mut sink)?;
+    let report = match super::run_input(&args.file, &opts, &mut sink) {
+        Ok(r) => r,
+        // Dropping the sink removes the unfinished parts.
+        Err(e) => match as_output_error(&e) {
+            Some(o) => bail!("{o}"),
+            None => return Err(e.into()),
+        },
+    };
     super::warn(&report);
     let missing = sink.no_gamestate.clone();
     let files = sink.into_output();
@@ -164,24 +268,56 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
     }
+    let from_demo = quakecap::pipeline::is_demo(&args.file);
     for (flow, n) in missing {
         let f = report.flows.iter().find(|f| f.id == flow);
         if f.is_some_and(|f| f.kind == "connection" || f.kind == "demo") {
-            writeln!(
-                out,
-                "flow {flow}: no demo written: the capture holds no gamestate for this connection ({n} server messages seen); it started after the client loaded the map"
-            )?;
+            let why = if from_demo {
+                "the demo file holds no gamestate quakecap could read (unsupported or damaged demo)".to_string()
+            } else {
+                "the capture holds no gamestate for this connection; it started after the client loaded the map".to_string()
+            };
+            eprintln!("quakecap: flow {flow}: no demo written ({n} server messages seen): {why}");
         }
     }
-    let conns = report
+    if args.full_snapshots && files.written.iter().any(|(p, _, _)| is_qwd(p)) {
+        eprintln!("quakecap: note: --full-snapshots applies to Quake 3 only; QuakeWorld demos are written as recorded");
+    }
+    if files.written.is_empty() {
+        return Err(NothingDone(nothing_written(args, &report)).into());
+    }
+    Ok(super::input::EXIT_OK)
+}
+
+fn is_qwd(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "qwd")
+}
+
+/// Why no demo came out of the input.
+fn nothing_written(args: &DemoArgs, report: &Report) -> String {
+    let file = &report.file;
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    if let Some(m) = super::input::missing_flows(&args.flows, &present, file) {
+        return m;
+    }
+    let is_conn = |f: &&FlowSummary| f.kind == "connection" || f.kind == "demo";
+    let chosen: Vec<&FlowSummary> = report
         .flows
         .iter()
-        .filter(|f| f.kind == "connection" || f.kind == "demo")
-        .count();
-    if conns == 0 {
-        writeln!(out, "{}: no client connection found", args.file.display())?;
+        .filter(|f| args.flows.is_empty() || args.flows.contains(&f.id))
+        .collect();
+    if let Some(q) = chosen.iter().find(|f| !is_conn(f)) {
+        if chosen.iter().all(|f| !is_conn(f)) {
+            return format!(
+                "{file}: flow {} is a {} flow, not a client connection: no demo to write",
+                q.id, q.kind
+            );
+        }
     }
-    Ok(0)
+    if chosen.iter().any(is_conn) {
+        return format!("{file}: no demo written (see above)");
+    }
+    format!("{file}: no client connection found: no demo to write")
 }
 
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {

@@ -315,6 +315,7 @@ fn thousands(n: u64) -> String {
 }
 
 fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32> {
+    let asked = flows.clone();
     let opts = Options {
         emit: true,
         keep_raw: false,
@@ -342,5 +343,9 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
             }
         }
     }
-    Ok(0)
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    if let Some(m) = input::missing_flows(&asked, &present, &report.file) {
+        return Err(NothingDone(m).into());
+    }
+    Ok(EXIT_OK)
 }
