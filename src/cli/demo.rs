@@ -222,6 +222,7 @@ fn as_output_error(e: &InputError) -> Option<&OutputError> {
 }
 
 pub fn run(args: &DemoArgs) -> Result<i32> {
+    super::input::check_not_empty(&args.file)?;
     prepare_output(args)?;
     if quakecap::pipeline::is_qw_demo(&args.file) {
         bail!(
@@ -269,16 +270,23 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         print_demo(&mut out, path, *flow, s)?;
     }
     let from_demo = quakecap::pipeline::is_demo(&args.file);
-    for (flow, n) in missing {
-        let f = report.flows.iter().find(|f| f.id == flow);
-        if f.is_some_and(|f| f.kind == "connection" || f.kind == "demo") {
-            let why = if from_demo {
-                "the demo file holds no gamestate quakecap could read (unsupported or damaged demo)".to_string()
-            } else {
-                "the capture holds no gamestate for this connection; it started after the client loaded the map".to_string()
-            };
-            eprintln!("quakecap: flow {flow}: no demo written ({n} server messages seen): {why}");
+    for f in report.flows.iter().filter(|f| is_chosen_conn(args, f)) {
+        if files.written.iter().any(|(_, id, _)| *id == f.id) {
+            continue;
         }
+        let seen = missing
+            .iter()
+            .find(|(id, _)| *id == f.id)
+            .map_or(0, |(_, n)| *n);
+        let why = if from_demo {
+            "the demo file holds no gamestate quakecap could read (unsupported or damaged demo)"
+        } else {
+            "the capture holds no gamestate for this connection; it started after the client loaded the map"
+        };
+        eprintln!(
+            "quakecap: flow {}: no demo written ({seen} server messages before a gamestate): {why}",
+            f.id
+        );
     }
     if args.full_snapshots && files.written.iter().any(|(p, _, _)| is_qwd(p)) {
         eprintln!("quakecap: note: --full-snapshots applies to Quake 3 only; QuakeWorld demos are written as recorded");
@@ -291,6 +299,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
 
 fn is_qwd(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "qwd")
+}
+
+/// A client connection (or demo) the user asked for, or any when no `--flow` was given.
+fn is_chosen_conn(args: &DemoArgs, f: &FlowSummary) -> bool {
+    (f.kind == "connection" || f.kind == "demo")
+        && (args.flows.is_empty() || args.flows.contains(&f.id))
 }
 
 /// Why no demo came out of the input.
@@ -315,7 +329,7 @@ fn nothing_written(args: &DemoArgs, report: &Report) -> String {
         }
     }
     if chosen.iter().any(is_conn) {
-        return format!("{file}: no demo written (see above)");
+        return format!("{file}: no demo written");
     }
     format!("{file}: no client connection found: no demo to write")
 }

@@ -1,0 +1,346 @@
+//! Issue 14, everyday use: the binary run as a user runs it. Each test names the item it shows.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
+
+const BASIC: &str = "captures/q3-basic/capture.pcapng";
+const TWO: &str = "captures/q3-two-clients/capture.pcapng";
+const QW: &str = "captures/qw-basic/capture.pcapng";
+const LOOPBACK: &str = "captures/loopback-any/dumpcap-any.pcapng";
+
+fn quakecap(args: &[&str]) -> Output {
+    quakecap_env(args, &[])
+}
+
+fn quakecap_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_quakecap"));
+    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("QUAKECAP_THREADS").env_remove("COLUMNS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run quakecap")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh scratch folder under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli_everyday-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+// ---- item 1: the table fits the terminal ----
+
+#[test]
+fn flows_table_fits_80_columns() {
+    for cap in [BASIC, TWO, QW] {
+        let o = quakecap_env(&["flows", cap], &[("COLUMNS", "80")]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{cap}: {widest} columns:\n{out}");
+        for col in [
+            "server",
+            "client",
+            "player",
+            "start",
+            "duration",
+            "c→s/s→c",
+            "errors",
+        ] {
+            assert!(out.contains(col), "{cap}: no {col} column:\n{out}");
+        }
+    }
+    let o = quakecap_env(&["flows", TWO], &[("COLUMNS", "80")]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("LabPlayer1") && out.contains("LabPlayer2"),
+        "{out}"
+    );
+    assert!(out.contains("1384/747"), "packets c→s/s→c:\n{out}");
+}
+
+#[test]
+fn flows_wide_has_every_column() {
+    let o = quakecap(&["flows", "--wide", BASIC]);
+    let out = stdout(&o);
+    for col in [
+        "proto",
+        "qport",
+        "challenge",
+        "bytes",
+        "frag msgs",
+        "dup",
+        "ooo",
+    ] {
+        assert!(out.contains(col), "no {col}:\n{out}");
+    }
+    assert!(out.contains("23661") && out.contains("1552856705"), "{out}");
+    // Narrow by default: the wide-only columns are gone.
+    let narrow = stdout(&quakecap(&["flows", BASIC]));
+    assert!(!narrow.contains("challenge"), "{narrow}");
+}
+
+// ---- item 2: readable times ----
+
+#[test]
+fn flows_time_formats() {
+    let utc = stdout(&quakecap(&["flows", "--time", "utc", BASIC]));
+    assert!(utc.contains("flows started on 2026-11-22"), "{utc}");
+    assert!(utc.contains("15:27:01Z"), "{utc}");
+    assert!(utc.contains("00:25"), "duration mm:ss:\n{utc}");
+    let epoch = stdout(&quakecap(&["flows", "-t", "epoch", BASIC]));
+    assert!(epoch.contains("1795361221.861"), "{epoch}");
+    let rel = stdout(&quakecap(&["flows", "-t", "rel", TWO]));
+    assert!(
+        rel.contains("+00:00.0") && rel.contains("+00:04.7"),
+        "{rel}"
+    );
+    let abs = quakecap_env(&["flows", BASIC], &[("TZ", "UTC")]);
+    assert!(stdout(&abs).contains("15:27:01"), "{}", stdout(&abs));
+}
+
+// ---- item 3: other UDP hidden by default ----
+
+#[test]
+fn other_udp_hidden_unless_all() {
+    let o = quakecap(&["flows", LOOPBACK]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("11 other UDP datagrams in 2 flows (--all lists them)"),
+        "{out}"
+    );
+    assert!(!out.contains("udp "), "{out}");
+    let all = stdout(&quakecap(&["flows", "--all", LOOPBACK]));
+    assert!(all.contains("udp") && all.contains("other"), "{all}");
+}
+
+// ---- item 6: several files in JSON ----
+
+#[test]
+fn flows_json_names_the_file() {
+    let o = quakecap(&["flows", "--json", BASIC, QW]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let arr = v.as_array().expect("array");
+    let basic = arr.iter().filter(|f| f["file"] == BASIC).count();
+    let qw = arr.iter().filter(|f| f["file"] == QW).count();
+    assert_eq!((basic, qw, arr.len()), (1, 5, 6));
+    // (file, id) is unique.
+    let mut keys: Vec<(String, u64)> = arr
+        .iter()
+        .map(|f| (f["file"].to_string(), f["id"].as_u64().unwrap_or(0)))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 6);
+}
+
+// ---- item 8: no silent no-ops ----
+
+#[test]
+fn no_such_flow_exits_3() {
+    let o = quakecap(&["decode", "--flow", "99", BASIC]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("no flow 99 (its flows are 1..1"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = scratch("noflow");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", "--flow", "99", "--out-dir", &d, BASIC]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("no flow 99"), "{}", stderr(&o));
+    assert!(files_in(&dir).is_empty());
+}
+
+#[test]
+fn demo_of_a_query_flow_exits_3() {
+    let dir = scratch("query");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", "--flow", "1", "--out-dir", &d, QW]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("flow 1 is a query flow, not a client connection"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn empty_demo_files_exit_2() {
+    let dir = scratch("empty");
+    for name in ["e.mvd", "e.dm_68"] {
+        let p = dir.join(name);
+        std::fs::write(&p, b"").expect("write");
+        let p = p.to_string_lossy().into_owned();
+        for cmd in ["flows", "decode", "demo"] {
+            let o = quakecap(&[cmd, &p]);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {name}");
+            assert!(
+                stderr(&o).contains("empty file (0 bytes)"),
+                "{}",
+                stderr(&o)
+            );
+            assert!(o.stdout.is_empty(), "{cmd} {name}: {}", stdout(&o));
+        }
+    }
+}
+
+#[test]
+fn good_file_plus_missing_file_exits_2() {
+    let o = quakecap(&["flows", BASIC, "no/such/file.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("LabPlayer1"),
+        "the good file is still shown"
+    );
+    assert!(stderr(&o).contains("no/such/file.pcap"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_thread_count_exits_1() {
+    let o = quakecap_env(&["flows", BASIC], &[("QUAKECAP_THREADS", "abc")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("QUAKECAP_THREADS=\"abc\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn full_snapshots_on_quakeworld_says_so() {
+    let dir = scratch("qwfull");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", "--full-snapshots", "--out-dir", &d, QW]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("--full-snapshots applies to Quake 3 only"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// The capture without its first frames: every connection started before it.
+fn mid_session(dir: &Path) -> PathBuf {
+    let mut r = CaptureReader::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join(BASIC))
+        .expect("open capture");
+    let out = dir.join("mid.pcap");
+    let f = std::fs::File::create(&out).expect("create");
+    let mut w: Option<PcapWriter<std::fs::File>> = None;
+    let mut f = Some(f);
+    let mut n = 0;
+    while let Ok(Some(fr)) = r.next_frame() {
+        n += 1;
+        if n <= 400 {
+            continue;
+        }
+        if w.is_none() {
+            let file = f.take().expect("file once");
+            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
+        }
+        if let Some(w) = w.as_mut() {
+            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
+                .expect("write");
+        }
+    }
+    w.expect("frames after 400").finish().expect("finish");
+    out
+}
+
+#[test]
+fn demo_of_a_mid_session_capture_exits_3() {
+    let dir = scratch("mid");
+    let cap = mid_session(&dir);
+    let out = dir.join("out");
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &out.to_string_lossy(),
+        &cap.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("it started after the client loaded the map"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(files_in(&out).is_empty());
+}
+
+// ---- item 9: outputs ----
+
+#[test]
+fn demo_o_with_two_connections_leaves_no_file() {
+    let dir = scratch("two");
+    let one = dir.join("one.dm_68");
+    let o = quakecap(&["demo", "-o", &one.to_string_lossy(), TWO]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("one.dm_68: cannot write demo: -o names one file"));
+    assert!(files_in(&dir).is_empty(), "{:?}", files_in(&dir));
+    // With one flow chosen, -o writes it.
+    let o = quakecap(&["demo", "-o", &one.to_string_lossy(), "--flow", "2", TWO]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files_in(&dir), vec!["one.dm_68".to_string()]);
+}
+
+#[test]
+fn demo_out_dir_is_created_and_o_blames_its_path() {
+    let dir = scratch("outdir");
+    let nested = dir.join("a/b");
+    let o = quakecap(&["demo", "--out-dir", &nested.to_string_lossy(), BASIC]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&nested),
+        vec!["capture-flow1-LabPlayer1-oa_dm1.dm_68".to_string()]
+    );
+    let bad = dir.join("nodir/x.dm_68");
+    let o = quakecap(&["demo", "-o", &bad.to_string_lossy(), BASIC]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("nodir/x.dm_68: cannot write demo: folder"),
+        "{e}"
+    );
+    assert!(!e.contains("capture.pcapng"), "blames the input: {e}");
+}
+
+#[test]
+fn closed_pipe_ends_quietly() {
+    for args in [["decode", BASIC], ["flows", BASIC]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // Read nothing: closing our end is what `| head` does after its lines.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(o.stderr.is_empty(), "{args:?}: {}", stderr(&o));
+    }
+}
