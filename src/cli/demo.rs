@@ -15,8 +15,10 @@ use super::input::NothingDone;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// A capture (pcap/pcapng), or a demo file to re-write.
-    pub file: PathBuf,
+    /// Captures (pcap/pcapng) or demo files to re-write; `-` reads stdin, gzip/zstd are
+    /// undone, a folder is walked.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
     /// Only these flow ids.
     #[arg(long = "flow")]
     pub flows: Vec<u32>,
@@ -222,16 +224,48 @@ fn as_output_error(e: &InputError) -> Option<&OutputError> {
 }
 
 pub fn run(args: &DemoArgs) -> Result<i32> {
-    super::input::check_not_empty(&args.file)?;
+    let files = super::input::expand(&args.files)?;
+    if files.len() == 1 {
+        return run_one(args, &files[0]);
+    }
+    if let Some(o) = &args.output {
+        bail!(OutputError {
+            path: o.display().to_string(),
+            message: "-o names one file but several inputs were given; use --out-dir".into(),
+        });
+    }
+    // Each input on its own; the worst outcome decides the exit status.
+    let mut worst = super::input::EXIT_OK;
+    for f in &files {
+        let code = match run_one(args, f) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                if e.downcast_ref::<InputError>().is_some() {
+                    super::input::EXIT_INPUT
+                } else if e.downcast_ref::<NothingDone>().is_some() {
+                    super::input::EXIT_NOTHING
+                } else {
+                    return Err(e);
+                }
+            }
+        };
+        worst = worst.max(code);
+    }
+    Ok(worst)
+}
+
+fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
+    super::input::check_not_empty(file)?;
     prepare_output(args)?;
-    if quakecap::pipeline::is_qw_demo(&args.file) {
+    if quakecap::pipeline::is_qw_demo(file) {
         bail!(
             "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
-            args.file.display()
+            file.display()
         );
     }
-    let stem = args
-        .file
+    let logical = PathBuf::from(super::input::logical_name(file));
+    let stem = logical
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("capture")
@@ -254,7 +288,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
         threads: None,
     };
-    let report = match super::run_input(&args.file, &opts, &mut sink) {
+    let report = match super::run_input(file, &opts, &mut sink) {
         Ok(r) => r,
         // Dropping the sink removes the unfinished parts.
         Err(e) => match as_output_error(&e) {
@@ -269,7 +303,8 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
     }
-    let from_demo = quakecap::pipeline::is_demo(&args.file);
+    let from_demo =
+        report.flows.iter().any(|f| f.kind == "demo") || quakecap::pipeline::is_demo(&logical);
     for f in report.flows.iter().filter(|f| is_chosen_conn(args, f)) {
         if files.written.iter().any(|(_, id, _)| *id == f.id) {
             continue;

@@ -31,7 +31,8 @@ pub struct Cli {
 pub enum Command {
     /// One row per flow (connection or query): addresses, qport, challenge, player, counters.
     Flows {
-        /// pcap / pcapng files (each on its own unless --merge).
+        /// pcap / pcapng captures or demo files (each on its own unless --merge); `-` reads
+        /// stdin, gzip/zstd are undone, a folder is walked.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print a JSON array instead of a table.
@@ -53,8 +54,13 @@ pub enum Command {
     },
     /// Decode every message of every flow (or the chosen ones), both directions.
     Decode {
-        /// A capture (pcap/pcapng) or a demo file (.dm_66/67/68/71, .qwd, .mvd).
-        file: PathBuf,
+        /// Captures (pcap/pcapng) or demo files (.dm_66/67/68/71, .qwd, .mvd); `-` reads
+        /// stdin, gzip/zstd are undone, a folder is walked.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Treat all captures as one (flow ids continue across files).
+        #[arg(long)]
+        merge: bool,
         /// Only these flow ids.
         #[arg(long = "flow")]
         flows: Vec<u32>,
@@ -93,11 +99,12 @@ pub fn run(cli: Cli) -> i32 {
                 },
             ),
             Command::Decode {
-                file,
+                files,
+                merge,
                 flows,
                 json,
                 shownet,
-            } => decode(&file, flows, json, shownet),
+            } => decode(&files, merge, flows, json, shownet),
             Command::Demo(args) => demo::run(&args),
         },
     };
@@ -144,12 +151,8 @@ pub fn progress_for(path: &Path) -> ProgressBar {
 
 /// Run one input (capture or demo) through the pipeline.
 pub fn run_input(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
-    input::check_not_empty(path)?;
-    if pipeline::is_demo(path) {
-        return pipeline::run_demo(path, opts, sink);
-    }
     let pb = progress_for(path);
-    let r = pipeline::run_capture(path, opts, sink, &mut |b| pb.set_position(b));
+    let r = input::run(path, opts, sink, &mut |b| pb.set_position(b));
     pb.finish_and_clear();
     r
 }
@@ -183,6 +186,7 @@ struct FlowsView {
 }
 
 fn flows(files: &[PathBuf], view: &FlowsView) -> Result<i32> {
+    let files = &input::expand(files)?;
     let opts = Options::default();
     let mut failed = 0;
     let mut tables = Vec::new();
@@ -314,22 +318,86 @@ fn thousands(n: u64) -> String {
     out
 }
 
-fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32> {
-    let asked = flows.clone();
+fn decode(
+    files: &[PathBuf],
+    merge: bool,
+    flows: Vec<u32>,
+    json: bool,
+    shownet: bool,
+) -> Result<i32> {
+    let files = input::expand(files)?;
     let opts = Options {
         emit: true,
         keep_raw: false,
-        flows: (!flows.is_empty()).then_some(flows),
+        flows: (!flows.is_empty()).then_some(flows.clone()),
         threads: None,
     };
-    let out = io::BufWriter::new(io::stdout().lock());
-    let report = if json {
-        run_input(file, &opts, &mut sink::json::JsonLines::new(out))?
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if merge {
+        let report = match (json, shownet) {
+            (true, _) => pipeline::run_merged(&files, &opts, &mut sink::json::JsonLines::new(out))?,
+            (_, true) => {
+                pipeline::run_merged(&files, &opts, &mut sink::shownet::Shownet::new(out))?
+            }
+            _ => pipeline::run_merged(&files, &opts, &mut sink::text::Text::new(out))?,
+        };
+        decode_done(&report, &flows)?;
+        return Ok(EXIT_OK);
+    }
+    let mut failed = 0;
+    let mut present = Vec::new();
+    let mut last = String::new();
+    for file in &files {
+        if files.len() > 1 && !json {
+            // Text and trace output name the file they come from; JSON lines stay pure.
+            writeln!(out, "==> {} <==", file.display())?;
+        }
+        match decode_one(file, &opts, json, shownet, &mut out) {
+            Ok(report) => {
+                present.extend(report.flows.iter().map(|f| f.id));
+                last = report.file.clone();
+                decode_done(&report, &[])?;
+            }
+            Err(e) if files.len() > 1 => {
+                eprintln!("quakecap: {e}");
+                failed += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.flush()?;
+    if failed == 0 {
+        let name = if files.len() == 1 {
+            last
+        } else {
+            "the inputs".into()
+        };
+        if let Some(m) = input::missing_flows(&flows, &present, &name) {
+            return Err(NothingDone(m).into());
+        }
+    }
+    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+}
+
+/// Decode one input into `out` in the chosen format.
+fn decode_one(
+    file: &Path,
+    opts: &Options,
+    json: bool,
+    shownet: bool,
+    out: &mut dyn Write,
+) -> Result<Report, InputError> {
+    if json {
+        run_input(file, opts, &mut sink::json::JsonLines::new(out))
     } else if shownet {
-        run_input(file, &opts, &mut sink::shownet::Shownet::new(out))?
+        run_input(file, opts, &mut sink::shownet::Shownet::new(out))
     } else {
-        run_input(file, &opts, &mut sink::text::Text::new(out))?
-    };
+        run_input(file, opts, &mut sink::text::Text::new(out))
+    }
+}
+
+/// Warnings and failed messages of a decoded input; the flows asked for must exist.
+fn decode_done(report: &Report, asked: &[u32]) -> Result<()> {
     warn(&report);
     let errors: u64 = report.flows.iter().map(|f| f.errors).sum();
     if errors > 0 {
@@ -344,8 +412,8 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
         }
     }
     let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
-    if let Some(m) = input::missing_flows(&asked, &present, &report.file) {
+    if let Some(m) = input::missing_flows(asked, &present, &report.file) {
         return Err(NothingDone(m).into());
     }
-    Ok(EXIT_OK)
+    Ok(())
 }

@@ -15,8 +15,8 @@ fn summary(name: &str) -> FlowSummary {
     FlowSummary {
         id: 1,
         game: "qw",
-        // A demo records one connection (.qwd) or the server side of one game (.mvd).
-        kind: "connection",
+        // Like Quake 3 demo files: one connection (.qwd) or one game's server side (.mvd).
+        kind: "demo",
         protocol: Some(28),
         server: name.to_string(),
         ..Default::default()

@@ -96,7 +96,7 @@ fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
     vec![
         f.id.to_string(),
         format!("{}\n{}", f.game, f.kind),
-        format!("{}\n{}", f.server, client(f)),
+        endpoints(f),
         f.name.as_deref().map_or_else(|| "-".into(), plain),
         format!(
             "{}\n{}",
@@ -152,6 +152,16 @@ fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         pair(&f.out_of_order),
         f.errors.to_string(),
     ]
+}
+
+/// Server over client; a demo file has neither, its row names the file (without folders,
+/// which `flows` prints above the table).
+fn endpoints(f: &FlowSummary) -> String {
+    if f.kind == "demo" {
+        let name = f.server.rsplit(['/', '\\']).next().unwrap_or(&f.server);
+        return format!("{name}\n(demo file)");
+    }
+    format!("{}\n{}", f.server, client(f))
 }
 
 fn client(f: &FlowSummary) -> String {
