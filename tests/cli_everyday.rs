@@ -344,3 +344,167 @@ fn closed_pipe_ends_quietly() {
         assert!(o.stderr.is_empty(), "{args:?}: {}", stderr(&o));
     }
 }
+
+// ---- item 10: every input ----
+
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let data = input.to_vec();
+    // Feed from a thread: the child may write before it has read everything.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let o = child.wait_with_output().expect("wait");
+    let _ = feeder.join();
+    o
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect("read")
+}
+
+#[test]
+fn stdin_capture_and_demo_by_content() {
+    let o = run_stdin(&["flows", "-t", "epoch", "-"], &read(BASIC));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("LabPlayer1") && stdout(&o).contains("1384/509"));
+    // A Quake 3 demo and a .qwd on stdin, told apart by their content.
+    let o = run_stdin(
+        &["flows", "--json", "-"],
+        &read("captures/q3-basic/client1-demo0.dm_68"),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v[0]["game"].as_str(), v[0]["kind"].as_str()),
+        (Some("q3"), Some("demo"))
+    );
+    assert_eq!(v[0]["packets"]["s2c"], 454);
+    let o = run_stdin(
+        &["flows", "--json", "-"],
+        &read("captures/qw-basic/client1-demo0.qwd"),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v[0]["game"].as_str(), v[0]["kind"].as_str()),
+        (Some("qw"), Some("demo"))
+    );
+    // A capture renamed to .dm_68 is still read as a capture.
+    let dir = scratch("renamed");
+    let p = dir.join("really-a-capture.dm_68");
+    std::fs::write(&p, read(BASIC)).expect("write");
+    let o = quakecap(&["flows", "--json", &p.to_string_lossy()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v[0]["kind"], "connection");
+    // Not a capture nor a demo: exit 2, naming the first bytes.
+    let o = run_stdin(&["flows", "-"], b"# quakecap README\n\nsome text here");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("<stdin>: not a capture"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn gzip_and_zstd_inputs() {
+    use std::io::Write;
+    let dir = scratch("compressed");
+    let gz = dir.join("c.pcapng.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).expect("create"),
+        flate2::Compression::fast(),
+    );
+    e.write_all(&read(BASIC)).expect("gzip");
+    e.finish().expect("finish");
+    let zst = dir.join("d.dm_68.zst");
+    let z = zstd::stream::encode_all(&read("captures/q3-basic/client1-demo0.dm_68")[..], 1)
+        .expect("zstd");
+    std::fs::write(&zst, z).expect("write");
+    let plain = stdout(&quakecap(&["flows", "--json", BASIC]));
+    let o = quakecap(&["flows", "--json", &gz.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_str(&plain).expect("json");
+    let b: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(a[0]["packets"], b[0]["packets"]);
+    assert_eq!(a[0]["bytes"], b[0]["bytes"]);
+    // The compressed demo decodes as the demo: protocol from the name under `.zst`.
+    let o = quakecap(&["decode", "--shownet", &zst.to_string_lossy()]);
+    let d = quakecap(&[
+        "decode",
+        "--shownet",
+        "captures/q3-basic/client1-demo0.dm_68",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, d.stdout);
+    // A demo written from a gzip'd capture equals the one from the plain capture.
+    let out = dir.join("out");
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &out.to_string_lossy(),
+        &gz.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written = files_in(&out);
+    assert_eq!(written, vec!["c-flow1-LabPlayer1-oa_dm1.dm_68".to_string()]);
+}
+
+#[test]
+fn folders_are_walked() {
+    let o = quakecap(&["flows", "--json", "captures/q3-mapchange"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let files: Vec<&str> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|f| f["file"].as_str())
+        .collect();
+    assert_eq!(
+        files,
+        vec![
+            "captures/q3-mapchange/capture.pcapng",
+            "captures/q3-mapchange/client1-demo0.dm_68",
+            "captures/q3-mapchange/client1-demo1.dm_68",
+        ]
+    );
+}
+
+// ---- item 6: several files to decode and demo ----
+
+#[test]
+fn decode_and_demo_take_several_files() {
+    let o = quakecap(&["decode", BASIC, "captures/q3-basic/client1-demo0.dm_68"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("==> {BASIC} <==")),
+        "{}",
+        &out[..200]
+    );
+    assert!(out.contains("==> captures/q3-basic/client1-demo0.dm_68 <=="));
+    let dir = scratch("several");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &d,
+        BASIC,
+        "captures/q3-download/capture.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files_in(&dir).len(), 2, "{:?}", files_in(&dir));
+    // A missing file among good ones: the good ones are done, the status says one failed.
+    let o = quakecap(&["decode", "--json", BASIC, "no/such.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!o.stdout.is_empty());
+}
