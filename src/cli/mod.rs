@@ -398,7 +398,7 @@ fn decode_one(
 
 /// Warnings and failed messages of a decoded input; the flows asked for must exist.
 fn decode_done(report: &Report, asked: &[u32]) -> Result<()> {
-    warn(&report);
+    warn(report);
     let errors: u64 = report.flows.iter().map(|f| f.errors).sum();
     if errors > 0 {
         eprintln!(
