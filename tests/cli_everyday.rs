@@ -508,3 +508,43 @@ fn decode_and_demo_take_several_files() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!o.stdout.is_empty());
 }
+
+// ---- item 5: readable text ----
+
+#[test]
+fn text_output_is_readable() {
+    let o = quakecap(&["decode", BASIC]);
+    let text = stdout(&o);
+    assert!(
+        text.contains(r#"serverCommand 4: "chat \"LabPlayer1: hello from client 1\"""#),
+        "colour codes and 0x19 removed"
+    );
+    assert!(!text.contains("\\u{"), "no Rust escapes in text");
+    // JSON keeps the raw string.
+    let json = stdout(&quakecap(&["decode", "--json", BASIC]));
+    assert!(json.contains(r#"LabPlayer1^7\u0019: ^2hello from client 1"#));
+}
+
+#[test]
+fn quakeworld_gold_text_is_plain() {
+    // A real server's .mvd, when the shared demos are present (never copied into the repo).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/demos/qw");
+    let Some(mvd) = std::fs::read_dir(&dir).ok().and_then(|d| {
+        d.filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "mvd"))
+            .min()
+    }) else {
+        eprintln!("{}: absent, test skipped", dir.display());
+        return;
+    };
+    let o = quakecap(&["decode", &mvd.to_string_lossy()]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("is ready\\n\""),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(!text.contains("\\u{"));
+    // No character of the gold font (0x80..0xFF) is left.
+    assert!(!text.chars().any(|c| ('\u{80}'..='\u{ff}').contains(&c)));
+}

@@ -97,7 +97,7 @@ fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         f.id.to_string(),
         format!("{}\n{}", f.game, f.kind),
         endpoints(f),
-        f.name.as_deref().map_or_else(|| "-".into(), plain),
+        name(f),
         format!(
             "{}\n{}",
             (opts.start)(f.first_time),
@@ -141,7 +141,7 @@ fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         client(f),
         opt(&f.qport),
         opt(&f.challenge),
-        f.name.as_deref().map_or_else(|| "-".into(), plain),
+        name(f),
         (opts.start)(f.first_time),
         (opts.duration)(f.last_time - f.first_time),
         pair(&f.packets),
@@ -169,30 +169,11 @@ fn client(f: &FlowSummary) -> String {
     format!("{}:{}", f.client_ip, ports.join(","))
 }
 
-/// A player name as a terminal shows it: Quake 3 colour codes (`^7`) removed and control
-/// characters replaced, so no escape sequence reaches the terminal.
-pub fn plain(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        // `^` followed by any character other than `^` is a colour code in Quake 3.
-        if c == '^' && chars.peek().is_some_and(|n| *n != '^') {
-            chars.next();
-            continue;
-        }
-        out.push(if c.is_control() { '?' } else { c });
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_strips_colours_and_controls() {
-        assert_eq!(plain("^1Red^7Player"), "RedPlayer");
-        assert_eq!(plain("a\u{19}b"), "a?b");
-        assert_eq!(plain("x^"), "x^");
+/// The player name as a terminal shows it (see [`super::text::readable`]).
+fn name(f: &FlowSummary) -> String {
+    match f.name.as_deref() {
+        None => "-".into(),
+        Some(n) if f.game == "qw" => super::text::readable::qw_plain(n).replace('\n', " "),
+        Some(n) => super::text::readable::q3_plain(n).replace('\n', " "),
     }
 }
