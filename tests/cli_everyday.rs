@@ -548,3 +548,46 @@ fn quakeworld_gold_text_is_plain() {
     // No character of the gold font (0x80..0xFF) is left.
     assert!(!text.chars().any(|c| ('\u{80}'..='\u{ff}').contains(&c)));
 }
+
+// ---- item 7: one demo per map by default, game time across map changes ----
+
+#[test]
+fn demo_splits_maps_by_default_with_true_game_time() {
+    let dir = scratch("maps");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &d,
+        "captures/q3-mapchange/capture.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&dir),
+        vec![
+            "capture-flow1-1-LabPlayer1-oa_dm2.dm_68".to_string(),
+            "capture-flow1-LabPlayer1-oa_dm1.dm_68".to_string(),
+        ]
+    );
+    let out = stdout(&o);
+    assert!(out.contains("38.9 s of game time (9000..47900)"), "{out}");
+    assert!(out.contains("19.2 s of game time"), "{out}");
+    assert!(!out.contains(" -"), "no negative span: {out}");
+    // --one-file keeps both maps in one file and sums their game time.
+    let one = scratch("maps-one");
+    let d = one.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--one-file",
+        "--out-dir",
+        &d,
+        "captures/q3-mapchange/capture.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files_in(&one).len(), 1);
+    assert!(
+        stdout(&o).contains("58.1 s of game time over 2 maps"),
+        "{}",
+        stdout(&o)
+    );
+}

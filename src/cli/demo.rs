@@ -28,9 +28,13 @@ pub struct DemoArgs {
     /// One output file (only when a single demo is written).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
-    /// One file per map (gamestate) instead of continuing in the same file.
-    #[arg(long)]
+    /// One file per map is the default; kept so older command lines still run.
+    #[arg(long, hide = true, conflicts_with = "one_file")]
     pub split_maps: bool,
+    /// Keep a map change in the same file, as Quake 3 1.32 records it (ioquake3 renders
+    /// little after the second gamestate), instead of one file per map.
+    #[arg(long)]
+    pub one_file: bool,
     /// Re-encode every snapshot as a full snapshot (the demo can be cut anywhere).
     #[arg(long)]
     pub full_snapshots: bool,
@@ -279,7 +283,8 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     };
     let dopts = DemoOptions {
         full_snapshots: args.full_snapshots,
-        split_maps: args.split_maps,
+        // One playable file per map unless the single file is asked for.
+        split_maps: !args.one_file,
     };
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
@@ -381,7 +386,17 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
         );
     }
     let span = match (s.first_server_time, s.last_server_time) {
-        (Some(a), Some(b)) => format!("{:.1} s of game time ({a}..{b})", (b - a) as f64 / 1000.0),
+        (Some(_), Some(_)) if s.gamestates > 1 => format!(
+            "{:.1} s of game time over {} maps",
+            s.game_ms as f64 / 1000.0,
+            s.gamestates
+        ),
+        // Server time may restart without a second gamestate in the file (a stale snapshot of
+        // the previous map): then the range says nothing.
+        (Some(a), Some(b)) if b >= a => {
+            format!("{:.1} s of game time ({a}..{b})", s.game_ms as f64 / 1000.0)
+        }
+        (Some(_), Some(_)) => format!("{:.1} s of game time", s.game_ms as f64 / 1000.0),
         _ => "no snapshots".into(),
     };
     writeln!(out, "{}", path.display())?;
@@ -406,7 +421,7 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
     if s.gamestates > 1 {
         writeln!(
             out,
-            "  note: {} gamestates (map changes) in one file; ioquake3 reads past the second one but renders little of it — use --split-maps for one fully playable demo per map",
+            "  note: {} gamestates (map changes) in one file (--one-file); ioquake3 reads past the second one but renders little of it — without --one-file each map gets its own fully playable demo",
             s.gamestates
         )?;
     }
