@@ -502,7 +502,8 @@ fn decode_and_demo_take_several_files() {
         "captures/q3-download/capture.pcapng",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(files_in(&dir).len(), 2, "{:?}", files_in(&dir));
+    // q3-download changes map once: two demos for it (one per map), one for q3-basic.
+    assert_eq!(files_in(&dir).len(), 3, "{:?}", files_in(&dir));
     // A missing file among good ones: the good ones are done, the status says one failed.
     let o = quakecap(&["decode", "--json", BASIC, "no/such.pcap"]);
     assert_eq!(o.status.code(), Some(2));
@@ -590,4 +591,82 @@ fn demo_splits_maps_by_default_with_true_game_time() {
         "{}",
         stdout(&o)
     );
+}
+
+// ---- item 4: demo files in flows ----
+
+#[test]
+fn demo_files_are_kind_demo_with_map_player_protocol_and_game_time() {
+    let o = quakecap(&[
+        "flows",
+        "--json",
+        "captures/q3-proto71/client1-demo0.dm_71",
+        "captures/q3-mapchange/client1-demo1.dm_68",
+        "captures/qw-basic/server-demo0.mvd",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let got: Vec<(String, String, String, String, String)> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].to_string(),
+                f["protocol"].to_string(),
+                f["name"].to_string(),
+                f["map"].to_string(),
+                f["game_seconds"].to_string(),
+            )
+        })
+        .collect();
+    let s = |a: &str| a.to_string();
+    assert_eq!(
+        got[0],
+        (
+            s("\"demo\""),
+            s("71"),
+            s("\"LabPlayer1\""),
+            s("\"oa_dm1\""),
+            s("26.9")
+        )
+    );
+    assert_eq!(
+        got[1],
+        (
+            s("\"demo\""),
+            s("68"),
+            s("\"LabPlayer1\""),
+            s("\"oa_dm2\""),
+            s("17.05")
+        )
+    );
+    assert_eq!(got[2].0, "\"demo\"", "QuakeWorld demos too");
+    let table = stdout(&quakecap(&[
+        "flows",
+        "captures/q3-proto71/client1-demo0.dm_71",
+    ]));
+    assert!(
+        table.contains("client1-demo0.dm_71") && table.contains("oa_dm1"),
+        "{table}"
+    );
+    assert!(table.contains("00:27"), "the demo's own duration:\n{table}");
+}
+
+#[test]
+fn quake_live_demos_are_named_unsupported() {
+    let dir = scratch("ql");
+    let p = dir.join("match.dm_73");
+    std::fs::write(&p, read("captures/q3-basic/client1-demo0.dm_68")).expect("write");
+    let p = p.to_string_lossy().into_owned();
+    for cmd in ["flows", "decode", "demo"] {
+        let o = quakecap(&[cmd, &p]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("Quake 3 demo protocol 73 (Quake Live) is not supported"),
+            "{cmd}: {e}"
+        );
+        assert!(!e.contains("started after"), "{cmd}: {e}");
+    }
 }

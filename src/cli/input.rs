@@ -259,6 +259,9 @@ pub fn run(
     }
 }
 
+/// The Quake 3 demo protocols the decoders implement (Quake 3 1.29–1.32, ioquake3).
+const SUPPORTED_Q3_DEMOS: [u32; 4] = [66, 67, 68, 71];
+
 /// A demo held in memory, of the format the name or the content gives.
 fn run_demo_data(
     data: &[u8],
@@ -281,6 +284,17 @@ fn run_demo_data(
         Format::QwDemo => pipeline::run_qw_demo_bytes(data, name, opts, sink),
         Format::Q3Demo => {
             let protocol = pipeline::demo_protocol(Path::new(&name));
+            if let Some(p) = protocol.filter(|p| !SUPPORTED_Q3_DEMOS.contains(p)) {
+                // Decoding another protocol's messages with these tables only yields thousands
+                // of bit errors: say what it is instead.
+                return Err(InputError::Unusable {
+                    file: name,
+                    message: format!(
+                        "Quake 3 demo protocol {p}{} is not supported (quakecap reads protocols 66, 67, 68 and 71)",
+                        if p >= 73 { " (Quake Live)" } else { "" }
+                    ),
+                });
+            }
             pipeline::run_q3_demo_bytes(data, name, protocol, opts, sink)
         }
         Format::Capture | Format::Unknown => Err(InputError::Unusable {

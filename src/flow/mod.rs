@@ -90,6 +90,13 @@ pub struct FlowSummary {
     /// Seconds since the Unix epoch of the first and last packet.
     pub first_time: f64,
     pub last_time: f64,
+    /// Demo files: the map of the first gamestate (`mapname`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
+    /// Demo files: the game time they cover, in seconds (forward steps between snapshots;
+    /// a demo has no capture time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game_seconds: Option<f64>,
 }
 
 impl FlowSummary {

@@ -83,7 +83,7 @@ fn narrow_header() -> Vec<&'static str> {
         "id",
         "game\nkind",
         "server\nclient",
-        "player",
+        "player\nmap",
         "start\nduration",
         "packets c→s/s→c\nlost c→s/s→c",
         "errors",
@@ -97,11 +97,11 @@ fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         f.id.to_string(),
         format!("{}\n{}", f.game, f.kind),
         endpoints(f),
-        name(f),
+        format!("{}\n{}", name(f), f.map.as_deref().unwrap_or("")),
         format!(
             "{}\n{}",
             (opts.start)(f.first_time),
-            (opts.duration)(f.last_time - f.first_time)
+            (opts.duration)(duration(f))
         ),
         format!("{}\n{}", pair(&f.packets), pair(&f.dropped)),
         f.errors.to_string(),
@@ -143,7 +143,7 @@ fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         opt(&f.challenge),
         name(f),
         (opts.start)(f.first_time),
-        (opts.duration)(f.last_time - f.first_time),
+        (opts.duration)(duration(f)),
         pair(&f.packets),
         pair(&f.bytes),
         pair(&f.fragments),
@@ -152,6 +152,11 @@ fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         pair(&f.out_of_order),
         f.errors.to_string(),
     ]
+}
+
+/// A demo's own game time; a capture flow's time from first to last packet.
+fn duration(f: &FlowSummary) -> f64 {
+    f.game_seconds.unwrap_or(f.last_time - f.first_time)
 }
 
 /// Server over client; a demo file has neither, its row names the file (without folders,
