@@ -38,6 +38,10 @@ pub struct DemoArgs {
     /// Re-encode every snapshot as a full snapshot (the demo can be cut anywhere).
     #[arg(long)]
     pub full_snapshots: bool,
+    /// `--from`/`--to` write a cut (Quake 3: it starts with the map's gamestate, and its
+    /// first snapshot is re-encoded as a full one); `--player` picks that player's connection.
+    #[command(flatten)]
+    pub select: super::Select,
 }
 
 /// Files named `<capture>-flow<id>[-<part>]-<player>-<map>.dm_<proto>`.
@@ -286,14 +290,25 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
         // One playable file per map unless the single file is asked for.
         split_maps: !args.one_file,
     };
+    let window = args.select.window(true)?;
+    let chosen = args.select.flows(file, &args.flows)?;
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
         emit: false,
         keep_raw: true,
-        flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        flows: (!chosen.is_empty()).then(|| chosen.clone()),
         threads: None,
     };
-    let report = match super::run_input(file, &opts, &mut sink) {
+    let run = if window.is_open() {
+        super::run_input(file, &opts, &mut sink)
+    } else {
+        super::run_input(
+            file,
+            &opts,
+            &mut super::filter::Filter::new(&mut sink, window),
+        )
+    };
+    let report = match run {
         Ok(r) => r,
         // Dropping the sink removes the unfinished parts.
         Err(e) => match as_output_error(&e) {

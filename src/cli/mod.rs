@@ -11,6 +11,8 @@ use quakecap::sink;
 
 #[path = "demo.rs"]
 mod demo;
+#[path = "filter.rs"]
+pub mod filter;
 #[path = "input.rs"]
 pub mod input;
 #[path = "timefmt.rs"]
@@ -71,9 +73,77 @@ pub enum Command {
         /// QuakeWorld ezQuake's `cl_shownet 2`.
         #[arg(long)]
         shownet: bool,
+        #[command(flatten)]
+        select: Select,
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
+}
+
+/// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Select {
+    /// Start here: capture time as `mm:ss` / `h:mm:ss` / seconds after the first game packet,
+    /// an epoch time (`1795361230.5`), or game time `g<time>` (Quake 3 server time).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Stop after this time (same forms as --from).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only the connections of this player (colour codes and case ignored).
+    #[arg(long)]
+    pub player: Option<String>,
+}
+
+impl Select {
+    /// The time window, parsed.
+    pub fn window(&self, keep_gamestates: bool) -> Result<filter::Window> {
+        Ok(filter::Window {
+            from: self.from.as_deref().map(filter::parse_bound).transpose()?,
+            to: self.to.as_deref().map(filter::parse_bound).transpose()?,
+            keep_gamestates,
+        })
+    }
+
+    /// The flows of `file` to look at: `--flow` ids, narrowed to `--player`'s connections
+    /// (found by a first, summary-only pass over the file).
+    pub fn flows(&self, file: &Path, asked: &[u32]) -> Result<Vec<u32>> {
+        let Some(player) = &self.player else {
+            return Ok(asked.to_vec());
+        };
+        if file.as_os_str() == "-" {
+            anyhow::bail!("--player reads the input twice: give a file, not stdin");
+        }
+        let report = run_input(file, &Options::default(), &mut NoSink)?;
+        let ids: Vec<u32> = report
+            .flows
+            .iter()
+            .filter(|f| {
+                f.name
+                    .as_deref()
+                    .is_some_and(|n| filter::same_player(n, player))
+            })
+            .filter(|f| asked.is_empty() || asked.contains(&f.id))
+            .map(|f| f.id)
+            .collect();
+        if ids.is_empty() {
+            let mut names: Vec<String> =
+                report.flows.iter().filter_map(|f| f.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            return Err(NothingDone(format!(
+                "{}: no connection of player {player:?} (players: {})",
+                report.file,
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join(", ")
+                }
+            ))
+            .into());
+        }
+        Ok(ids)
+    }
 }
 
 /// Run the command and return the process exit code.
@@ -104,7 +174,8 @@ pub fn run(cli: Cli) -> i32 {
                 flows,
                 json,
                 shownet,
-            } => decode(&files, merge, flows, json, shownet),
+                select,
+            } => decode(&files, merge, flows, json, shownet, &select),
             Command::Demo(args) => demo::run(&args),
         },
     };
@@ -324,9 +395,11 @@ fn decode(
     flows: Vec<u32>,
     json: bool,
     shownet: bool,
+    select: &Select,
 ) -> Result<i32> {
     let files = input::expand(files)?;
-    let opts = Options {
+    let window = select.window(false)?;
+    let mut opts = Options {
         emit: true,
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows.clone()),
@@ -334,6 +407,9 @@ fn decode(
     };
     let mut out = io::BufWriter::new(io::stdout().lock());
     if merge {
+        if select.player.is_some() || !window.is_open() {
+            anyhow::bail!("--from, --to and --player work on single inputs, not with --merge");
+        }
         let report = match (json, shownet) {
             (true, _) => pipeline::run_merged(&files, &opts, &mut sink::json::JsonLines::new(out))?,
             (_, true) => {
@@ -352,11 +428,18 @@ fn decode(
             // Text and trace output name the file they come from; JSON lines stay pure.
             writeln!(out, "==> {} <==", file.display())?;
         }
-        match decode_one(file, &opts, json, shownet, &mut out) {
-            Ok(report) => {
+        let chosen = select.flows(file, &flows)?;
+        opts.flows = (!chosen.is_empty()).then_some(chosen);
+        match decode_one(file, &opts, json, shownet, window, &mut out) {
+            Ok((report, passed)) => {
                 present.extend(report.flows.iter().map(|f| f.id));
                 last = report.file.clone();
                 decode_done(&report, &[])?;
+                if passed == 0 {
+                    // An empty window matched nothing: not a quiet success.
+                    let m = format!("{}: no message between --from and --to", report.file);
+                    return Err(NothingDone(m).into());
+                }
             }
             Err(e) if files.len() > 1 => {
                 eprintln!("quakecap: {e}");
@@ -379,21 +462,35 @@ fn decode(
     Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
 }
 
-/// Decode one input into `out` in the chosen format.
+/// Decode one input into `out` in the chosen format, inside the time window; also how many
+/// messages the window let through (1 when there is no window).
 fn decode_one(
     file: &Path,
     opts: &Options,
     json: bool,
     shownet: bool,
+    window: filter::Window,
     out: &mut dyn Write,
-) -> Result<Report, InputError> {
-    if json {
-        run_input(file, opts, &mut sink::json::JsonLines::new(out))
+) -> Result<(Report, u64), InputError> {
+    let mut j;
+    let mut sn;
+    let mut t;
+    let inner: &mut dyn Sink = if json {
+        j = sink::json::JsonLines::new(out);
+        &mut j
     } else if shownet {
-        run_input(file, opts, &mut sink::shownet::Shownet::new(out))
+        sn = sink::shownet::Shownet::new(out);
+        &mut sn
     } else {
-        run_input(file, opts, &mut sink::text::Text::new(out))
+        t = sink::text::Text::new(out);
+        &mut t
+    };
+    if window.is_open() {
+        return Ok((run_input(file, opts, inner)?, 1));
     }
+    let mut f = filter::Filter::new(inner, window);
+    let report = run_input(file, opts, &mut f)?;
+    Ok((report, f.passed))
 }
 
 /// Warnings and failed messages of a decoded input; the flows asked for must exist.
