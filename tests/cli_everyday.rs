@@ -670,3 +670,105 @@ fn quake_live_demos_are_named_unsupported() {
         assert!(!e.contains("started after"), "{cmd}: {e}");
     }
 }
+
+// ---- item 11: --from / --to / --player ----
+
+#[test]
+fn decode_time_window_and_player() {
+    let o = quakecap(&["decode", "--json", "--from", "0:10", "--to", "0:11", BASIC]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let times: Vec<f64> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .filter_map(|v| v["time"].as_f64())
+        .collect();
+    assert!(!times.is_empty());
+    let first = 1_795_361_221.860_853;
+    assert!(
+        times.iter().all(|t| (10.0..=11.0).contains(&(t - first))),
+        "{times:?}"
+    );
+    // Game time: the snapshots of flow 2 with server time 20.0 s .. 20.1 s.
+    let o = quakecap(&[
+        "decode",
+        "--player",
+        "^2labplayer2",
+        "--from",
+        "g20",
+        "--to",
+        "g20.1",
+        TWO,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .all(|l| !l.starts_with("frame") || l.contains(" flow 2 ")),
+        "{out}"
+    );
+    let snaps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("snapshot serverTime"))
+        .collect();
+    assert!(!snaps.is_empty(), "{out}");
+    assert!(
+        snaps.iter().all(|l| {
+            let t: i64 = l
+                .split_whitespace()
+                .nth(2)
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(-1);
+            (20_000..=20_100).contains(&t)
+        }),
+        "{snaps:?}"
+    );
+    // Nothing in the window, no such player, a bad time: said, not silent.
+    let o = quakecap(&["decode", "--from", "50:00", BASIC]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("no message between --from and --to"));
+    let o = quakecap(&["decode", "--player", "nobody", TWO]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("players: LabPlayer1, LabPlayer2"),
+        "{}",
+        stderr(&o)
+    );
+    let o = quakecap(&["decode", "--from", "soon", BASIC]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn demo_cut_starts_with_gamestate_and_a_full_snapshot() {
+    let dir = scratch("cut");
+    let cut = dir.join("cut.dm_68");
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "0:10",
+        "--to",
+        "0:15",
+        "-o",
+        &cut.to_string_lossy(),
+        BASIC,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("1 gamestates, 5.0 s of game time"), "{out}");
+    assert!(
+        out.contains("1 delta snapshots re-encoded as full"),
+        "{out}"
+    );
+    // The cut decodes cleanly: gamestate first, then a full snapshot.
+    let d = quakecap(&["decode", &cut.to_string_lossy()]);
+    assert_eq!(d.status.code(), Some(0), "{}", stderr(&d));
+    let text = stdout(&d);
+    let gs = text.find("  gamestate ").expect("gamestate");
+    let snap = text.find("  snapshot ").expect("snapshot");
+    assert!(gs < snap);
+    assert!(
+        text[snap..].starts_with("  snapshot serverTime 19100 full"),
+        "{}",
+        &text[snap..snap + 80]
+    );
+    assert!(stderr(&d).is_empty(), "{}", stderr(&d));
+}
