@@ -51,6 +51,11 @@ struct Files {
     single: Option<PathBuf>,
     written: Vec<(PathBuf, u32, DemoStats)>,
     pending: Vec<(u32, u32, PathBuf)>,
+    /// `-o`: the one complete demo, renamed only when the whole run succeeded (a second demo
+    /// may still turn up and fail it).
+    ready: Option<(PartFile, u32, DemoStats)>,
+    /// A cut (`--from`/`--to`): a map part with no snapshot in the window is not written.
+    drop_empty: bool,
 }
 
 fn clean(s: &str) -> String {
@@ -89,7 +94,10 @@ impl PartFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "demo".into());
-        let part = dest.with_file_name(format!(".{name}.{}.part", std::process::id()));
+        // Unique per demo of this run: with `-o` two parts may aim at the same name.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let part = dest.with_file_name(format!(".{name}.{}-{n}.part", std::process::id()));
         let file = File::create(&part).map_err(|e| output_error(&dest, e))?;
         Ok(PartFile {
             out: BufWriter::new(file),
@@ -154,13 +162,7 @@ impl DemoOutput for Files {
         player: Option<&str>,
     ) -> io::Result<Self::W> {
         let path = match &self.single {
-            Some(p) if self.pending.is_empty() && self.written.is_empty() => p.clone(),
-            Some(p) => {
-                return Err(output_error(
-                    p,
-                    "-o names one file but this input gives more than one demo (several connections or maps); use --out-dir, or choose one with --flow",
-                ))
-            }
+            Some(p) => p.clone(),
             None => {
                 let part = if part > 0 {
                     format!("-{part}")
@@ -187,7 +189,6 @@ impl DemoOutput for Files {
     }
 
     fn closed(&mut self, flow: u32, part: u32, w: Self::W, stats: &DemoStats) -> io::Result<()> {
-        let path = w.commit()?;
         if let Some(i) = self
             .pending
             .iter()
@@ -195,7 +196,33 @@ impl DemoOutput for Files {
         {
             self.pending.remove(i);
         }
+        if self.drop_empty && stats.snapshots == 0 {
+            // Dropping the part deletes it: a gamestate alone is not a cut of anything.
+            return Ok(());
+        }
+        if let Some(p) = &self.single {
+            if self.ready.is_some() {
+                return Err(output_error(
+                    p,
+                    "-o names one file but this input gives more than one demo (several connections or maps); use --out-dir, or choose one with --flow",
+                ));
+            }
+            self.ready = Some((w, flow, stats.clone()));
+            return Ok(());
+        }
+        let path = w.commit()?;
         self.written.push((path, flow, stats.clone()));
+        Ok(())
+    }
+}
+
+impl Files {
+    /// The run succeeded: give `-o`'s demo its name.
+    fn commit_ready(&mut self) -> io::Result<()> {
+        if let Some((w, flow, stats)) = self.ready.take() {
+            let path = w.commit()?;
+            self.written.push((path, flow, stats));
+        }
         Ok(())
     }
 }
@@ -284,6 +311,8 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
         single: args.output.clone(),
         written: Vec::new(),
         pending: Vec::new(),
+        ready: None,
+        drop_empty: !args.select.window(true)?.is_open(),
     };
     let dopts = DemoOptions {
         full_snapshots: args.full_snapshots,
@@ -318,7 +347,8 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     };
     super::warn(&report);
     let missing = sink.no_gamestate.clone();
-    let files = sink.into_output();
+    let mut files = sink.into_output();
+    files.commit_ready()?;
     let mut out = io::stdout().lock();
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
