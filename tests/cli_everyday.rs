@@ -772,3 +772,44 @@ fn demo_cut_starts_with_gamestate_and_a_full_snapshot() {
     );
     assert!(stderr(&d).is_empty(), "{}", stderr(&d));
 }
+
+#[test]
+fn demo_cut_across_a_map_change() {
+    const MC: &str = "captures/q3-mapchange/capture.pcapng";
+    // Game time 30..40 s exists on the first map only: the second map's gamestate alone
+    // makes no demo, so -o gets exactly one.
+    let dir = scratch("cut-mc");
+    let cut = dir.join("mc.dm_68");
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "g30",
+        "--to",
+        "g40",
+        "-o",
+        &cut.to_string_lossy(),
+        MC,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("10.0 s of game time (30000..40000)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(files_in(&dir), vec!["mc.dm_68".to_string()]);
+    // From 0:45 of capture time on: only the second map.
+    let dir = scratch("cut-mc2");
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "0:45",
+        "--out-dir",
+        &dir.to_string_lossy(),
+        MC,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&dir),
+        vec!["capture-flow1-1-LabPlayer1-oa_dm2.dm_68".to_string()]
+    );
+}
