@@ -521,9 +521,19 @@ fn text_output_is_readable() {
         "colour codes and 0x19 removed"
     );
     assert!(!text.contains("\\u{"), "no Rust escapes in text");
-    // JSON keeps the raw string.
+    // JSON keeps the raw string, with the clean one beside it.
     let json = stdout(&quakecap(&["decode", "--json", BASIC]));
-    assert!(json.contains(r#"LabPlayer1^7\u0019: ^2hello from client 1"#));
+    let cmd = json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .flat_map(|v| v["ops"].as_array().cloned().unwrap_or_default())
+        .find(|op| op["op"] == "serverCommand" && op["seq"] == 4)
+        .expect("serverCommand 4");
+    assert_eq!(
+        cmd["text"],
+        "chat \"LabPlayer1^7\u{19}: ^2hello from client 1\""
+    );
+    assert_eq!(cmd["plain"], "chat \"LabPlayer1: hello from client 1\"");
 }
 
 #[test]

@@ -2,22 +2,10 @@
 //! "coloured" (high-bit) characters and console glyphs turned into plain characters, and no
 //! control character left to reach the terminal. JSON output keeps the raw strings.
 
-/// A Quake 3 string without its colour codes (`^1`, `^7`, ...) and control characters (the
-/// chat separator 0x19 and the like, which the console does not draw).
+/// A Quake 3 string without its colour codes and control characters
+/// ([`crate::q3::color::plain`]).
 pub fn q3_plain(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        // The engine's Q_IsColorString: `^` then any character but another `^`.
-        if c == '^' && chars.peek().is_some_and(|n| *n != '^') {
-            chars.next();
-            continue;
-        }
-        if c == '\n' || c == '\t' || !c.is_control() {
-            out.push(c);
-        }
-    }
-    out
+    crate::q3::color::plain(s)
 }
 
 /// A QuakeWorld string (one char per byte, as decoded) in plain characters: the high bit
