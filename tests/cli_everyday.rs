@@ -652,6 +652,21 @@ fn demo_files_are_kind_demo_with_map_player_protocol_and_game_time() {
         )
     );
     assert_eq!(got[2].0, "\"demo\"", "QuakeWorld demos too");
+    assert_eq!((got[2].1.as_str(), got[2].3.as_str()), ("28", "\"lqdm2\""));
+    // A .qwd names its recording client.
+    let o = quakecap(&["flows", "--json", "captures/qw-basic/client1-demo0.qwd"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v[0]["name"].as_str(), v[0]["map"].as_str()),
+        (Some("labplayer1"), Some("lqdm2"))
+    );
+    assert!(
+        v[0]["game_seconds"]
+            .as_f64()
+            .is_some_and(|g| (27.0..30.0).contains(&g)),
+        "{}",
+        v[0]
+    );
     let table = stdout(&quakecap(&[
         "flows",
         "captures/q3-proto71/client1-demo0.dm_71",
