@@ -18,7 +18,12 @@ fn bin() -> &'static str {
 /// `flows --json` of a file, and the child's peak RSS when GNU time is there to measure it.
 fn flows(path: &Path) -> (Vec<Value>, Option<u64>) {
     let time = Path::new("/usr/bin/time");
-    let rss_file = path.with_extension("rss");
+    // The measurement goes to the test's scratch folder, never beside a stored capture.
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("capture");
+    let rss_file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.rss"));
     let out = if time.exists() {
         Command::new(time)
             .args(["-f", "%M", "-o"])
