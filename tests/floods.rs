@@ -18,11 +18,13 @@ fn bin() -> &'static str {
 /// `flows --json` of a file, and the child's peak RSS when GNU time is there to measure it.
 fn flows(path: &Path) -> (Vec<Value>, Option<u64>) {
     let time = Path::new("/usr/bin/time");
-    // The measurement goes to the test's scratch folder, never beside a stored capture.
-    let name = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("capture");
+    // The measurement goes to the test's scratch folder, never beside a stored capture; it is
+    // named after the whole path, since tests run in parallel and captures share file names.
+    let name: String = path
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
     let rss_file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.rss"));
     let out = if time.exists() {
         Command::new(time)
