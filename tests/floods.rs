@@ -52,13 +52,16 @@ fn flows(path: &Path) -> (Vec<Value>, Option<u64>) {
     (serde_json::from_slice(&out.stdout).expect("JSON"), rss)
 }
 
-/// The connection rows without their ids (flood flows may take earlier ids).
+/// The connection rows without their ids (flood flows may take earlier ids) and file names.
 fn connections(rows: &[Value]) -> Vec<Value> {
     rows.iter()
         .filter(|r| r["kind"] == "connection")
         .map(|r| {
             let mut r = r.clone();
-            r.as_object_mut().map(|o| o.remove("id"));
+            if let Some(o) = r.as_object_mut() {
+                o.remove("id");
+                o.remove("file");
+            }
             r
         })
         .collect()

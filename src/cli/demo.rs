@@ -2,32 +2,46 @@
 //! (`.dm_68` / `.dm_71`), or re-write a demo file.
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use quakecap::pipeline::Options;
+use quakecap::flow::FlowSummary;
+use quakecap::pipeline::{InputError, Options, Report};
 use quakecap::sink::demo::{DemoOptions, DemoOutput, DemoSink, DemoStats};
+
+use super::input::NothingDone;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// A capture (pcap/pcapng), or a demo file to re-write.
-    pub file: PathBuf,
+    /// Captures (pcap/pcapng) or demo files to re-write; `-` reads stdin, gzip/zstd are
+    /// undone, a folder is walked.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
     /// Only these flow ids.
     #[arg(long = "flow")]
     pub flows: Vec<u32>,
-    /// Directory for the written demos.
+    /// Directory for the written demos (created when missing).
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
     /// One output file (only when a single demo is written).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
-    /// One file per map (gamestate) instead of continuing in the same file.
-    #[arg(long)]
+    /// One file per map is the default; kept so older command lines still run.
+    #[arg(long, hide = true, conflicts_with = "one_file")]
     pub split_maps: bool,
+    /// Keep a map change in the same file, as Quake 3 1.32 records it (ioquake3 renders
+    /// little after the second gamestate), instead of one file per map.
+    #[arg(long)]
+    pub one_file: bool,
     /// Re-encode every snapshot as a full snapshot (the demo can be cut anywhere).
     #[arg(long)]
     pub full_snapshots: bool,
+    /// `--from`/`--to` write a cut (Quake 3: it starts with the map's gamestate, and its
+    /// first snapshot is re-encoded as a full one); `--player` picks that player's connection.
+    #[command(flatten)]
+    pub select: super::Select,
 }
 
 /// Files named `<capture>-flow<id>[-<part>]-<player>-<map>.dm_<proto>`.
@@ -37,6 +51,11 @@ struct Files {
     single: Option<PathBuf>,
     written: Vec<(PathBuf, u32, DemoStats)>,
     pending: Vec<(u32, u32, PathBuf)>,
+    /// `-o`: the one complete demo, renamed only when the whole run succeeded (a second demo
+    /// may still turn up and fail it).
+    ready: Option<(PartFile, u32, DemoStats)>,
+    /// A cut (`--from`/`--to`): a map part with no snapshot in the window is not written.
+    drop_empty: bool,
 }
 
 fn clean(s: &str) -> String {
@@ -59,8 +78,80 @@ fn clean(s: &str) -> String {
     }
 }
 
+/// A demo being written: bytes go to a hidden temporary file in the destination folder,
+/// renamed to the real name only when the demo is complete, so a failed or interrupted run
+/// never leaves a truncated demo under the real name.
+pub struct PartFile {
+    out: BufWriter<File>,
+    part: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl PartFile {
+    fn create(dest: PathBuf) -> io::Result<Self> {
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "demo".into());
+        // Unique per demo of this run: with `-o` two parts may aim at the same name.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let part = dest.with_file_name(format!(".{name}.{}-{n}.part", std::process::id()));
+        let file = File::create(&part).map_err(|e| output_error(&dest, e))?;
+        Ok(PartFile {
+            out: BufWriter::new(file),
+            part,
+            dest,
+            done: false,
+        })
+    }
+
+    /// Flush and give the file its real name.
+    fn commit(mut self) -> io::Result<PathBuf> {
+        self.out.flush().map_err(|e| output_error(&self.dest, e))?;
+        std::fs::rename(&self.part, &self.dest).map_err(|e| output_error(&self.dest, e))?;
+        self.done = true;
+        Ok(self.dest.clone())
+    }
+}
+
+impl Write for PartFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if !self.done {
+            // Best effort: the run is already failing; a leftover hidden part is harmless.
+            let _ = std::fs::remove_file(&self.part);
+        }
+    }
+}
+
+/// An output problem, carried through the pipeline's `io::Error` so the message blames the
+/// output path rather than the input file.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot write demo: {message}")]
+pub struct OutputError {
+    path: String,
+    message: String,
+}
+
+fn output_error(path: &Path, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(OutputError {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
 impl DemoOutput for Files {
-    type W = BufWriter<File>;
+    type W = PartFile;
 
     fn open(
         &mut self,
@@ -71,12 +162,7 @@ impl DemoOutput for Files {
         player: Option<&str>,
     ) -> io::Result<Self::W> {
         let path = match &self.single {
-            Some(p) if self.pending.is_empty() && self.written.is_empty() => p.clone(),
-            Some(_) => {
-                return Err(io::Error::other(
-                    "-o names one file but more than one demo is being written; use --out-dir",
-                ))
-            }
+            Some(p) => p.clone(),
             None => {
                 let part = if part > 0 {
                     format!("-{part}")
@@ -99,41 +185,122 @@ impl DemoOutput for Files {
             }
         };
         self.pending.push((flow, part, path.clone()));
-        Ok(BufWriter::new(File::create(&path)?))
+        PartFile::create(path)
     }
 
-    fn closed(
-        &mut self,
-        flow: u32,
-        part: u32,
-        mut w: Self::W,
-        stats: &DemoStats,
-    ) -> io::Result<()> {
-        w.flush()?;
+    fn closed(&mut self, flow: u32, part: u32, w: Self::W, stats: &DemoStats) -> io::Result<()> {
         if let Some(i) = self
             .pending
             .iter()
             .position(|(f, p, _)| *f == flow && *p == part)
         {
-            let (_, _, path) = self.pending.remove(i);
-            self.written.push((path, flow, stats.clone()));
+            self.pending.remove(i);
+        }
+        if self.drop_empty && stats.snapshots == 0 {
+            // Dropping the part deletes it: a gamestate alone is not a cut of anything.
+            return Ok(());
+        }
+        if let Some(p) = &self.single {
+            if self.ready.is_some() {
+                return Err(output_error(
+                    p,
+                    "-o names one file but this input gives more than one demo (several connections or maps); use --out-dir, or choose one with --flow",
+                ));
+            }
+            self.ready = Some((w, flow, stats.clone()));
+            return Ok(());
+        }
+        let path = w.commit()?;
+        self.written.push((path, flow, stats.clone()));
+        Ok(())
+    }
+}
+
+impl Files {
+    /// The run succeeded: give `-o`'s demo its name.
+    fn commit_ready(&mut self) -> io::Result<()> {
+        if let Some((w, flow, stats)) = self.ready.take() {
+            let path = w.commit()?;
+            self.written.push((path, flow, stats));
         }
         Ok(())
     }
 }
 
-pub fn run(args: &DemoArgs) -> Result<i32> {
+/// The folder demos go to: `--out-dir` is created when missing; `-o`'s folder must exist
+/// (a typo there should not create directories).
+fn prepare_output(args: &DemoArgs) -> Result<()> {
+    if let Some(o) = &args.output {
+        let parent = o.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+            bail!(OutputError {
+                path: o.display().to_string(),
+                message: format!("folder {} does not exist", dir.display()),
+            });
+        }
+        return Ok(());
+    }
+    std::fs::create_dir_all(&args.out_dir).map_err(|e| OutputError {
+        path: args.out_dir.display().to_string(),
+        message: format!("cannot create the output folder: {e}"),
+    })?;
     if !args.out_dir.is_dir() {
         bail!("{}: not a directory", args.out_dir.display());
     }
-    if quakecap::pipeline::is_qw_demo(&args.file) {
+    Ok(())
+}
+
+/// The output error inside a failed run, if that is what stopped it.
+fn as_output_error(e: &InputError) -> Option<&OutputError> {
+    match e {
+        InputError::Io { source, .. } => source.get_ref()?.downcast_ref::<OutputError>(),
+        _ => None,
+    }
+}
+
+pub fn run(args: &DemoArgs) -> Result<i32> {
+    let files = super::input::expand(&args.files)?;
+    if files.len() == 1 {
+        return run_one(args, &files[0]);
+    }
+    if let Some(o) = &args.output {
+        bail!(OutputError {
+            path: o.display().to_string(),
+            message: "-o names one file but several inputs were given; use --out-dir".into(),
+        });
+    }
+    // Each input on its own; the worst outcome decides the exit status.
+    let mut worst = super::input::EXIT_OK;
+    for f in &files {
+        let code = match run_one(args, f) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                if e.downcast_ref::<InputError>().is_some() {
+                    super::input::EXIT_INPUT
+                } else if e.downcast_ref::<NothingDone>().is_some() {
+                    super::input::EXIT_NOTHING
+                } else {
+                    return Err(e);
+                }
+            }
+        };
+        worst = worst.max(code);
+    }
+    Ok(worst)
+}
+
+fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
+    super::input::check_not_empty(file)?;
+    prepare_output(args)?;
+    if quakecap::pipeline::is_qw_demo(file) {
         bail!(
             "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
-            args.file.display()
+            file.display()
         );
     }
-    let stem = args
-        .file
+    let logical = PathBuf::from(super::input::logical_name(file));
+    let stem = logical
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("capture")
@@ -144,44 +311,112 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         single: args.output.clone(),
         written: Vec::new(),
         pending: Vec::new(),
+        ready: None,
+        drop_empty: !args.select.window(true)?.is_open(),
     };
     let dopts = DemoOptions {
         full_snapshots: args.full_snapshots,
-        split_maps: args.split_maps,
+        // One playable file per map unless the single file is asked for.
+        split_maps: !args.one_file,
     };
+    let window = args.select.window(true)?;
+    let chosen = args.select.flows(file, &args.flows)?;
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
         emit: false,
         keep_raw: true,
-        flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        flows: (!chosen.is_empty()).then(|| chosen.clone()),
         threads: None,
     };
-    let report = super::run_input(&args.file, &opts, &mut sink)?;
+    let run = if window.is_open() {
+        super::run_input(file, &opts, &mut sink)
+    } else {
+        super::run_input(
+            file,
+            &opts,
+            &mut super::filter::Filter::new(&mut sink, window),
+        )
+    };
+    let report = match run {
+        Ok(r) => r,
+        // Dropping the sink removes the unfinished parts.
+        Err(e) => match as_output_error(&e) {
+            Some(o) => bail!("{o}"),
+            None => return Err(e.into()),
+        },
+    };
     super::warn(&report);
     let missing = sink.no_gamestate.clone();
-    let files = sink.into_output();
+    let mut files = sink.into_output();
+    files.commit_ready()?;
     let mut out = io::stdout().lock();
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
     }
-    for (flow, n) in missing {
-        let f = report.flows.iter().find(|f| f.id == flow);
-        if f.is_some_and(|f| f.kind == "connection" || f.kind == "demo") {
-            writeln!(
-                out,
-                "flow {flow}: no demo written: the capture holds no gamestate for this connection ({n} server messages seen); it started after the client loaded the map"
-            )?;
+    let from_demo =
+        report.flows.iter().any(|f| f.kind == "demo") || quakecap::pipeline::is_demo(&logical);
+    for f in report.flows.iter().filter(|f| is_chosen_conn(args, f)) {
+        if files.written.iter().any(|(_, id, _)| *id == f.id) {
+            continue;
         }
+        let seen = missing
+            .iter()
+            .find(|(id, _)| *id == f.id)
+            .map_or(0, |(_, n)| *n);
+        let why = if from_demo {
+            "the demo file holds no gamestate quakecap could read (unsupported or damaged demo)"
+        } else {
+            "the capture holds no gamestate for this connection; it started after the client loaded the map"
+        };
+        eprintln!(
+            "quakecap: flow {}: no demo written ({seen} server messages before a gamestate): {why}",
+            f.id
+        );
     }
-    let conns = report
+    if args.full_snapshots && files.written.iter().any(|(p, _, _)| is_qwd(p)) {
+        eprintln!("quakecap: note: --full-snapshots applies to Quake 3 only; QuakeWorld demos are written as recorded");
+    }
+    if files.written.is_empty() {
+        return Err(NothingDone(nothing_written(args, &report)).into());
+    }
+    Ok(super::input::EXIT_OK)
+}
+
+fn is_qwd(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "qwd")
+}
+
+/// A client connection (or demo) the user asked for, or any when no `--flow` was given.
+fn is_chosen_conn(args: &DemoArgs, f: &FlowSummary) -> bool {
+    (f.kind == "connection" || f.kind == "demo")
+        && (args.flows.is_empty() || args.flows.contains(&f.id))
+}
+
+/// Why no demo came out of the input.
+fn nothing_written(args: &DemoArgs, report: &Report) -> String {
+    let file = &report.file;
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    if let Some(m) = super::input::missing_flows(&args.flows, &present, file) {
+        return m;
+    }
+    let is_conn = |f: &&FlowSummary| f.kind == "connection" || f.kind == "demo";
+    let chosen: Vec<&FlowSummary> = report
         .flows
         .iter()
-        .filter(|f| f.kind == "connection" || f.kind == "demo")
-        .count();
-    if conns == 0 {
-        writeln!(out, "{}: no client connection found", args.file.display())?;
+        .filter(|f| args.flows.is_empty() || args.flows.contains(&f.id))
+        .collect();
+    if let Some(q) = chosen.iter().find(|f| !is_conn(f)) {
+        if chosen.iter().all(|f| !is_conn(f)) {
+            return format!(
+                "{file}: flow {} is a {} flow, not a client connection: no demo to write",
+                q.id, q.kind
+            );
+        }
     }
-    Ok(0)
+    if chosen.iter().any(is_conn) {
+        return format!("{file}: no demo written");
+    }
+    format!("{file}: no client connection found: no demo to write")
 }
 
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {
@@ -196,7 +431,17 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
         );
     }
     let span = match (s.first_server_time, s.last_server_time) {
-        (Some(a), Some(b)) => format!("{:.1} s of game time ({a}..{b})", (b - a) as f64 / 1000.0),
+        (Some(_), Some(_)) if s.gamestates > 1 => format!(
+            "{:.1} s of game time over {} maps",
+            s.game_ms as f64 / 1000.0,
+            s.gamestates
+        ),
+        // Server time may restart without a second gamestate in the file (a stale snapshot of
+        // the previous map): then the range says nothing.
+        (Some(a), Some(b)) if b >= a => {
+            format!("{:.1} s of game time ({a}..{b})", s.game_ms as f64 / 1000.0)
+        }
+        (Some(_), Some(_)) => format!("{:.1} s of game time", s.game_ms as f64 / 1000.0),
         _ => "no snapshots".into(),
     };
     writeln!(out, "{}", path.display())?;
@@ -221,7 +466,7 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
     if s.gamestates > 1 {
         writeln!(
             out,
-            "  note: {} gamestates (map changes) in one file; ioquake3 reads past the second one but renders little of it — use --split-maps for one fully playable demo per map",
+            "  note: {} gamestates (map changes) in one file (--one-file); ioquake3 reads past the second one but renders little of it — without --one-file each map gets its own fully playable demo",
             s.gamestates
         )?;
     }

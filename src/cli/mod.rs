@@ -11,6 +11,15 @@ use quakecap::sink;
 
 #[path = "demo.rs"]
 mod demo;
+#[path = "filter.rs"]
+pub mod filter;
+#[path = "input.rs"]
+pub mod input;
+#[path = "timefmt.rs"]
+pub mod timefmt;
+
+use input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_NOTHING, EXIT_OK};
+use timefmt::TimeFormat;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -24,7 +33,8 @@ pub struct Cli {
 pub enum Command {
     /// One row per flow (connection or query): addresses, qport, challenge, player, counters.
     Flows {
-        /// pcap / pcapng files (each on its own unless --merge).
+        /// pcap / pcapng captures or demo files (each on its own unless --merge); `-` reads
+        /// stdin, gzip/zstd are undone, a folder is walked.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print a JSON array instead of a table.
@@ -33,11 +43,26 @@ pub enum Command {
         /// Treat all files as one capture (flow ids continue across files).
         #[arg(long)]
         merge: bool,
+        /// Every column (protocol, qport, challenge, bytes, fragments, duplicates, ...).
+        #[arg(long)]
+        wide: bool,
+        /// How start times are shown: local date-time, relative to the first packet,
+        /// raw epoch seconds, or UTC.
+        #[arg(long, short = 't', value_enum, default_value_t = TimeFormat::Abs)]
+        time: TimeFormat,
+        /// Also list UDP flows of no known game (hidden by default, counted in one line).
+        #[arg(long)]
+        all: bool,
     },
     /// Decode every message of every flow (or the chosen ones), both directions.
     Decode {
-        /// A capture (pcap/pcapng) or a demo file (.dm_66/67/68/71, .qwd, .mvd).
-        file: PathBuf,
+        /// Captures (pcap/pcapng) or demo files (.dm_66/67/68/71, .qwd, .mvd); `-` reads
+        /// stdin, gzip/zstd are undone, a folder is walked.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Treat all captures as one (flow ids continue across files).
+        #[arg(long)]
+        merge: bool,
         /// Only these flow ids.
         #[arg(long = "flow")]
         flows: Vec<u32>,
@@ -48,22 +73,111 @@ pub enum Command {
         /// QuakeWorld ezQuake's `cl_shownet 2`.
         #[arg(long)]
         shownet: bool,
+        #[command(flatten)]
+        select: Select,
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
 }
 
+/// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Select {
+    /// Start here: capture time as `mm:ss` / `h:mm:ss` / seconds after the first game packet,
+    /// an epoch time (`1795361230.5`), or game time `g<time>` (Quake 3 server time).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Stop after this time (same forms as --from).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only the connections of this player (colour codes and case ignored).
+    #[arg(long)]
+    pub player: Option<String>,
+}
+
+impl Select {
+    /// The time window, parsed.
+    pub fn window(&self, keep_gamestates: bool) -> Result<filter::Window> {
+        Ok(filter::Window {
+            from: self.from.as_deref().map(filter::parse_bound).transpose()?,
+            to: self.to.as_deref().map(filter::parse_bound).transpose()?,
+            keep_gamestates,
+        })
+    }
+
+    /// The flows of `file` to look at: `--flow` ids, narrowed to `--player`'s connections
+    /// (found by a first, summary-only pass over the file).
+    pub fn flows(&self, file: &Path, asked: &[u32]) -> Result<Vec<u32>> {
+        let Some(player) = &self.player else {
+            return Ok(asked.to_vec());
+        };
+        if file.as_os_str() == "-" {
+            anyhow::bail!("--player reads the input twice: give a file, not stdin");
+        }
+        let report = run_input(file, &Options::default(), &mut NoSink)?;
+        let ids: Vec<u32> = report
+            .flows
+            .iter()
+            .filter(|f| {
+                f.name
+                    .as_deref()
+                    .is_some_and(|n| filter::same_player(n, player))
+            })
+            .filter(|f| asked.is_empty() || asked.contains(&f.id))
+            .map(|f| f.id)
+            .collect();
+        if ids.is_empty() {
+            let mut names: Vec<String> =
+                report.flows.iter().filter_map(|f| f.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            return Err(NothingDone(format!(
+                "{}: no connection of player {player:?} (players: {})",
+                report.file,
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join(", ")
+                }
+            ))
+            .into());
+        }
+        Ok(ids)
+    }
+}
+
 /// Run the command and return the process exit code.
 pub fn run(cli: Cli) -> i32 {
-    let res = match cli.command {
-        Command::Flows { files, json, merge } => flows(&files, json, merge),
-        Command::Decode {
-            file,
-            flows,
-            json,
-            shownet,
-        } => decode(&file, flows, json, shownet),
-        Command::Demo(args) => demo::run(&args),
+    let res = match input::check_env() {
+        Err(e) => Err(e),
+        Ok(()) => match cli.command {
+            Command::Flows {
+                files,
+                json,
+                merge,
+                wide,
+                time,
+                all,
+            } => flows(
+                &files,
+                &FlowsView {
+                    json,
+                    merge,
+                    wide,
+                    time,
+                    all,
+                },
+            ),
+            Command::Decode {
+                files,
+                merge,
+                flows,
+                json,
+                shownet,
+                select,
+            } => decode(&files, merge, flows, json, shownet, &select),
+            Command::Demo(args) => demo::run(&args),
+        },
     };
     match res {
         Ok(code) => code,
@@ -80,9 +194,11 @@ pub fn run(cli: Cli) -> i32 {
             // Our errors already carry their causes in their text: print them once.
             eprintln!("quakecap: {e}");
             if e.downcast_ref::<InputError>().is_some() {
-                2
+                EXIT_INPUT
+            } else if e.downcast_ref::<NothingDone>().is_some() {
+                EXIT_NOTHING
             } else {
-                1
+                EXIT_FAILURE
             }
         }
     }
@@ -106,11 +222,8 @@ pub fn progress_for(path: &Path) -> ProgressBar {
 
 /// Run one input (capture or demo) through the pipeline.
 pub fn run_input(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
-    if pipeline::is_demo(path) {
-        return pipeline::run_demo(path, opts, sink);
-    }
     let pb = progress_for(path);
-    let r = pipeline::run_capture(path, opts, sink, &mut |b| pb.set_position(b));
+    let r = input::run(path, opts, sink, &mut |b| pb.set_position(b));
     pb.finish_and_clear();
     r
 }
@@ -134,24 +247,29 @@ pub fn warn(report: &Report) {
 struct NoSink;
 impl Sink for NoSink {}
 
-fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
+/// How `flows` shows its result.
+struct FlowsView {
+    json: bool,
+    merge: bool,
+    wide: bool,
+    time: TimeFormat,
+    all: bool,
+}
+
+fn flows(files: &[PathBuf], view: &FlowsView) -> Result<i32> {
+    let files = &input::expand(files)?;
     let opts = Options::default();
-    let mut all = Vec::new();
     let mut failed = 0;
     let mut tables = Vec::new();
-    if merge {
+    if view.merge {
         let report = pipeline::run_merged(files, &opts, &mut NoSink)?;
         warn(&report);
-        all = report.flows.clone();
-        all.extend(report.aggregates.iter().cloned());
         tables.push((report.file.clone(), report.flows, report.aggregates));
     } else {
         for f in files {
             match run_input(f, &opts, &mut NoSink) {
                 Ok(report) => {
                     warn(&report);
-                    all.extend(report.flows.iter().cloned());
-                    all.extend(report.aggregates.iter().cloned());
                     tables.push((report.file.clone(), report.flows, report.aggregates));
                 }
                 Err(e) => {
@@ -162,37 +280,227 @@ fn flows(files: &[PathBuf], json: bool, merge: bool) -> Result<i32> {
         }
     }
     let mut out = io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(&mut out, &all)?;
-        writeln!(out)?;
+    if view.json {
+        flows_json(&mut out, &tables)?;
     } else {
         for (file, flows, aggregates) in &tables {
             if tables.len() > 1 {
                 writeln!(out, "{file}")?;
             }
-            writeln!(out, "{}", sink::table::render(flows))?;
+            flows_table(&mut out, flows, view)?;
             write!(out, "{}", sink::table::render_aggregates(aggregates))?;
         }
     }
-    Ok(if failed == files.len() { 2 } else { 0 })
+    // Every input must have been used: a missing file among good ones is still a failure.
+    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
 }
 
-fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32> {
-    let opts = Options {
+/// One file's flows and its aggregate rows (traffic past a flow limit).
+type FileFlows = (
+    String,
+    Vec<quakecap::flow::FlowSummary>,
+    Vec<quakecap::flow::FlowSummary>,
+);
+
+/// One JSON array of every file's flows; each object names its `file` (ids restart per file).
+fn flows_json(out: &mut impl Write, tables: &[FileFlows]) -> Result<()> {
+    let mut all = Vec::new();
+    for (file, flows, aggregates) in tables {
+        for f in flows.iter().chain(aggregates) {
+            let mut v = serde_json::to_value(f)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("file".into(), serde_json::Value::String(file.clone()));
+            }
+            all.push(v);
+        }
+    }
+    serde_json::to_writer_pretty(&mut *out, &all)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The table of one file: game flows, then one line counting the hidden UDP of no known game.
+fn flows_table(
+    out: &mut impl Write,
+    flows: &[quakecap::flow::FlowSummary],
+    view: &FlowsView,
+) -> io::Result<()> {
+    let (shown, other): (Vec<_>, Vec<_>) = flows
+        .iter()
+        .cloned()
+        .partition(|f| view.all || f.game != "udp");
+    let base = flows
+        .iter()
+        .map(|f| f.first_time)
+        .filter(|t| *t > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let fmt = view.time;
+    // One date for the whole table when every flow started that day: the cells keep the time.
+    let date = (!view.wide)
+        .then(|| timefmt::common_date(fmt, shown.iter().map(|f| f.first_time)))
+        .flatten();
+    let day_only = date.is_some();
+    let start = move |t: f64| timefmt::format_time(fmt, t, base, day_only);
+    let opts = sink::table::TableOptions {
+        wide: view.wide,
+        width: table_width(),
+        start: &start,
+        duration: &timefmt::duration,
+        date,
+    };
+    if shown.is_empty() {
+        writeln!(out, "no Quake 3 or QuakeWorld flow")?;
+    } else {
+        writeln!(out, "{}", sink::table::render_with(&shown, &opts))?;
+    }
+    if !other.is_empty() {
+        let datagrams: u64 = other.iter().map(|f| f.packets.total()).sum();
+        writeln!(
+            out,
+            "{} other UDP datagrams in {} flows (--all lists them)",
+            thousands(datagrams),
+            thousands(other.len() as u64)
+        )?;
+    }
+    Ok(())
+}
+
+/// The width to fit: `COLUMNS` when set (as shells export it), else the terminal's; a pipe
+/// without `COLUMNS` gets the unwrapped table.
+fn table_width() -> Option<u16> {
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u16>().ok())
+        .filter(|w| *w > 0)
+    {
+        return Some(w);
+    }
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    comfy_table::Table::new().width()
+}
+
+/// `412345` as `412,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn decode(
+    files: &[PathBuf],
+    merge: bool,
+    flows: Vec<u32>,
+    json: bool,
+    shownet: bool,
+    select: &Select,
+) -> Result<i32> {
+    let files = input::expand(files)?;
+    let window = select.window(false)?;
+    let mut opts = Options {
         emit: true,
         keep_raw: false,
-        flows: (!flows.is_empty()).then_some(flows),
+        flows: (!flows.is_empty()).then_some(flows.clone()),
         threads: None,
     };
-    let out = io::BufWriter::new(io::stdout().lock());
-    let report = if json {
-        run_input(file, &opts, &mut sink::json::JsonLines::new(out))?
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if merge {
+        if select.player.is_some() || !window.is_open() {
+            anyhow::bail!("--from, --to and --player work on single inputs, not with --merge");
+        }
+        let report = match (json, shownet) {
+            (true, _) => pipeline::run_merged(&files, &opts, &mut sink::json::JsonLines::new(out))?,
+            (_, true) => {
+                pipeline::run_merged(&files, &opts, &mut sink::shownet::Shownet::new(out))?
+            }
+            _ => pipeline::run_merged(&files, &opts, &mut sink::text::Text::new(out))?,
+        };
+        decode_done(&report, &flows)?;
+        return Ok(EXIT_OK);
+    }
+    let mut failed = 0;
+    let mut present = Vec::new();
+    let mut last = String::new();
+    for file in &files {
+        if files.len() > 1 && !json {
+            // Text and trace output name the file they come from; JSON lines stay pure.
+            writeln!(out, "==> {} <==", file.display())?;
+        }
+        let chosen = select.flows(file, &flows)?;
+        opts.flows = (!chosen.is_empty()).then_some(chosen);
+        match decode_one(file, &opts, json, shownet, window, &mut out) {
+            Ok((report, passed)) => {
+                present.extend(report.flows.iter().map(|f| f.id));
+                last = report.file.clone();
+                decode_done(&report, &[])?;
+                if passed == 0 {
+                    // An empty window matched nothing: not a quiet success.
+                    let m = format!("{}: no message between --from and --to", report.file);
+                    return Err(NothingDone(m).into());
+                }
+            }
+            Err(e) if files.len() > 1 => {
+                eprintln!("quakecap: {e}");
+                failed += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.flush()?;
+    if failed == 0 {
+        let name = if files.len() == 1 {
+            last
+        } else {
+            "the inputs".into()
+        };
+        if let Some(m) = input::missing_flows(&flows, &present, &name) {
+            return Err(NothingDone(m).into());
+        }
+    }
+    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+}
+
+/// Decode one input into `out` in the chosen format, inside the time window; also how many
+/// messages the window let through (1 when there is no window).
+fn decode_one(
+    file: &Path,
+    opts: &Options,
+    json: bool,
+    shownet: bool,
+    window: filter::Window,
+    out: &mut dyn Write,
+) -> Result<(Report, u64), InputError> {
+    let mut j;
+    let mut sn;
+    let mut t;
+    let inner: &mut dyn Sink = if json {
+        j = sink::json::JsonLines::new(out);
+        &mut j
     } else if shownet {
-        run_input(file, &opts, &mut sink::shownet::Shownet::new(out))?
+        sn = sink::shownet::Shownet::new(out);
+        &mut sn
     } else {
-        run_input(file, &opts, &mut sink::text::Text::new(out))?
+        t = sink::text::Text::new(out);
+        &mut t
     };
-    warn(&report);
+    if window.is_open() {
+        return Ok((run_input(file, opts, inner)?, 1));
+    }
+    let mut f = filter::Filter::new(inner, window);
+    let report = run_input(file, opts, &mut f)?;
+    Ok((report, f.passed))
+}
+
+/// Warnings and failed messages of a decoded input; the flows asked for must exist.
+fn decode_done(report: &Report, asked: &[u32]) -> Result<()> {
+    warn(report);
     let errors: u64 = report.flows.iter().map(|f| f.errors).sum();
     if errors > 0 {
         eprintln!(
@@ -205,5 +513,9 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
             }
         }
     }
-    Ok(0)
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    if let Some(m) = input::missing_flows(asked, &present, &report.file) {
+        return Err(NothingDone(m).into());
+    }
+    Ok(())
 }

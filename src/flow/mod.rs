@@ -89,6 +89,13 @@ pub struct FlowSummary {
     /// Only on rows of kind "query_aggregate" / "other_aggregate": traffic past a flow limit.
     #[serde(flatten)]
     pub aggregate: Option<AggregateCounts>,
+    /// Demo files: the map of the first gamestate (`mapname`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
+    /// Demo files: the game time they cover, in seconds (forward steps between snapshots;
+    /// a demo has no capture time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game_seconds: Option<f64>,
 }
 
 /// The counts of an aggregate row (see [`table::QueryAggregate`]).

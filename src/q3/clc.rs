@@ -38,7 +38,10 @@ impl Serialize for ClcError {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op")]
 pub enum ClientOp {
-    #[serde(rename = "clientCommand")]
+    #[serde(
+        rename = "clientCommand",
+        serialize_with = "super::color::command_json"
+    )]
     ClientCommand {
         bit: usize,
         seq: i32,

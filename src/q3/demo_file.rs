@@ -19,6 +19,41 @@ pub fn protocol_of(name: &str) -> Option<u32> {
     ext.strip_prefix("dm_")?.parse().ok()
 }
 
+/// The game time a demo covers: forward steps between consecutive snapshots, a gamestate
+/// (map change, where server time restarts) breaking the chain.
+#[derive(Debug, Default)]
+struct GameClock {
+    /// The gamestate count and snapshot number last seen (a new snapshot changes the number).
+    gamestates: u32,
+    snap_num: Option<i32>,
+    last: Option<i32>,
+    ms: u64,
+}
+
+impl GameClock {
+    /// Look at the client state after a record (it is kept in every detail mode; the ops
+    /// are not).
+    fn observe(&mut self, st: &ClientState) {
+        if st.gamestates != self.gamestates {
+            self.gamestates = st.gamestates;
+            self.last = None;
+        }
+        let Some(t) = st.last_snap_time else { return };
+        if self.snap_num == Some(st.last_snap_num) {
+            return;
+        }
+        self.snap_num = Some(st.last_snap_num);
+        if let Some(prev) = self.last {
+            self.ms += u64::try_from(i64::from(t) - i64::from(prev)).unwrap_or(0);
+        }
+        self.last = Some(t);
+    }
+
+    fn seconds(&self) -> Option<f64> {
+        self.snap_num.map(|_| self.ms as f64 / 1000.0)
+    }
+}
+
 /// Decodes the records of one demo held in memory, yielding a [`Message`] per record when
 /// the options ask for messages (`emit` or `keep_raw`); otherwise it only fills the summary.
 pub struct Decoder<'a> {
@@ -28,6 +63,7 @@ pub struct Decoder<'a> {
     emit: bool,
     keep_raw: bool,
     summary: FlowSummary,
+    clock: GameClock,
     /// Records read (those the framing could not read are only in the warnings).
     records_read: u64,
     /// Record framing problems (truncation, bad lengths), in file order.
@@ -54,6 +90,7 @@ impl<'a> Decoder<'a> {
             },
             records_read: 0,
             warnings: Vec::new(),
+            clock: GameClock::default(),
         }
     }
 
@@ -68,7 +105,8 @@ impl<'a> Decoder<'a> {
     }
 
     /// The demo's one flow (call after the iterator ended).
-    pub fn finish(self) -> Vec<FlowSummary> {
+    pub fn finish(mut self) -> Vec<FlowSummary> {
+        self.summary.game_seconds = self.clock.seconds();
         vec![self.summary]
     }
 
@@ -90,6 +128,10 @@ impl<'a> Decoder<'a> {
         if self.summary.name.is_none() && self.state.gamestates > 0 {
             self.summary.name = self.state.player_name(self.state.client_num);
         }
+        if self.summary.map.is_none() && self.state.gamestates > 0 {
+            self.summary.map = self.state.map_name();
+        }
+        self.clock.observe(&self.state);
         (self.emit || self.keep_raw).then(|| Message {
             flow: 1,
             game: "q3",

@@ -21,6 +21,7 @@
 pub mod bits;
 pub mod cfloat;
 pub mod clc;
+pub mod color;
 pub mod conn;
 pub mod delta;
 pub mod demo;

@@ -164,7 +164,10 @@ pub struct Voip {
 pub enum ServerOp {
     #[serde(rename = "nop")]
     Nop { bit: usize },
-    #[serde(rename = "serverCommand")]
+    #[serde(
+        rename = "serverCommand",
+        serialize_with = "super::color::command_json"
+    )]
     ServerCommand {
         bit: usize,
         seq: i32,

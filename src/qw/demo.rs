@@ -16,8 +16,8 @@ fn summary(name: &str) -> FlowSummary {
     FlowSummary {
         id: 1,
         game: "qw",
-        // A demo records one connection (.qwd) or the server side of one game (.mvd).
-        kind: "connection",
+        // Like Quake 3 demo files: one connection (.qwd) or one game's server side (.mvd).
+        kind: "demo",
         protocol: Some(28),
         server: name.to_string(),
         ..Default::default()
@@ -38,11 +38,13 @@ fn push_error(sum: &mut FlowSummary, m: &mut Message) {
 /// and errors. A truncated file ends with an error, never a panic.
 pub fn decode_demo_file(name: &str, data: &[u8], out: &mut Vec<Event>) -> Vec<FlowSummary> {
     let mut sum = summary(name);
+    let before = out.len();
     if name.to_ascii_lowercase().ends_with(".mvd") {
         decode_mvd(data, &mut sum, out);
     } else {
         decode_qwd(data, &mut sum, out);
     }
+    demo_facts(&mut sum, out.get(before..).unwrap_or(&[]));
     vec![sum]
 }
 
@@ -210,6 +212,51 @@ fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
             break;
         }
     }
+}
+
+/// The map (the model list's first entry, `maps/NAME.bsp`) and the demo time the blocks
+/// cover (their times are demo time in seconds).
+fn demo_facts(sum: &mut FlowSummary, events: &[Event]) {
+    let mut span: Option<(f64, f64)> = None;
+    // A .qwd's recording client: the slot serverdata gives it (.mvd has none).
+    let mut slot: Option<u8> = None;
+    for e in events {
+        let Event::Message(m) = e else { continue };
+        span = Some(span.map_or((m.time, m.time), |(a, b)| (a.min(m.time), b.max(m.time))));
+        for op in &m.ops {
+            let OpKind::Server(op) = &op.kind else {
+                continue;
+            };
+            match op {
+                svc::ServerOp::Serverdata(sd) => slot = sd.playernum.map(|p| p & 0x7f),
+                svc::ServerOp::Modellist(l) if l.start == 0 && sum.map.is_none() => {
+                    sum.map = l
+                        .names
+                        .first()
+                        .and_then(|n| n.strip_prefix("maps/")?.strip_suffix(".bsp"))
+                        .map(str::to_string);
+                }
+                svc::ServerOp::Updateuserinfo {
+                    slot: s, userinfo, ..
+                } if Some(*s) == slot && sum.name.is_none() => {
+                    sum.name = info_name(userinfo);
+                }
+                _ => {}
+            }
+        }
+    }
+    sum.game_seconds = span.map(|(a, b)| b - a);
+}
+
+/// The `name` of a `\\key\\value` userinfo string.
+fn info_name(info: &str) -> Option<String> {
+    let mut parts = info.trim_start_matches('\\').split('\\');
+    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+        if k == "name" {
+            return Some(v.to_string());
+        }
+    }
+    None
 }
 
 /// Count one decoded demo block on the summary and emit it; an unreadable block is recorded

@@ -32,8 +32,28 @@ pub struct DemoStats {
     pub skipped_bad: u64,
     pub first_server_time: Option<i32>,
     pub last_server_time: Option<i32>,
+    /// Game time covered, in ms: the forward steps between consecutive snapshots, summed.
+    /// Server time restarts at a map change (and a stale snapshot of the old map may follow
+    /// the new gamestate), so `last - first` is wrong, even negative, across one.
+    pub game_ms: u64,
+    /// A gamestate came since the last snapshot: the next step is not game time.
+    #[serde(skip)]
+    pub new_map: bool,
     pub map: Option<String>,
     pub player: Option<String>,
+}
+
+impl DemoStats {
+    /// Count a snapshot's server time into [`DemoStats::game_ms`].
+    fn snapshot_time(&mut self, t: i32) {
+        if let Some(prev) = self.last_server_time.filter(|_| !self.new_map) {
+            // A step back is a restart (map change): nothing to add.
+            self.game_ms += u64::try_from(i64::from(t) - i64::from(prev)).unwrap_or(0);
+        }
+        self.new_map = false;
+        self.first_server_time.get_or_insert(t);
+        self.last_server_time = Some(t);
+    }
 }
 
 /// How the writer treats snapshots.
@@ -311,6 +331,7 @@ impl<O: DemoOutput> DemoSink<O> {
                 });
             }
             if let Some(o) = &mut fd.open {
+                o.stats.new_map = true;
                 o.stats.gamestates += 1;
                 if o.stats.map.is_none() {
                     o.stats.map = map;
@@ -338,8 +359,7 @@ impl<O: DemoOutput> DemoSink<O> {
                     _ => None,
                 })
             }) {
-                o.stats.first_server_time.get_or_insert(t);
-                o.stats.last_server_time = Some(t);
+                o.stats.snapshot_time(t);
             }
         }
         fd.open = Some(o);

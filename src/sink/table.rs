@@ -1,5 +1,5 @@
 //! The `quakecap flows` table: one comfy-table row per flow.
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 
 use crate::flow::{FlowSummary, PerDir};
 
@@ -13,11 +13,103 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// Render flows as a table. Counters are shown as `c2s/s2c`.
+/// How the table is laid out; times are formatted by the caller (time zone, `--time`).
+pub struct TableOptions<'a> {
+    /// Every column (`--wide`) instead of the ones that matter day to day.
+    pub wide: bool,
+    /// Wrap cells to fit this many columns (the terminal, `COLUMNS`); None: no limit.
+    pub width: Option<u16>,
+    /// A flow's start time (epoch seconds) as shown.
+    pub start: &'a dyn Fn(f64) -> String,
+    /// A flow's duration (seconds) as shown.
+    pub duration: &'a dyn Fn(f64) -> String,
+    /// The date every flow started on, when `start` shows only the time of day.
+    pub date: Option<String>,
+}
+
+/// Render flows as the wide table with epoch times (counters as `c2s/s2c`).
 pub fn render(flows: &[FlowSummary]) -> String {
+    let opts = TableOptions {
+        wide: true,
+        width: None,
+        start: &|t| format!("{t:.3}"),
+        duration: &|d| format!("{d:.3}"),
+        date: None,
+    };
+    render_with(flows, &opts)
+}
+
+/// Render flows with the chosen columns, width and time formats.
+pub fn render_with(flows: &[FlowSummary], opts: &TableOptions<'_>) -> String {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
+    if opts.wide {
+        t.load_preset(UTF8_FULL_CONDENSED);
+    } else {
+        // No outer border and one-character padding: the narrow table is meant for 80 columns.
+        t.load_preset(NARROW_PRESET);
+    }
+    if let Some(w) = opts.width {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(w);
+    }
+    if opts.wide {
+        t.set_header(wide_header());
+    } else {
+        t.set_header(narrow_header());
+        // Blank separators already part the columns: no padding on the left.
+        for c in t.column_iter_mut() {
+            c.set_padding((0, 1));
+        }
+    }
+    for f in flows {
+        let row = if opts.wide {
+            wide_row(f, opts)
+        } else {
+            narrow_row(f, opts)
+        };
+        t.add_row(row);
+    }
+    match &opts.date {
+        Some(d) => format!("flows started on {d}\n{t}"),
+        None => t.to_string(),
+    }
+}
+
+/// No borders: columns separated by blanks, `─` under the header (tshark-like, fits 80).
+const NARROW_PRESET: &str = "     ─             ";
+
+fn narrow_header() -> Vec<&'static str> {
+    vec![
+        "id",
+        "game\nkind",
+        "server\nclient",
+        "player\nmap",
+        "start\nduration",
+        "packets c→s/s→c\nlost c→s/s→c",
+        "errors",
+    ]
+}
+
+/// The columns that matter day to day: who, when, how long, how much and how well; pairs
+/// stacked in one cell so the table fits 80 columns.
+fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
+    vec![
+        f.id.to_string(),
+        format!("{}\n{}", f.game, f.kind),
+        endpoints(f),
+        format!("{}\n{}", name(f), f.map.as_deref().unwrap_or("")),
+        format!(
+            "{}\n{}",
+            (opts.start)(f.first_time),
+            (opts.duration)(duration(f))
+        ),
+        format!("{}\n{}", pair(&f.packets), pair(&f.dropped)),
+        f.errors.to_string(),
+    ]
+}
+
+fn wide_header() -> Vec<&'static str> {
+    vec![
         "id",
         "game",
         "kind",
@@ -28,39 +120,67 @@ pub fn render(flows: &[FlowSummary]) -> String {
         "challenge",
         "name",
         "start",
-        "dur s",
-        "packets",
-        "bytes",
-        "frag msgs",
-        "dropped",
-        "dup",
-        "ooo",
+        "dur",
+        "packets\nc→s/s→c",
+        "bytes\nc→s/s→c",
+        "frag msgs\nc→s/s→c",
+        "dropped\nc→s/s→c",
+        "dup\nc→s/s→c",
+        "ooo\nc→s/s→c",
         "errors",
-    ]);
-    for f in flows {
-        let ports: Vec<String> = f.client_ports.iter().map(ToString::to_string).collect();
-        t.add_row(vec![
-            f.id.to_string(),
-            f.game.to_string(),
-            f.kind.to_string(),
-            opt(&f.protocol),
-            f.server.clone(),
-            format!("{}:{}", f.client_ip, ports.join(",")),
-            opt(&f.qport),
-            opt(&f.challenge),
-            opt(&f.name),
-            format!("{:.3}", f.first_time),
-            format!("{:.3}", f.last_time - f.first_time),
-            pair(&f.packets),
-            pair(&f.bytes),
-            pair(&f.fragments),
-            pair(&f.dropped),
-            pair(&f.duplicates),
-            pair(&f.out_of_order),
-            f.errors.to_string(),
-        ]);
+    ]
+}
+
+fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
+    vec![
+        f.id.to_string(),
+        f.game.to_string(),
+        f.kind.to_string(),
+        opt(&f.protocol),
+        f.server.clone(),
+        client(f),
+        opt(&f.qport),
+        opt(&f.challenge),
+        name(f),
+        (opts.start)(f.first_time),
+        (opts.duration)(duration(f)),
+        pair(&f.packets),
+        pair(&f.bytes),
+        pair(&f.fragments),
+        pair(&f.dropped),
+        pair(&f.duplicates),
+        pair(&f.out_of_order),
+        f.errors.to_string(),
+    ]
+}
+
+/// A demo's own game time; a capture flow's time from first to last packet.
+fn duration(f: &FlowSummary) -> f64 {
+    f.game_seconds.unwrap_or(f.last_time - f.first_time)
+}
+
+/// Server over client; a demo file has neither, its row names the file (without folders,
+/// which `flows` prints above the table).
+fn endpoints(f: &FlowSummary) -> String {
+    if f.kind == "demo" {
+        let name = f.server.rsplit(['/', '\\']).next().unwrap_or(&f.server);
+        return format!("{name}\n(demo file)");
     }
-    t.to_string()
+    format!("{}\n{}", f.server, client(f))
+}
+
+fn client(f: &FlowSummary) -> String {
+    let ports: Vec<String> = f.client_ports.iter().map(ToString::to_string).collect();
+    format!("{}:{}", f.client_ip, ports.join(","))
+}
+
+/// The player name as a terminal shows it (see [`super::text::readable`]).
+fn name(f: &FlowSummary) -> String {
+    match f.name.as_deref() {
+        None => "-".into(),
+        Some(n) if f.game == "qw" => super::text::readable::qw_plain(n).replace('\n', " "),
+        Some(n) => super::text::readable::q3_plain(n).replace('\n', " "),
+    }
 }
 
 /// Thousands separated by commas (the summary lines are read by people).

@@ -8,6 +8,7 @@ use crate::pipeline::{Event, Sink};
 
 pub mod q3;
 pub mod qw;
+pub mod readable;
 
 pub use q3::message_lines;
 

@@ -17,12 +17,17 @@ fn header(m: &Message) -> String {
     format!("{loc} flow {} {} {seq}{frag}", m.flow, m.dir.as_str())
 }
 
+/// A game string as text shows it: colour codes and control characters removed, quoted.
+fn shown(s: &str) -> String {
+    super::readable::quote(&super::readable::q3_plain(s))
+}
+
 fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
     for op in ops {
         match op {
             ServerOp::ServerCommand { seq, text, new, .. } => {
                 let re = if *new { "" } else { " (again)" };
-                out.push(format!("  serverCommand {seq}{re}: {text:?}"))
+                out.push(format!("  serverCommand {seq}{re}: {}", shown(text)))
             }
             ServerOp::Gamestate(g) => {
                 out.push(format!(
@@ -34,7 +39,7 @@ fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
                     g.baselines.len()
                 ));
                 for cs in &g.configstrings {
-                    out.push(format!("    cs {} {:?}", cs.index, cs.value));
+                    out.push(format!("    cs {} {}", cs.index, shown(&cs.value)));
                 }
                 for b in &g.baselines {
                     let mut s = format!("    baseline #{} ", b.state.number);
@@ -100,7 +105,7 @@ fn client_ops(ops: &[ClientOp], out: &mut Vec<String>) {
         match op {
             ClientOp::ClientCommand { seq, text, new, .. } => {
                 let re = if *new { "" } else { " (again)" };
-                out.push(format!("  clientCommand {seq}{re}: {text:?}"))
+                out.push(format!("  clientCommand {seq}{re}: {}", shown(text)))
             }
             ClientOp::Move { no_delta, cmds, .. } => {
                 let kind = if *no_delta { "moveNoDelta" } else { "move" };
@@ -131,7 +136,7 @@ fn client_ops(ops: &[ClientOp], out: &mut Vec<String>) {
 pub fn message_lines(m: &Message) -> Vec<String> {
     let mut out = vec![header(m)];
     match &m.body {
-        Body::Oob(o) => out.push(format!("  connectionless {:?}", o.text)),
+        Body::Oob(o) => out.push(format!("  connectionless {}", shown(&o.text))),
         Body::Server(s) => {
             out.push(format!("  ack {}", s.ack));
             server_ops(&s.ops, &mut out);

@@ -66,7 +66,7 @@ fn value(v: &serde_json::Value, w: &mut dyn Write) -> fmt::Result {
         Value::Null => w.write_str("none"),
         Value::Bool(b) => write!(w, "{b}"),
         Value::Number(n) => write!(w, "{n}"),
-        Value::String(s) => write!(w, "{s:?}"),
+        Value::String(s) => w.write_str(&super::readable::quote(&super::readable::qw_plain(s))),
         Value::Array(items) => {
             w.write_char('[')?;
             for (i, item) in items.iter().enumerate() {

@@ -1,0 +1,39 @@
+//! Quake 3 colour codes: `^` and a character select a colour in the console font. Text and
+//! JSON output show a command's words without them (JSON beside the raw string).
+use serde::ser::{SerializeStruct, Serializer};
+
+/// `s` without colour codes (the engine's `Q_IsColorString`: `^` then any character but
+/// another `^`) and without control characters (the chat separator 0x19 and the like, which
+/// the console does not draw); newlines and tabs stay.
+pub fn plain(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '^' && chars.peek().is_some_and(|n| *n != '^') {
+            chars.next();
+            continue;
+        }
+        if c == '\n' || c == '\t' || !c.is_control() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The JSON of a server or client command op: its fields, then `plain`, the text without
+/// colour codes (the raw `text` stays for tools that want the colours).
+pub fn command_json<S: Serializer>(
+    bit: &usize,
+    seq: &i32,
+    text: &str,
+    new: &bool,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut st = s.serialize_struct("Command", 5)?;
+    st.serialize_field("bit", bit)?;
+    st.serialize_field("seq", seq)?;
+    st.serialize_field("text", text)?;
+    st.serialize_field("plain", &plain(text))?;
+    st.serialize_field("new", new)?;
+    st.end()
+}

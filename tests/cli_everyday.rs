@@ -1,0 +1,840 @@
+//! Issue 14, everyday use: the binary run as a user runs it. Each test names the item it shows.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
+
+const BASIC: &str = "captures/q3-basic/capture.pcapng";
+const TWO: &str = "captures/q3-two-clients/capture.pcapng";
+const QW: &str = "captures/qw-basic/capture.pcapng";
+const LOOPBACK: &str = "captures/loopback-any/dumpcap-any.pcapng";
+
+fn quakecap(args: &[&str]) -> Output {
+    quakecap_env(args, &[])
+}
+
+fn quakecap_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_quakecap"));
+    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("QUAKECAP_THREADS").env_remove("COLUMNS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run quakecap")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh scratch folder under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli_everyday-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+// ---- item 1: the table fits the terminal ----
+
+#[test]
+fn flows_table_fits_80_columns() {
+    for cap in [BASIC, TWO, QW] {
+        let o = quakecap_env(&["flows", cap], &[("COLUMNS", "80")]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{cap}: {widest} columns:\n{out}");
+        for col in [
+            "server",
+            "client",
+            "player",
+            "start",
+            "duration",
+            "c→s/s→c",
+            "errors",
+        ] {
+            assert!(out.contains(col), "{cap}: no {col} column:\n{out}");
+        }
+    }
+    let o = quakecap_env(&["flows", TWO], &[("COLUMNS", "80")]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("LabPlayer1") && out.contains("LabPlayer2"),
+        "{out}"
+    );
+    assert!(out.contains("1384/747"), "packets c→s/s→c:\n{out}");
+}
+
+#[test]
+fn flows_wide_has_every_column() {
+    let o = quakecap(&["flows", "--wide", BASIC]);
+    let out = stdout(&o);
+    for col in [
+        "proto",
+        "qport",
+        "challenge",
+        "bytes",
+        "frag msgs",
+        "dup",
+        "ooo",
+    ] {
+        assert!(out.contains(col), "no {col}:\n{out}");
+    }
+    assert!(out.contains("23661") && out.contains("1552856705"), "{out}");
+    // Narrow by default: the wide-only columns are gone.
+    let narrow = stdout(&quakecap(&["flows", BASIC]));
+    assert!(!narrow.contains("challenge"), "{narrow}");
+}
+
+// ---- item 2: readable times ----
+
+#[test]
+fn flows_time_formats() {
+    let utc = stdout(&quakecap(&["flows", "--time", "utc", BASIC]));
+    assert!(utc.contains("flows started on 2026-11-22"), "{utc}");
+    assert!(utc.contains("15:27:01Z"), "{utc}");
+    assert!(utc.contains("00:25"), "duration mm:ss:\n{utc}");
+    let epoch = stdout(&quakecap(&["flows", "-t", "epoch", BASIC]));
+    assert!(epoch.contains("1795361221.861"), "{epoch}");
+    let rel = stdout(&quakecap(&["flows", "-t", "rel", TWO]));
+    assert!(
+        rel.contains("+00:00.0") && rel.contains("+00:04.7"),
+        "{rel}"
+    );
+    let abs = quakecap_env(&["flows", BASIC], &[("TZ", "UTC")]);
+    assert!(stdout(&abs).contains("15:27:01"), "{}", stdout(&abs));
+}
+
+// ---- item 3: other UDP hidden by default ----
+
+#[test]
+fn other_udp_hidden_unless_all() {
+    let o = quakecap(&["flows", LOOPBACK]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("11 other UDP datagrams in 2 flows (--all lists them)"),
+        "{out}"
+    );
+    assert!(!out.contains("udp "), "{out}");
+    let all = stdout(&quakecap(&["flows", "--all", LOOPBACK]));
+    assert!(all.contains("udp") && all.contains("other"), "{all}");
+}
+
+// ---- item 6: several files in JSON ----
+
+#[test]
+fn flows_json_names_the_file() {
+    let o = quakecap(&["flows", "--json", BASIC, QW]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let arr = v.as_array().expect("array");
+    let basic = arr.iter().filter(|f| f["file"] == BASIC).count();
+    let qw = arr.iter().filter(|f| f["file"] == QW).count();
+    assert_eq!((basic, qw, arr.len()), (1, 5, 6));
+    // (file, id) is unique.
+    let mut keys: Vec<(String, u64)> = arr
+        .iter()
+        .map(|f| (f["file"].to_string(), f["id"].as_u64().unwrap_or(0)))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 6);
+}
+
+// ---- item 8: no silent no-ops ----
+
+#[test]
+fn no_such_flow_exits_3() {
+    let o = quakecap(&["decode", "--flow", "99", BASIC]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("no flow 99 (its flows are 1..1"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = scratch("noflow");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", "--flow", "99", "--out-dir", &d, BASIC]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("no flow 99"), "{}", stderr(&o));
+    assert!(files_in(&dir).is_empty());
+}
+
+#[test]
+fn demo_of_a_query_flow_exits_3() {
+    let dir = scratch("query");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", "--flow", "1", "--out-dir", &d, QW]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("flow 1 is a query flow, not a client connection"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn empty_demo_files_exit_2() {
+    let dir = scratch("empty");
+    for name in ["e.mvd", "e.dm_68"] {
+        let p = dir.join(name);
+        std::fs::write(&p, b"").expect("write");
+        let p = p.to_string_lossy().into_owned();
+        for cmd in ["flows", "decode", "demo"] {
+            let o = quakecap(&[cmd, &p]);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {name}");
+            assert!(
+                stderr(&o).contains("empty file (0 bytes)"),
+                "{}",
+                stderr(&o)
+            );
+            assert!(o.stdout.is_empty(), "{cmd} {name}: {}", stdout(&o));
+        }
+    }
+}
+
+#[test]
+fn good_file_plus_missing_file_exits_2() {
+    let o = quakecap(&["flows", BASIC, "no/such/file.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("LabPlayer1"),
+        "the good file is still shown"
+    );
+    assert!(stderr(&o).contains("no/such/file.pcap"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_thread_count_exits_1() {
+    let o = quakecap_env(&["flows", BASIC], &[("QUAKECAP_THREADS", "abc")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("QUAKECAP_THREADS=\"abc\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn full_snapshots_on_quakeworld_says_so() {
+    let dir = scratch("qwfull");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", "--full-snapshots", "--out-dir", &d, QW]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("--full-snapshots applies to Quake 3 only"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// The capture without its first frames: every connection started before it.
+fn mid_session(dir: &Path) -> PathBuf {
+    let mut r = CaptureReader::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join(BASIC))
+        .expect("open capture");
+    let out = dir.join("mid.pcap");
+    let f = std::fs::File::create(&out).expect("create");
+    let mut w: Option<PcapWriter<std::fs::File>> = None;
+    let mut f = Some(f);
+    let mut n = 0;
+    while let Ok(Some(fr)) = r.next_frame() {
+        n += 1;
+        if n <= 400 {
+            continue;
+        }
+        if w.is_none() {
+            let file = f.take().expect("file once");
+            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
+        }
+        if let Some(w) = w.as_mut() {
+            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
+                .expect("write");
+        }
+    }
+    w.expect("frames after 400").finish().expect("finish");
+    out
+}
+
+#[test]
+fn demo_of_a_mid_session_capture_exits_3() {
+    let dir = scratch("mid");
+    let cap = mid_session(&dir);
+    let out = dir.join("out");
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &out.to_string_lossy(),
+        &cap.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("it started after the client loaded the map"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(files_in(&out).is_empty());
+}
+
+// ---- item 9: outputs ----
+
+#[test]
+fn demo_o_with_two_connections_leaves_no_file() {
+    let dir = scratch("two");
+    let one = dir.join("one.dm_68");
+    let o = quakecap(&["demo", "-o", &one.to_string_lossy(), TWO]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("one.dm_68: cannot write demo: -o names one file"));
+    assert!(files_in(&dir).is_empty(), "{:?}", files_in(&dir));
+    // With one flow chosen, -o writes it.
+    let o = quakecap(&["demo", "-o", &one.to_string_lossy(), "--flow", "2", TWO]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files_in(&dir), vec!["one.dm_68".to_string()]);
+}
+
+#[test]
+fn demo_out_dir_is_created_and_o_blames_its_path() {
+    let dir = scratch("outdir");
+    let nested = dir.join("a/b");
+    let o = quakecap(&["demo", "--out-dir", &nested.to_string_lossy(), BASIC]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&nested),
+        vec!["capture-flow1-LabPlayer1-oa_dm1.dm_68".to_string()]
+    );
+    let bad = dir.join("nodir/x.dm_68");
+    let o = quakecap(&["demo", "-o", &bad.to_string_lossy(), BASIC]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("nodir/x.dm_68: cannot write demo: folder"),
+        "{e}"
+    );
+    assert!(!e.contains("capture.pcapng"), "blames the input: {e}");
+}
+
+#[test]
+fn closed_pipe_ends_quietly() {
+    for args in [["decode", BASIC], ["flows", BASIC]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // Read nothing: closing our end is what `| head` does after its lines.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(o.stderr.is_empty(), "{args:?}: {}", stderr(&o));
+    }
+}
+
+// ---- item 10: every input ----
+
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let data = input.to_vec();
+    // Feed from a thread: the child may write before it has read everything.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let o = child.wait_with_output().expect("wait");
+    let _ = feeder.join();
+    o
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect("read")
+}
+
+#[test]
+fn stdin_capture_and_demo_by_content() {
+    let o = run_stdin(&["flows", "-t", "epoch", "-"], &read(BASIC));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("LabPlayer1") && stdout(&o).contains("1384/509"));
+    // A Quake 3 demo and a .qwd on stdin, told apart by their content.
+    let o = run_stdin(
+        &["flows", "--json", "-"],
+        &read("captures/q3-basic/client1-demo0.dm_68"),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v[0]["game"].as_str(), v[0]["kind"].as_str()),
+        (Some("q3"), Some("demo"))
+    );
+    assert_eq!(v[0]["packets"]["s2c"], 454);
+    let o = run_stdin(
+        &["flows", "--json", "-"],
+        &read("captures/qw-basic/client1-demo0.qwd"),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v[0]["game"].as_str(), v[0]["kind"].as_str()),
+        (Some("qw"), Some("demo"))
+    );
+    // A capture renamed to .dm_68 is still read as a capture.
+    let dir = scratch("renamed");
+    let p = dir.join("really-a-capture.dm_68");
+    std::fs::write(&p, read(BASIC)).expect("write");
+    let o = quakecap(&["flows", "--json", &p.to_string_lossy()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v[0]["kind"], "connection");
+    // Not a capture nor a demo: exit 2, naming the first bytes.
+    let o = run_stdin(&["flows", "-"], b"# quakecap README\n\nsome text here");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("<stdin>: not a capture"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn gzip_and_zstd_inputs() {
+    use std::io::Write;
+    let dir = scratch("compressed");
+    let gz = dir.join("c.pcapng.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).expect("create"),
+        flate2::Compression::fast(),
+    );
+    e.write_all(&read(BASIC)).expect("gzip");
+    e.finish().expect("finish");
+    let zst = dir.join("d.dm_68.zst");
+    let z = zstd::stream::encode_all(&read("captures/q3-basic/client1-demo0.dm_68")[..], 1)
+        .expect("zstd");
+    std::fs::write(&zst, z).expect("write");
+    let plain = stdout(&quakecap(&["flows", "--json", BASIC]));
+    let o = quakecap(&["flows", "--json", &gz.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a: serde_json::Value = serde_json::from_str(&plain).expect("json");
+    let b: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(a[0]["packets"], b[0]["packets"]);
+    assert_eq!(a[0]["bytes"], b[0]["bytes"]);
+    // The compressed demo decodes as the demo: protocol from the name under `.zst`.
+    let o = quakecap(&["decode", "--shownet", &zst.to_string_lossy()]);
+    let d = quakecap(&[
+        "decode",
+        "--shownet",
+        "captures/q3-basic/client1-demo0.dm_68",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, d.stdout);
+    // A demo written from a gzip'd capture equals the one from the plain capture.
+    let out = dir.join("out");
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &out.to_string_lossy(),
+        &gz.to_string_lossy(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written = files_in(&out);
+    assert_eq!(written, vec!["c-flow1-LabPlayer1-oa_dm1.dm_68".to_string()]);
+}
+
+#[test]
+fn folders_are_walked() {
+    let o = quakecap(&["flows", "--json", "captures/q3-mapchange"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let files: Vec<&str> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|f| f["file"].as_str())
+        .collect();
+    assert_eq!(
+        files,
+        vec![
+            "captures/q3-mapchange/capture.pcapng",
+            "captures/q3-mapchange/client1-demo0.dm_68",
+            "captures/q3-mapchange/client1-demo1.dm_68",
+        ]
+    );
+}
+
+// ---- item 6: several files to decode and demo ----
+
+#[test]
+fn decode_and_demo_take_several_files() {
+    let o = quakecap(&["decode", BASIC, "captures/q3-basic/client1-demo0.dm_68"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("==> {BASIC} <==")),
+        "{}",
+        &out[..200]
+    );
+    assert!(out.contains("==> captures/q3-basic/client1-demo0.dm_68 <=="));
+    let dir = scratch("several");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &d,
+        BASIC,
+        "captures/q3-download/capture.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // q3-download changes map once: two demos for it (one per map), one for q3-basic.
+    assert_eq!(files_in(&dir).len(), 3, "{:?}", files_in(&dir));
+    // A missing file among good ones: the good ones are done, the status says one failed.
+    let o = quakecap(&["decode", "--json", BASIC, "no/such.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!o.stdout.is_empty());
+}
+
+// ---- item 5: readable text ----
+
+#[test]
+fn text_output_is_readable() {
+    let o = quakecap(&["decode", BASIC]);
+    let text = stdout(&o);
+    assert!(
+        text.contains(r#"serverCommand 4: "chat \"LabPlayer1: hello from client 1\"""#),
+        "colour codes and 0x19 removed"
+    );
+    assert!(!text.contains("\\u{"), "no Rust escapes in text");
+    // JSON keeps the raw string, with the clean one beside it.
+    let json = stdout(&quakecap(&["decode", "--json", BASIC]));
+    let cmd = json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .flat_map(|v| v["ops"].as_array().cloned().unwrap_or_default())
+        .find(|op| op["op"] == "serverCommand" && op["seq"] == 4)
+        .expect("serverCommand 4");
+    assert_eq!(
+        cmd["text"],
+        "chat \"LabPlayer1^7\u{19}: ^2hello from client 1\""
+    );
+    assert_eq!(cmd["plain"], "chat \"LabPlayer1: hello from client 1\"");
+}
+
+#[test]
+fn quakeworld_gold_text_is_plain() {
+    // A real server's .mvd, when the shared demos are present (never copied into the repo).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/demos/qw");
+    let Some(mvd) = std::fs::read_dir(&dir).ok().and_then(|d| {
+        d.filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "mvd"))
+            .min()
+    }) else {
+        eprintln!("{}: absent, test skipped", dir.display());
+        return;
+    };
+    let o = quakecap(&["decode", &mvd.to_string_lossy()]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("is ready\\n\""),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(!text.contains("\\u{"));
+    // No character of the gold font (0x80..0xFF) is left.
+    assert!(!text.chars().any(|c| ('\u{80}'..='\u{ff}').contains(&c)));
+}
+
+// ---- item 7: one demo per map by default, game time across map changes ----
+
+#[test]
+fn demo_splits_maps_by_default_with_true_game_time() {
+    let dir = scratch("maps");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--out-dir",
+        &d,
+        "captures/q3-mapchange/capture.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&dir),
+        vec![
+            "capture-flow1-1-LabPlayer1-oa_dm2.dm_68".to_string(),
+            "capture-flow1-LabPlayer1-oa_dm1.dm_68".to_string(),
+        ]
+    );
+    let out = stdout(&o);
+    assert!(out.contains("38.9 s of game time (9000..47900)"), "{out}");
+    assert!(out.contains("19.2 s of game time"), "{out}");
+    assert!(!out.contains(" -"), "no negative span: {out}");
+    // --one-file keeps both maps in one file and sums their game time.
+    let one = scratch("maps-one");
+    let d = one.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--one-file",
+        "--out-dir",
+        &d,
+        "captures/q3-mapchange/capture.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files_in(&one).len(), 1);
+    assert!(
+        stdout(&o).contains("58.1 s of game time over 2 maps"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+// ---- item 4: demo files in flows ----
+
+#[test]
+fn demo_files_are_kind_demo_with_map_player_protocol_and_game_time() {
+    let o = quakecap(&[
+        "flows",
+        "--json",
+        "captures/q3-proto71/client1-demo0.dm_71",
+        "captures/q3-mapchange/client1-demo1.dm_68",
+        "captures/qw-basic/server-demo0.mvd",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let got: Vec<(String, String, String, String, String)> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].to_string(),
+                f["protocol"].to_string(),
+                f["name"].to_string(),
+                f["map"].to_string(),
+                f["game_seconds"].to_string(),
+            )
+        })
+        .collect();
+    let s = |a: &str| a.to_string();
+    assert_eq!(
+        got[0],
+        (
+            s("\"demo\""),
+            s("71"),
+            s("\"LabPlayer1\""),
+            s("\"oa_dm1\""),
+            s("26.9")
+        )
+    );
+    assert_eq!(
+        got[1],
+        (
+            s("\"demo\""),
+            s("68"),
+            s("\"LabPlayer1\""),
+            s("\"oa_dm2\""),
+            s("17.05")
+        )
+    );
+    assert_eq!(got[2].0, "\"demo\"", "QuakeWorld demos too");
+    assert_eq!((got[2].1.as_str(), got[2].3.as_str()), ("28", "\"lqdm2\""));
+    // A .qwd names its recording client.
+    let o = quakecap(&["flows", "--json", "captures/qw-basic/client1-demo0.qwd"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v[0]["name"].as_str(), v[0]["map"].as_str()),
+        (Some("labplayer1"), Some("lqdm2"))
+    );
+    assert!(
+        v[0]["game_seconds"]
+            .as_f64()
+            .is_some_and(|g| (27.0..30.0).contains(&g)),
+        "{}",
+        v[0]
+    );
+    let table = stdout(&quakecap(&[
+        "flows",
+        "captures/q3-proto71/client1-demo0.dm_71",
+    ]));
+    assert!(
+        table.contains("client1-demo0.dm_71") && table.contains("oa_dm1"),
+        "{table}"
+    );
+    assert!(table.contains("00:27"), "the demo's own duration:\n{table}");
+}
+
+#[test]
+fn quake_live_demos_are_named_unsupported() {
+    let dir = scratch("ql");
+    let p = dir.join("match.dm_73");
+    std::fs::write(&p, read("captures/q3-basic/client1-demo0.dm_68")).expect("write");
+    let p = p.to_string_lossy().into_owned();
+    for cmd in ["flows", "decode", "demo"] {
+        let o = quakecap(&[cmd, &p]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("Quake 3 demo protocol 73 (Quake Live) is not supported"),
+            "{cmd}: {e}"
+        );
+        assert!(!e.contains("started after"), "{cmd}: {e}");
+    }
+}
+
+// ---- item 11: --from / --to / --player ----
+
+#[test]
+fn decode_time_window_and_player() {
+    let o = quakecap(&["decode", "--json", "--from", "0:10", "--to", "0:11", BASIC]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let times: Vec<f64> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .filter_map(|v| v["time"].as_f64())
+        .collect();
+    assert!(!times.is_empty());
+    let first = 1_795_361_221.860_853;
+    assert!(
+        times.iter().all(|t| (10.0..=11.0).contains(&(t - first))),
+        "{times:?}"
+    );
+    // Game time: the snapshots of flow 2 with server time 20.0 s .. 20.1 s.
+    let o = quakecap(&[
+        "decode",
+        "--player",
+        "^2labplayer2",
+        "--from",
+        "g20",
+        "--to",
+        "g20.1",
+        TWO,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .all(|l| !l.starts_with("frame") || l.contains(" flow 2 ")),
+        "{out}"
+    );
+    let snaps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("snapshot serverTime"))
+        .collect();
+    assert!(!snaps.is_empty(), "{out}");
+    assert!(
+        snaps.iter().all(|l| {
+            let t: i64 = l
+                .split_whitespace()
+                .nth(2)
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(-1);
+            (20_000..=20_100).contains(&t)
+        }),
+        "{snaps:?}"
+    );
+    // Nothing in the window, no such player, a bad time: said, not silent.
+    let o = quakecap(&["decode", "--from", "50:00", BASIC]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("no message between --from and --to"));
+    let o = quakecap(&["decode", "--player", "nobody", TWO]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("players: LabPlayer1, LabPlayer2"),
+        "{}",
+        stderr(&o)
+    );
+    let o = quakecap(&["decode", "--from", "soon", BASIC]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn demo_cut_starts_with_gamestate_and_a_full_snapshot() {
+    let dir = scratch("cut");
+    let cut = dir.join("cut.dm_68");
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "0:10",
+        "--to",
+        "0:15",
+        "-o",
+        &cut.to_string_lossy(),
+        BASIC,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("1 gamestates, 5.0 s of game time"), "{out}");
+    assert!(
+        out.contains("1 delta snapshots re-encoded as full"),
+        "{out}"
+    );
+    // The cut decodes cleanly: gamestate first, then a full snapshot.
+    let d = quakecap(&["decode", &cut.to_string_lossy()]);
+    assert_eq!(d.status.code(), Some(0), "{}", stderr(&d));
+    let text = stdout(&d);
+    let gs = text.find("  gamestate ").expect("gamestate");
+    let snap = text.find("  snapshot ").expect("snapshot");
+    assert!(gs < snap);
+    assert!(
+        text[snap..].starts_with("  snapshot serverTime 19100 full"),
+        "{}",
+        &text[snap..snap + 80]
+    );
+    assert!(stderr(&d).is_empty(), "{}", stderr(&d));
+}
+
+#[test]
+fn demo_cut_across_a_map_change() {
+    const MC: &str = "captures/q3-mapchange/capture.pcapng";
+    // Game time 30..40 s exists on the first map only: the second map's gamestate alone
+    // makes no demo, so -o gets exactly one.
+    let dir = scratch("cut-mc");
+    let cut = dir.join("mc.dm_68");
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "g30",
+        "--to",
+        "g40",
+        "-o",
+        &cut.to_string_lossy(),
+        MC,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("10.0 s of game time (30000..40000)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(files_in(&dir), vec!["mc.dm_68".to_string()]);
+    // From 0:45 of capture time on: only the second map.
+    let dir = scratch("cut-mc2");
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "0:45",
+        "--out-dir",
+        &dir.to_string_lossy(),
+        MC,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files_in(&dir),
+        vec!["capture-flow1-1-LabPlayer1-oa_dm2.dm_68".to_string()]
+    );
+}
