@@ -227,10 +227,10 @@ impl Trackers {
     pub fn finish(&mut self, sink: &mut dyn Sink) -> io::Result<Vec<FlowSummary>> {
         let mut v = match self.q3_pool.take() {
             Some(pool) => {
-                let logs: FlowMap<u32, q3::conn::ErrorLog> = pool
+                let logs: FlowMap<u32, q3::conn::DecodeLog> = pool
                     .finish()
                     .into_iter()
-                    .map(|(flow, dec)| (flow, dec.errors))
+                    .map(|(flow, dec)| (flow, dec.log))
                     .collect();
                 self.q3.summaries_with(&logs)
             }

@@ -838,3 +838,121 @@ fn demo_cut_across_a_map_change() {
         vec!["capture-flow1-1-LabPlayer1-oa_dm2.dm_68".to_string()]
     );
 }
+
+// ---- item 4: maps of capture connections, players of demo files ----
+
+/// `KEY=value` of a capture's SETTINGS line (the lab's own record of the scenario).
+fn setting(dir: &str, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("captures/{dir}/SETTINGS")).ok()?;
+    let at = text.find(&format!(" {key}="))? + key.len() + 2;
+    let rest = &text[at..];
+    // A quoted value may hold spaces ('20:map_restart;35:map oa_dm2').
+    Some(match rest.strip_prefix('\'') {
+        Some(q) => q[..q.find('\'').unwrap_or(q.len())].to_string(),
+        None => rest.split_whitespace().next().unwrap_or("").to_string(),
+    })
+}
+
+/// The maps a scenario went through: SETTINGS' MAP, then each `map X` the server was told
+/// (SRVCMDS for Quake 3, the driver's console log for QuakeWorld).
+fn scenario_maps(dir: &str) -> Vec<String> {
+    let mut maps: Vec<String> = setting(dir, "MAP").into_iter().collect();
+    let srvcmds = setting(dir, "SRVCMDS").unwrap_or_default();
+    let driver = std::fs::read_to_string(format!("captures/{dir}/driver.log")).unwrap_or_default();
+    let told = srvcmds
+        .split(';')
+        .filter_map(|c| c.split_once(':').map(|(_, cmd)| cmd.to_string()))
+        .chain(
+            driver
+                .lines()
+                .filter_map(|l| l.split_once("server console: ").map(|(_, c)| c.to_string())),
+        );
+    for cmd in told {
+        if let Some(m) = cmd.strip_prefix("map ") {
+            maps.push(m.trim().to_string());
+        }
+    }
+    maps
+}
+
+#[test]
+fn capture_connections_name_their_maps() {
+    let mut checked = 0;
+    for dir in files_in(Path::new("captures")) {
+        let capture = format!("captures/{dir}/capture.pcapng");
+        let maps = scenario_maps(&dir);
+        if maps.is_empty() || !Path::new(&capture).exists() {
+            continue;
+        }
+        let o = quakecap(&["flows", "--json", &capture]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let conns: Vec<&serde_json::Value> = v
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter(|f| f["kind"] == "connection" && f["errors"] == 0)
+            .collect();
+        assert!(!conns.is_empty(), "{dir}");
+        // The first connection saw the whole scenario: every map, in order.
+        let first = conns[0];
+        let got: Vec<&str> = match first["maps"].as_array() {
+            Some(a) => a.iter().filter_map(|m| m.as_str()).collect(),
+            None => first["map"].as_str().into_iter().collect(),
+        };
+        assert_eq!(got, maps, "{dir}: {first}");
+        // Later connections start on one of them.
+        for c in &conns {
+            let m = c["map"].as_str().unwrap_or("");
+            assert!(maps.iter().any(|x| x == m), "{dir}: {c}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} captures have SETTINGS");
+    let table = stdout(&quakecap(&[
+        "flows",
+        "captures/q3-mapchange/capture.pcapng",
+    ]));
+    let second = &scenario_maps("q3-mapchange")[0];
+    assert!(table.contains(&format!("{second} +1")), "{table}");
+}
+
+/// KTX's end-of-match statistics embedded in an .mvd: the players' names.
+fn ktx_players(mvd: &[u8]) -> Vec<String> {
+    let start = mvd
+        .windows(12)
+        .position(|w| w == b"{\"version\": ")
+        .expect("KTX statistics");
+    let text = String::from_utf8_lossy(&mvd[start..]);
+    let mut names = Vec::new();
+    for part in text.split("\"name\": \"").skip(1) {
+        if let Some(end) = part.find('"') {
+            names.push(part[..end].to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn mvd_lists_its_players() {
+    let path = "../shared/demos/qw/1on1_milton_vs_mushi[tron]20240616-1719.mvd";
+    let Ok(bytes) = std::fs::read(path) else {
+        eprintln!("skipped: {path} is missing");
+        return;
+    };
+    let mut want = ktx_players(&bytes);
+    assert!(want.len() >= 2, "{want:?}");
+    let o = quakecap(&["flows", "--json", path]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let mut got: Vec<String> = v[0]["players"]
+        .as_array()
+        .expect("players")
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_string))
+        .collect();
+    got.sort();
+    want.sort();
+    want.dedup();
+    assert_eq!(got, want);
+    let table = stdout(&quakecap(&["flows", path]));
+    assert!(want.iter().all(|p| table.contains(p.as_str())), "{table}");
+}

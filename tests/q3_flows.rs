@@ -115,7 +115,7 @@ fn ids_follow_first_packet_order_and_json_holds_the_flow() {
         "packets": {"c2s": 1384, "s2c": 747}, "bytes": {"c2s": 34393, "s2c": 41872},
         "fragments": {"c2s": 0, "s2c": 1}, "dropped": {"c2s": 0, "s2c": 0},
         "duplicates": {"c2s": 0, "s2c": 0}, "out_of_order": {"c2s": 0, "s2c": 0},
-        "errors": 0, "error_details": [],
+        "errors": 0, "error_details": [], "map": "oa_dm1",
     });
     let mut got = v[0].clone();
     let times = ["first_time", "last_time"].map(|k| got.as_object_mut().unwrap().remove(k));

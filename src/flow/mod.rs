@@ -89,9 +89,16 @@ pub struct FlowSummary {
     /// Only on rows of kind "query_aggregate" / "other_aggregate": traffic past a flow limit.
     #[serde(flatten)]
     pub aggregate: Option<AggregateCounts>,
-    /// Demo files: the map of the first gamestate (`mapname`).
+    /// The map of the first gamestate (Quake 3 `mapname`, QuakeWorld's first model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub map: Option<String>,
+    /// Demo files: the players seen in the game (spectators aside), in order of appearance
+    /// (the first [`MAX_PLAYERS`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub players: Vec<String>,
+    /// Every map in order (the first 32), serialized when the server changed map.
+    #[serde(skip_serializing_if = "one_or_none")]
+    pub maps: Vec<String>,
     /// Demo files: the game time they cover, in seconds (forward steps between snapshots;
     /// a demo has no capture time).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,7 +118,34 @@ pub struct AggregateCounts {
     pub answered: u64,
 }
 
+/// Most maps a summary lists.
+pub const MAX_MAPS: usize = 32;
+/// Most players a summary lists (both engines allow at most 64 clients at once).
+pub const MAX_PLAYERS: usize = 64;
+
+fn one_or_none(v: &[String]) -> bool {
+    v.len() < 2
+}
+
 impl FlowSummary {
+    /// A player of the game, listed once.
+    pub fn add_player(&mut self, name: &str) {
+        if self.players.len() < MAX_PLAYERS && !self.players.iter().any(|p| p == name) {
+            self.players.push(name.to_string());
+        }
+    }
+
+    /// A gamestate of map `name`: `map` is the first, `maps` lists each change (a server
+    /// cycling maps for days keeps its first [`MAX_MAPS`]).
+    pub fn add_map(&mut self, name: &str) {
+        if self.map.is_none() {
+            self.map = Some(name.to_string());
+        }
+        if self.maps.len() < MAX_MAPS && self.maps.last().map(String::as_str) != Some(name) {
+            self.maps.push(name.to_string());
+        }
+    }
+
     /// Record an error: always counted, kept while fewer than [`MAX_KEPT_ERRORS`].
     pub fn push_error(&mut self, e: Error) {
         self.errors += 1;

@@ -78,14 +78,17 @@ pub struct WorkQueue {
     pub bodies: Vec<Vec<u8>>,
 }
 
-/// Errors of one flow: all counted, the first [`MAX_KEPT_ERRORS`] kept.
+/// What decoding learnt of one flow for its summary: errors (all counted, the first
+/// [`MAX_KEPT_ERRORS`] kept) and the maps of its gamestates. Decoders that run on worker
+/// threads hand it back at the end.
 #[derive(Debug, Clone, Default)]
-pub struct ErrorLog {
+pub struct DecodeLog {
     pub count: u64,
     pub kept: Vec<Error>,
+    pub maps: Vec<String>,
 }
 
-impl ErrorLog {
+impl DecodeLog {
     fn push(&mut self, e: Error) {
         self.count += 1;
         if self.kept.len() < MAX_KEPT_ERRORS {
@@ -93,9 +96,20 @@ impl ErrorLog {
         }
     }
 
+    fn map(&mut self, name: Option<String>) {
+        if let Some(name) = name {
+            if self.maps.len() < crate::flow::MAX_MAPS && self.maps.last() != Some(&name) {
+                self.maps.push(name);
+            }
+        }
+    }
+
     /// Fold into a summary whose own errors come from other datagrams: each datagram's
     /// errors come from one side only, so ordering by frame restores capture order.
     pub fn merge_into(&self, s: &mut FlowSummary) {
+        for m in &self.maps {
+            s.add_map(m);
+        }
         if self.count == 0 {
             return;
         }
@@ -163,7 +177,7 @@ pub struct Decoder {
     /// None until the first message, and again after a reset or release (a fresh state is
     /// what a reset means; it also keeps idle connections small).
     st: Option<Box<DecodeState>>,
-    pub errors: ErrorLog,
+    pub log: DecodeLog,
 }
 
 fn message(a: &Accepted, dir: Dir, kind: &'static str, body: Body) -> Message {
@@ -209,7 +223,7 @@ impl Decoder {
     /// Count `e` as an error of message `a`; returns it for the event.
     fn error(&mut self, a: &Accepted, dir: Dir, e: Error) -> Box<Error> {
         let e = Box::new(e.flow(a.flow).frame(a.frame).dir(dir));
-        self.errors.push(Error::clone(&e));
+        self.log.push(Error::clone(&e));
         e
     }
 
@@ -239,6 +253,7 @@ impl Decoder {
             }
         }
         let detail = self.opts.detail();
+        let gamestates = st.state.gamestates;
         let parsed = {
             let mut r = BitReader::new(&a.body);
             let st = &mut st.state;
@@ -252,6 +267,9 @@ impl Decoder {
         };
         // The client never processed what came after it left; a `disconnect` server command
         // ends its session itself (the engine drops on it).
+        if st.state.gamestates != gamestates {
+            self.log.map(st.state.map_name());
+        }
         let was_gone = st.client_gone;
         let told_to_go = parsed.ops.iter().any(|op| {
             matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))
@@ -705,7 +723,7 @@ impl Connection {
     pub fn summary(&self) -> FlowSummary {
         let mut s = self.summary.clone();
         if let Some(dec) = &self.decoder {
-            dec.errors.merge_into(&mut s);
+            dec.log.merge_into(&mut s);
         }
         s.challenge = self.challenge.map(i64::from);
         if s.kind == "connection" && s.protocol.is_none() && !self.mid_session {

@@ -68,6 +68,8 @@ pub struct Decoder<'a> {
     records_read: u64,
     /// Record framing problems (truncation, bad lengths), in file order.
     warnings: Vec<Error>,
+    /// Gamestates whose map the summary has.
+    gamestates_seen: u32,
 }
 
 impl<'a> Decoder<'a> {
@@ -80,6 +82,7 @@ impl<'a> Decoder<'a> {
             detail: opts.detail(),
             emit: opts.emit,
             keep_raw: opts.keep_raw,
+            gamestates_seen: 0,
             summary: FlowSummary {
                 id: 1,
                 game: "q3",
@@ -107,7 +110,16 @@ impl<'a> Decoder<'a> {
     /// The demo's one flow (call after the iterator ended).
     pub fn finish(mut self) -> Vec<FlowSummary> {
         self.summary.game_seconds = self.clock.seconds();
+        self.note_players();
         vec![self.summary]
+    }
+
+    /// List who plays now: at each gamestate and at the end (one who came and went between
+    /// the two is not listed; a scan per record would cost more than the list is worth).
+    fn note_players(&mut self) {
+        for p in self.state.players() {
+            self.summary.add_player(&p);
+        }
     }
 
     /// Decode one record body; the message is built only when someone takes it.
@@ -128,8 +140,12 @@ impl<'a> Decoder<'a> {
         if self.summary.name.is_none() && self.state.gamestates > 0 {
             self.summary.name = self.state.player_name(self.state.client_num);
         }
-        if self.summary.map.is_none() && self.state.gamestates > 0 {
-            self.summary.map = self.state.map_name();
+        if self.state.gamestates != self.gamestates_seen {
+            self.gamestates_seen = self.state.gamestates;
+            if let Some(map) = self.state.map_name() {
+                self.summary.add_map(&map);
+            }
+            self.note_players();
         }
         self.clock.observe(&self.state);
         (self.emit || self.keep_raw).then(|| Message {

@@ -15,6 +15,8 @@ pub const MAX_GAMESTATE_CHARS: usize = 16000;
 pub const CS_SYSTEMINFO: usize = 1;
 /// First player configstring (`CS_PLAYERS`).
 pub const CS_PLAYERS: usize = 544;
+/// Client slots (configstrings CS_PLAYERS.. hold one each).
+pub const MAX_CLIENTS: usize = 64;
 
 /// One parsed snapshot: the absolute game state the client holds after it (the record a
 /// decoded [`super::svc::Snapshot`] carries; the history keeps [`HistFrame`]s).
@@ -440,6 +442,16 @@ impl ClientState {
         let i = usize::try_from(client).ok()?.checked_add(CS_PLAYERS)?;
         let cs = self.configstrings.get(i)?;
         super::oob::info_value(cs, "n")
+    }
+
+    /// Names of the clients in the game now (team 3, spectators, aside), by client number.
+    pub fn players(&self) -> impl Iterator<Item = String> + '_ {
+        self.configstrings
+            .iter()
+            .skip(CS_PLAYERS)
+            .take(MAX_CLIENTS)
+            .filter(|cs| super::oob::info_value(cs, "t").as_deref() != Some("3"))
+            .filter_map(|cs| super::oob::info_value(cs, "n"))
     }
 
     /// Map name from the serverinfo configstring.

@@ -6,7 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use super::bits::BitReader;
-use super::conn::{Connection, ErrorLog, Options, WorkQueue};
+use super::conn::{Connection, DecodeLog, Options, WorkQueue};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
@@ -416,7 +416,7 @@ impl Tracker {
     }
 
     /// As [`Self::summaries`], adding the errors of decoders that ran detached.
-    pub fn summaries_with(&self, logs: &FlowMap<u32, ErrorLog>) -> Vec<FlowSummary> {
+    pub fn summaries_with(&self, logs: &FlowMap<u32, DecodeLog>) -> Vec<FlowSummary> {
         self.flows
             .iter()
             .map(|c| {

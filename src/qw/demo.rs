@@ -229,17 +229,22 @@ fn demo_facts(sum: &mut FlowSummary, events: &[Event]) {
             };
             match op {
                 svc::ServerOp::Serverdata(sd) => slot = sd.playernum.map(|p| p & 0x7f),
-                svc::ServerOp::Modellist(l) if l.start == 0 && sum.map.is_none() => {
-                    sum.map = l
-                        .names
-                        .first()
-                        .and_then(|n| n.strip_prefix("maps/")?.strip_suffix(".bsp"))
-                        .map(str::to_string);
+                svc::ServerOp::Modellist(l) | svc::ServerOp::FteModellistshort(l) => {
+                    if let Some(map) = l.map_name() {
+                        sum.add_map(map);
+                    }
                 }
                 svc::ServerOp::Updateuserinfo {
                     slot: s, userinfo, ..
-                } if Some(*s) == slot && sum.name.is_none() => {
-                    sum.name = info_name(userinfo);
+                } => {
+                    let name = info_value(userinfo, "name").filter(|n| !n.is_empty());
+                    if Some(*s) == slot && sum.name.is_none() {
+                        sum.name.clone_from(&name);
+                    }
+                    let spectator = info_value(userinfo, "*spectator").is_some_and(|v| v != "0");
+                    if let (Some(n), false) = (name, spectator) {
+                        sum.add_player(&n);
+                    }
                 }
                 _ => {}
             }
@@ -248,11 +253,11 @@ fn demo_facts(sum: &mut FlowSummary, events: &[Event]) {
     sum.game_seconds = span.map(|(a, b)| b - a);
 }
 
-/// The `name` of a `\\key\\value` userinfo string.
-fn info_name(info: &str) -> Option<String> {
+/// The value of `key` in a `\\key\\value` userinfo string.
+fn info_value(info: &str, key: &str) -> Option<String> {
     let mut parts = info.trim_start_matches('\\').split('\\');
     while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-        if k == "name" {
+        if k == key {
             return Some(v.to_string());
         }
     }

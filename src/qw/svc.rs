@@ -32,6 +32,19 @@ pub struct NameList {
     pub next: u8,
 }
 
+impl NameList {
+    /// The map: the model list's first entry, `maps/NAME.bsp`.
+    pub fn map_name(&self) -> Option<&str> {
+        if self.start != 0 {
+            return None;
+        }
+        self.names
+            .first()?
+            .strip_prefix("maps/")?
+            .strip_suffix(".bsp")
+    }
+}
+
 /// One server message. The JSON `op` is ezQuake's svc name without `svc_`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

@@ -506,8 +506,16 @@ impl Tracker {
                     .collect();
                 for ((at, op), end) in ops.iter().zip(ends) {
                     spans.push((*at, end, op.id()));
-                    if let ServerOp::Serverdata(sd) = op {
-                        f.sum.protocol = u32::try_from(sd.protocol).ok();
+                    match op {
+                        ServerOp::Serverdata(sd) => {
+                            f.sum.protocol = u32::try_from(sd.protocol).ok();
+                        }
+                        ServerOp::Modellist(l) | ServerOp::FteModellistshort(l) => {
+                            if let Some(map) = l.map_name() {
+                                f.sum.add_map(map);
+                            }
+                        }
+                        _ => {}
                     }
                 }
                 m.ops = ops

@@ -97,7 +97,7 @@ fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
         f.id.to_string(),
         format!("{}\n{}", f.game, f.kind),
         endpoints(f),
-        format!("{}\n{}", name(f), f.map.as_deref().unwrap_or("")),
+        format!("{}\n{}", name(f), map(f)),
         format!(
             "{}\n{}",
             (opts.start)(f.first_time),
@@ -177,10 +177,33 @@ fn client(f: &FlowSummary) -> String {
 /// The player name as a terminal shows it (see [`super::text::readable`]).
 fn name(f: &FlowSummary) -> String {
     match f.name.as_deref() {
+        None if !f.players.is_empty() => players(f),
         None => "-".into(),
         Some(n) if f.game == "qw" => super::text::readable::qw_plain(n).replace('\n', " "),
         Some(n) => super::text::readable::q3_plain(n).replace('\n', " "),
     }
+}
+
+/// The map, and how many maps followed it.
+fn map(f: &FlowSummary) -> String {
+    match (f.map.as_deref(), f.maps.len()) {
+        (None, _) => String::new(),
+        (Some(m), n) if n > 1 => format!("{m} +{}", n - 1),
+        (Some(m), _) => m.to_string(),
+    }
+}
+
+/// A demo's players in one short cell: the first three and how many more.
+fn players(f: &FlowSummary) -> String {
+    let plain = |n: &String| match f.game {
+        "qw" => super::text::readable::qw_plain(n).replace('\n', " "),
+        _ => super::text::readable::q3_plain(n).replace('\n', " "),
+    };
+    let mut s: Vec<String> = f.players.iter().take(3).map(plain).collect();
+    if f.players.len() > 3 {
+        s.push(format!("+{}", f.players.len() - 3));
+    }
+    s.join(", ")
 }
 
 /// Thousands separated by commas (the summary lines are read by people).
