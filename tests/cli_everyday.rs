@@ -1033,3 +1033,30 @@ fn cut_demos_play_in_ioquake3() {
         );
     }
 }
+
+#[test]
+fn quakeworld_cut_is_refused_by_name() {
+    let dir = scratch("qw-cut");
+    let d = dir.to_string_lossy().into_owned();
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "0:10",
+        "--to",
+        "0:20",
+        "--out-dir",
+        &d,
+        QW,
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cutting QuakeWorld demos (--from/--to) is not supported"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("started after"),
+        "not blamed on the capture: {e}"
+    );
+    assert!(files_in(&dir).is_empty());
+}

@@ -363,6 +363,13 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
             .iter()
             .find(|(id, _)| *id == f.id)
             .map_or(0, |(_, n)| *n);
+        if f.game == "qw" && !window.is_open() {
+            eprintln!(
+                "quakecap: flow {}: no demo written: cutting QuakeWorld demos (--from/--to) is not supported (a .qwd cut would need its first entity update re-encoded as a full one); write the whole connection without --from/--to",
+                f.id
+            );
+            continue;
+        }
         let why = if from_demo {
             "the demo file holds no gamestate quakecap could read (unsupported or damaged demo)"
         } else {
