@@ -1060,3 +1060,66 @@ fn quakeworld_cut_is_refused_by_name() {
     );
     assert!(files_in(&dir).is_empty());
 }
+
+// ---- item 6: demo --merge ----
+
+/// Split a capture in two at frame `at`, as a capture ring buffer does.
+fn split_capture(dir: &Path, at: u64) -> [PathBuf; 2] {
+    let mut r = CaptureReader::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join(BASIC))
+        .expect("open capture");
+    let paths = [dir.join("ring-1.pcap"), dir.join("ring-2.pcap")];
+    let mut writers: Vec<Option<PcapWriter<std::fs::File>>> = vec![None, None];
+    let mut n = 0;
+    while let Ok(Some(fr)) = r.next_frame() {
+        n += 1;
+        let i = usize::from(n > at);
+        if writers[i].is_none() {
+            let file = std::fs::File::create(&paths[i]).expect("create");
+            writers[i] = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
+        }
+        if let Some(w) = writers[i].as_mut() {
+            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
+                .expect("write");
+        }
+    }
+    for w in writers {
+        w.expect("frames on both sides").finish().expect("finish");
+    }
+    paths
+}
+
+#[test]
+fn demo_merge_joins_a_split_capture() {
+    let dir = scratch("merge");
+    let [a, b] = split_capture(&dir, 1000);
+    let (a, b) = (
+        a.to_string_lossy().into_owned(),
+        b.to_string_lossy().into_owned(),
+    );
+    let whole = dir.join("whole.dm_68");
+    let o = quakecap(&["demo", "-o", &whole.to_string_lossy(), BASIC]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let merged = dir.join("merged.dm_68");
+    let o = quakecap(&["demo", "--merge", "-o", &merged.to_string_lossy(), &a, &b]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (w, m) = (
+        std::fs::read(&whole).expect("whole"),
+        std::fs::read(&merged).expect("merged"),
+    );
+    assert!(
+        w == m,
+        "the merged parts give the whole capture's demo ({} vs {} bytes)",
+        w.len(),
+        m.len()
+    );
+    // Without --merge the second part has no gamestate: it is not written, and says why.
+    let out = scratch("merge-not");
+    let o = quakecap(&["demo", "--out-dir", &out.to_string_lossy(), &a, &b]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("started after the client loaded the map"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(files_in(&out).len(), 1);
+}

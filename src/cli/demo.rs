@@ -38,6 +38,10 @@ pub struct DemoArgs {
     /// Re-encode every snapshot as a full snapshot (the demo can be cut anywhere).
     #[arg(long)]
     pub full_snapshots: bool,
+    /// Treat all captures as one, interleaved by time (a ring buffer's files): a connection
+    /// that spans several files becomes one demo.
+    #[arg(long)]
+    pub merge: bool,
     /// `--from`/`--to` write a cut (Quake 3: it starts with the map's gamestate, and its
     /// first snapshot is re-encoded as a full one); `--player` picks that player's connection.
     #[command(flatten)]
@@ -260,6 +264,9 @@ fn as_output_error(e: &InputError) -> Option<&OutputError> {
 
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let files = super::input::expand(&args.files)?;
+    if args.merge {
+        return run_merged(args, &files);
+    }
     if files.len() == 1 {
         return run_one(args, &files[0]);
     }
@@ -290,6 +297,36 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     Ok(worst)
 }
 
+/// `--merge`: the captures as one input, their demos named after the first.
+fn run_merged(args: &DemoArgs, files: &[PathBuf]) -> Result<i32> {
+    let s = &args.select;
+    if s.from.is_some() || s.to.is_some() || s.player.is_some() {
+        bail!("--from, --to and --player work on single inputs, not with --merge");
+    }
+    for f in files {
+        super::input::check_not_empty(f)?;
+    }
+    prepare_output(args)?;
+    let stem = files.first().map_or("capture".into(), |f| stem_of(f));
+    write_demos(
+        args,
+        &format!("{stem}-merged"),
+        &args.flows,
+        false,
+        |opts, sink| quakecap::pipeline::run_merged(files, opts, sink),
+    )
+}
+
+/// The file name a demo's name starts with.
+fn stem_of(file: &Path) -> String {
+    let logical = PathBuf::from(super::input::logical_name(file));
+    logical
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("capture")
+        .to_string()
+}
+
 fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     super::input::check_not_empty(file)?;
     prepare_output(args)?;
@@ -299,15 +336,25 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
             file.display()
         );
     }
-    let logical = PathBuf::from(super::input::logical_name(file));
-    let stem = logical
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("capture")
-        .to_string();
+    let chosen = args.select.flows(file, &args.flows)?;
+    let is_demo = quakecap::pipeline::is_demo(Path::new(&super::input::logical_name(file)));
+    write_demos(args, &stem_of(file), &chosen, is_demo, |opts, sink| {
+        super::run_input(file, opts, sink)
+    })
+}
+
+/// Run the input through the demo writer and say what was written, and why a chosen
+/// connection was not.
+fn write_demos(
+    args: &DemoArgs,
+    stem: &str,
+    chosen: &[u32],
+    is_demo: bool,
+    run_input: impl FnOnce(&Options, &mut dyn quakecap::pipeline::Sink) -> Result<Report, InputError>,
+) -> Result<i32> {
     let files = Files {
         dir: args.out_dir.clone(),
-        stem: clean(&stem),
+        stem: clean(stem),
         single: args.output.clone(),
         written: Vec::new(),
         pending: Vec::new(),
@@ -320,22 +367,17 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
         split_maps: !args.one_file,
     };
     let window = args.select.window(true)?;
-    let chosen = args.select.flows(file, &args.flows)?;
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
         emit: false,
         keep_raw: true,
-        flows: (!chosen.is_empty()).then(|| chosen.clone()),
+        flows: (!chosen.is_empty()).then(|| chosen.to_vec()),
         threads: None,
     };
     let run = if window.is_open() {
-        super::run_input(file, &opts, &mut sink)
+        run_input(&opts, &mut sink)
     } else {
-        super::run_input(
-            file,
-            &opts,
-            &mut super::filter::Filter::new(&mut sink, window),
-        )
+        run_input(&opts, &mut super::filter::Filter::new(&mut sink, window))
     };
     let report = match run {
         Ok(r) => r,
@@ -353,8 +395,7 @@ fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
     }
-    let from_demo =
-        report.flows.iter().any(|f| f.kind == "demo") || quakecap::pipeline::is_demo(&logical);
+    let from_demo = report.flows.iter().any(|f| f.kind == "demo") || is_demo;
     for f in report.flows.iter().filter(|f| is_chosen_conn(args, f)) {
         if files.written.iter().any(|(_, id, _)| *id == f.id) {
             continue;
