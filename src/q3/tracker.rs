@@ -3,13 +3,14 @@
 //! whose UDP port changes (NAT rebinding) by its qport, as the server does (§1.1). Flow ids,
 //! limits and the summaries of traffic past them belong to [`FlowTable`]; this file owns the
 //! Quake 3 classification and the per-flow state.
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use super::bits::BitReader;
 use super::conn::{Connection, DecodeLog, Options, WorkQueue};
 use super::message::Message;
 use super::netchan::{Header, Protocol};
 use super::oob;
+use crate::flow::index::{self, Pair, QportIndex};
 use crate::flow::table::{self, FlowTable};
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
@@ -134,74 +135,21 @@ struct PairFlows {
     b_serves: Option<usize>,
 }
 
-/// A pair of endpoints, in the order a lookup names them.
-type Pair = (SocketAddr, SocketAddr);
-
-/// Slots of [`PairIndex`]'s memo (a power of two).
-const MEMO_SLOTS: usize = 256;
-
-/// The flows of every address pair, under both orders of the pair (one lookup per datagram
-/// finds its flow in either direction), with a direct-mapped memo of recent IPv4 lookups
-/// in front: most datagrams belong to a few busy flows, and a memo probe (one integer
-/// compare) costs a fraction of a hash-map lookup. The memo is cleared whenever the map
-/// changes (a new flow, a new client port), so it always answers as the map would.
-#[derive(Debug)]
-struct PairIndex {
-    map: FlowMap<Pair, PairFlows>,
-    /// (packed pair, its flows); a key of 0 marks an empty slot (packed keys are never 0).
-    memo: Vec<(u128, PairFlows)>,
-}
-
-impl Default for PairIndex {
-    fn default() -> Self {
-        PairIndex {
-            map: FlowMap::default(),
-            memo: vec![(0, PairFlows::default()); MEMO_SLOTS],
-        }
-    }
-}
-
-/// An IPv4 pair as one integer: both addresses and ports, and a marker bit so that no
-/// pair packs to 0. None for IPv6 (such pairs skip the memo).
-fn pack_v4(p: &Pair) -> Option<u128> {
-    let (SocketAddr::V4(a), SocketAddr::V4(b)) = p else {
-        return None;
-    };
-    let end =
-        |e: &std::net::SocketAddrV4| (u64::from(e.ip().to_bits()) << 16) | u64::from(e.port());
-    Some((1 << 127) | (u128::from(end(a)) << 48) | u128::from(end(b)))
-}
-
-fn memo_slot(key: u128) -> usize {
-    let h = (key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ ((key >> 64) as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
-    (h >> 56) as usize % MEMO_SLOTS
-}
+/// The flows of every address pair, under both orders of the pair: one lookup per datagram
+/// finds its flow in either direction.
+#[derive(Debug, Default)]
+struct PairIndex(index::PairIndex<PairFlows>);
 
 impl PairIndex {
     /// The flows of `p` (none known: both `None`).
     fn get(&mut self, p: &Pair) -> PairFlows {
-        let Some(key) = pack_v4(p) else {
-            return self.map.get(p).copied().unwrap_or_default();
-        };
-        let slot = memo_slot(key);
-        if let Some((k, v)) = self.memo.get(slot) {
-            if *k == key {
-                return *v;
-            }
-        }
-        let v = self.map.get(p).copied().unwrap_or_default();
-        if let Some(m) = self.memo.get_mut(slot) {
-            *m = (key, v);
-        }
-        v
+        self.0.get(p)
     }
 
     /// Map `(server, client)` to flow `i`.
     fn insert(&mut self, server: SocketAddr, client: SocketAddr, i: usize) {
-        self.map.entry((server, client)).or_default().a_serves = Some(i);
-        self.map.entry((client, server)).or_default().b_serves = Some(i);
-        self.memo.fill((0, PairFlows::default()));
+        self.0.update((server, client), |f| f.a_serves = Some(i));
+        self.0.update((client, server), |f| f.b_serves = Some(i));
     }
 }
 
@@ -217,7 +165,7 @@ pub struct Tracker {
     /// one lookup per datagram finds its flow in either direction.
     by_pair: PairIndex,
     /// (server, client IP, qport) -> connection index.
-    by_qport: FlowMap<(SocketAddr, IpAddr, u16), usize>,
+    by_qport: QportIndex,
     /// (server, client) pairs that may be connections seen mid-session.
     candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
     /// Capture time of the last idle scan.
@@ -257,8 +205,8 @@ impl Tracker {
         // A connect names the qport: from now on the server follows the client by it.
         if conn.summary.qport != was_connected {
             if let Some(q) = conn.summary.qport {
-                let key = (conn.server, conn.client.ip(), q);
-                self.by_qport.insert(key, idx);
+                let (server, client) = (conn.server, conn.client.ip());
+                self.by_qport.insert(server, client, q, idx);
             }
         }
         true
@@ -307,7 +255,7 @@ impl Tracker {
             .ok()
             .and_then(|h| h.qport)
         {
-            if let Some(&i) = self.by_qport.get(&(d.dst, d.src.ip(), q)) {
+            if let Some(i) = self.by_qport.get(d.dst, d.src.ip(), q) {
                 if self.flows[i].summary.client_ports.len() >= MAX_CLIENT_PORTS {
                     return None;
                 }
@@ -439,21 +387,16 @@ impl Tracker {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::net::IpAddr;
 
     proptest! {
-        /// The memoized index answers every lookup as its map (and a plain model) would,
-        /// through inserts that invalidate it and lookups that collide in its slots.
+        /// A pair's flows are found under both orders, as a plain model says.
         #[test]
-        fn pair_index_answers_as_its_map(
+        fn pair_index_keeps_both_orders(
             ops in proptest::collection::vec((any::<bool>(), 0u8..12, 0u8..12, 0usize..50), 1..200),
         ) {
-            // Few hosts and ports, IPv4 and IPv6, so pairs repeat and slots collide.
             let addr = |n: u8| -> SocketAddr {
-                if n % 3 == 0 {
-                    SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), 27960 + u16::from(n))
-                } else {
-                    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, n % 4)), 27960 + u16::from(n / 4))
-                }
+                SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, n % 4)), 27960 + u16::from(n / 4))
             };
             let mut index = PairIndex::default();
             let mut model: std::collections::HashMap<Pair, PairFlows> = Default::default();
@@ -466,27 +409,8 @@ mod tests {
                 } else {
                     let want = model.get(&(a, b)).copied().unwrap_or_default();
                     prop_assert_eq!(index.get(&(a, b)), want);
-                    prop_assert_eq!(index.get(&(a, b)), want);
                 }
             }
-        }
-    }
-
-    #[test]
-    fn packed_pairs_are_distinct_and_never_empty() {
-        let v4 = |ip: [u8; 4], port| SocketAddr::new(IpAddr::V4(ip.into()), port);
-        let v6 = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 0);
-        let zero = v4([0; 4], 0);
-        let max = v4([255; 4], u16::MAX);
-        assert_ne!(pack_v4(&(zero, zero)), Some(0));
-        assert_ne!(pack_v4(&(zero, max)), pack_v4(&(max, zero)));
-        assert_ne!(
-            pack_v4(&(v4([1, 0, 0, 0], 0), zero)),
-            pack_v4(&(v4([0; 4], 1), zero))
-        );
-        assert_eq!(pack_v4(&(v6, zero)), None);
-        for p in [(zero, max), (max, max), (max, zero)] {
-            assert!(memo_slot(pack_v4(&p).unwrap()) < MEMO_SLOTS);
         }
     }
 }

@@ -20,11 +20,11 @@ use super::qwd::RawPacket;
 use super::svc::{self, ServerOp, ServerState};
 use super::{Event, Options};
 use crate::error::{Error, ErrorKind};
+use crate::flow::index::{PairIndex, QportIndex};
 use crate::flow::table::{FlowTable, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS};
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 /// Reliable-delivery bookkeeping of one direction (spec §2.4.3): a reliable packet is proven
 /// lost when the peer acknowledges its sequence without flipping its reliable parity bit; the
@@ -119,11 +119,11 @@ pub struct Tracker {
     opts: Options,
     flows: Vec<Flow>,
     /// (server, client address) → newest flow (indexes into `flows`, which only grows).
-    by_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    by_pair: PairIndex<Option<usize>>,
     /// (server, client address) → newest accepted connection using that address.
-    by_accepted_pair: HashMap<(SocketAddr, SocketAddr), usize>,
+    by_accepted_pair: PairIndex<Option<usize>>,
     /// (server, client IP, qport) → newest accepted connection.
-    by_qport: HashMap<(SocketAddr, IpAddr, u16), usize>,
+    by_qport: QportIndex,
     /// Flows started by a handshake, and by anything else (see the limits).
     connections: usize,
     queries: usize,
@@ -159,9 +159,9 @@ impl Tracker {
         Tracker {
             opts,
             flows: Vec::new(),
-            by_pair: HashMap::new(),
-            by_accepted_pair: HashMap::new(),
-            by_qport: HashMap::new(),
+            by_pair: PairIndex::default(),
+            by_accepted_pair: PairIndex::default(),
+            by_qport: QportIndex::default(),
             connections: 0,
             queries: 0,
             summarised_servers: FlowMap::default(),
@@ -197,21 +197,21 @@ impl Tracker {
     }
 
     /// Newest flow with this server and client address.
-    fn find_by_addrs(&self, server: SocketAddr, client: SocketAddr) -> Option<usize> {
-        self.by_pair.get(&(server, client)).copied()
+    fn find_by_addrs(&mut self, server: SocketAddr, client: SocketAddr) -> Option<usize> {
+        self.by_pair.get(&(server, client))
     }
 
     /// Newest accepted connection of server + client IP + qport (the server's own rule).
     fn find_netchan_c2s(&self, d: &Datagram<'_>) -> Option<usize> {
         let h = Header::new_checked(d.payload, Dir::C2s)?;
         let q = h.qport()?;
-        self.by_qport.get(&(d.dst, d.src.ip(), q)).copied()
+        self.by_qport.get(d.dst, d.src.ip(), q)
     }
 
     /// Newest accepted connection the server sends to at this client address.
-    fn find_netchan_s2c(&self, d: &Datagram<'_>) -> Option<usize> {
+    fn find_netchan_s2c(&mut self, d: &Datagram<'_>) -> Option<usize> {
         Header::new_checked(d.payload, Dir::S2c)?;
-        self.by_accepted_pair.get(&(d.src, d.dst)).copied()
+        self.by_accepted_pair.get(&(d.src, d.dst))
     }
 
     fn offer_oob(&mut self, d: &Datagram<'_>, table: &mut FlowTable, out: &mut Vec<Event>) -> bool {
@@ -275,9 +275,9 @@ impl Tracker {
                     Oob::Accept if f.handshake => {
                         f.accepted = true;
                         f.client_port = d.dst.port();
-                        self.by_accepted_pair.insert((d.src, d.dst), i);
+                        self.by_accepted_pair.insert((d.src, d.dst), Some(i));
                         if let Some(q) = f.qport {
-                            self.by_qport.insert((d.src, d.dst.ip(), q), i);
+                            self.by_qport.insert(d.src, d.dst.ip(), q, i);
                         }
                         f.rx_c2s = Receiver::default();
                         f.rx_s2c = Receiver::default();
@@ -322,7 +322,7 @@ impl Tracker {
         let id = table.claim(d.dst, d.src, false).id;
         self.flows.push(Flow::new(id, d.dst, d.src, handshake));
         let i = self.flows.len() - 1;
-        self.by_pair.insert((d.dst, d.src), i);
+        self.by_pair.insert((d.dst, d.src), Some(i));
         Some(i)
     }
 
@@ -395,8 +395,8 @@ impl Tracker {
             // NAT rebinding: the server adopts the new port (spec §1).
             f.client_port = d.src.port();
             f.sum.add_client_port(d.src.port());
-            self.by_pair.insert((d.dst, d.src), i);
-            self.by_accepted_pair.insert((d.dst, d.src), i);
+            self.by_pair.insert((d.dst, d.src), Some(i));
+            self.by_accepted_pair.insert((d.dst, d.src), Some(i));
         }
         // Reliable delivery bookkeeping: this packet's ack tells the other direction's fate.
         let mut lost_s2c = None;
