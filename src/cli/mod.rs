@@ -11,6 +11,8 @@ use quakecap::sink;
 
 #[path = "demo.rs"]
 mod demo;
+#[path = "events.rs"]
+mod events;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -51,6 +53,9 @@ pub enum Command {
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
+    /// Game events (kills, chat, players, scores, match flow) as a timeline and a per-player
+    /// summary.
+    Events(events::EventsArgs),
 }
 
 /// Run the command and return the process exit code.
@@ -64,6 +69,7 @@ pub fn run(cli: Cli) -> i32 {
             shownet,
         } => decode(&file, flows, json, shownet),
         Command::Demo(args) => demo::run(&args),
+        Command::Events(args) => events::run(&args),
     };
     match res {
         Ok(code) => code,
