@@ -25,6 +25,7 @@ pub mod event;
 pub mod flood;
 pub mod flow;
 pub mod fuzzing;
+pub mod gameevent;
 pub mod net;
 pub mod parallel;
 pub mod pipeline;

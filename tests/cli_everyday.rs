@@ -1123,3 +1123,50 @@ fn demo_merge_joins_a_split_capture() {
     );
     assert_eq!(files_in(&out).len(), 1);
 }
+
+// ---- items 6 and 11 for events: several inputs, --from/--to, --player ----
+
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+/// Whether an event names the player (the keys `events --json` documents).
+fn names_player(e: &serde_json::Value, who: &str) -> bool {
+    ["killer", "victim", "name", "to", "old_name"]
+        .iter()
+        .any(|k| e[*k].as_str().is_some_and(|n| n.eq_ignore_ascii_case(who)))
+}
+
+#[test]
+fn events_filters_by_time_and_player() {
+    let all = json_lines(&quakecap(&["events", "--json", TWO]));
+    assert!(all.len() > 10, "{}", all.len());
+    let o = quakecap(&["events", "--json", "--player", "labplayer2", TWO]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let want: Vec<&serde_json::Value> = all
+        .iter()
+        .filter(|e| names_player(e, "LabPlayer2"))
+        .collect();
+    let got = json_lines(&o);
+    assert!(!want.is_empty());
+    assert_eq!(got.iter().collect::<Vec<_>>(), want);
+    let o = quakecap(&["events", "--json", "--from", "g20", "--to", "g30", TWO]);
+    let got = json_lines(&o);
+    let want: Vec<&serde_json::Value> = all
+        .iter()
+        .filter(|e| {
+            e["game_time"]
+                .as_i64()
+                .is_some_and(|g| (20_000..=30_000).contains(&g))
+        })
+        .collect();
+    assert!(!want.is_empty() && want.len() < all.len());
+    assert_eq!(got.iter().collect::<Vec<_>>(), want);
+    // Several inputs, one missing: the good ones are read, the exit says one failed.
+    let o = quakecap(&["events", "--json", TWO, "captures/none.pcapng"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(json_lines(&o).len(), all.len());
+}

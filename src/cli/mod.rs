@@ -20,6 +20,8 @@ pub mod timefmt;
 
 use input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_NOTHING, EXIT_OK};
 use timefmt::TimeFormat;
+#[path = "events.rs"]
+mod events;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -78,6 +80,9 @@ pub enum Command {
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
+    /// Game events (kills, chat, players, scores, match flow) as a timeline and a per-player
+    /// summary.
+    Events(events::EventsArgs),
 }
 
 /// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
@@ -177,6 +182,7 @@ pub fn run(cli: Cli) -> i32 {
                 select,
             } => decode(&files, merge, flows, json, shownet, &select),
             Command::Demo(args) => demo::run(&args),
+            Command::Events(args) => events::run(&args),
         },
     };
     match res {

@@ -41,6 +41,7 @@ pub mod clc;
 pub mod cursor;
 pub mod demo;
 pub mod entity;
+pub mod events;
 pub mod ext;
 pub mod message;
 pub mod netchan;

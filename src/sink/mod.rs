@@ -4,6 +4,7 @@
 //! [`Event`](crate::event::Event) type, so it is written once for both games; sinks see
 //! decoded events only.
 pub mod demo;
+pub mod events;
 pub mod json;
 pub mod shownet;
 pub mod shownet_qw;

@@ -1,0 +1,257 @@
+//! `quakecap events`: the game events of captures and demo files as a timeline and a
+//! per-player summary, or as JSON Lines.
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use quakecap::gameevent::summary::{summarize, PlayerSummary};
+use quakecap::gameevent::{Detail, GameEvent, Kind, ALL_KINDS};
+use quakecap::pipeline::Options;
+use quakecap::sink::events::EventSink;
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Captures (pcap/pcapng) or demo files (.dm_66–.dm_71, .qwd, .mvd); `-` reads stdin,
+    /// gzip/zstd are undone, a folder is walked.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Treat all captures as one, interleaved by time (flow ids continue across files).
+    #[arg(long)]
+    pub merge: bool,
+    /// Only these flow ids.
+    #[arg(long = "flow")]
+    pub flows: Vec<u32>,
+    /// Only these kinds (comma-separated: kill,chat,join,leave,rename,team,map,match_start,
+    /// match_end,score,flag).
+    #[arg(long, value_delimiter = ',')]
+    pub kind: Vec<String>,
+    /// JSON Lines, one event per line.
+    #[arg(long)]
+    pub json: bool,
+    /// `--from`/`--to` keep the events in a time window; `--player` those naming a player.
+    #[command(flatten)]
+    pub select: super::Select,
+}
+
+/// Run the command.
+pub fn run(args: &EventsArgs) -> Result<i32> {
+    let kinds = parse_kinds(&args.kind)?;
+    let opts = Options {
+        emit: true,
+        keep_raw: false,
+        flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        threads: None,
+    };
+    let window = args.select.window(false)?;
+    let mut sink = EventSink::new();
+    let files = super::input::expand(&args.files)?;
+    let mut failed = 0;
+    if args.merge {
+        let report = quakecap::pipeline::run_merged(&files, &opts, &mut sink)?;
+        super::warn(&report);
+    } else {
+        for f in &files {
+            match super::run_input(f, &opts, &mut sink) {
+                Ok(report) => super::warn(&report),
+                Err(e) => {
+                    eprintln!("quakecap: {e}");
+                    failed += 1;
+                }
+            }
+        }
+    }
+    for w in &sink.warnings {
+        eprintln!("quakecap: warning: {w}");
+    }
+    let first = sink
+        .events
+        .iter()
+        .map(|e| e.time)
+        .fold(f64::INFINITY, f64::min);
+    let shown: Vec<&GameEvent> = sink
+        .events
+        .iter()
+        .filter(|e| kinds.as_ref().is_none_or(|k| k.contains(&e.kind)))
+        .filter(|e| in_window(e, &window, first))
+        .filter(|e| {
+            args.select
+                .player
+                .as_deref()
+                .is_none_or(|p| e.names().iter().any(|n| super::filter::same_player(n, p)))
+        })
+        .collect();
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        for e in &shown {
+            serde_json::to_writer(&mut out, e)?;
+            writeln!(out)?;
+        }
+    } else {
+        for e in &shown {
+            writeln!(out, "{}", timeline_line(e))?;
+        }
+        writeln!(out)?;
+        // The summary covers the time window (not --kind or --player: frags need the kills,
+        // and a player's line needs the others' kills of them).
+        let summary = if window.is_open() {
+            summarize(&sink.events)
+        } else {
+            let kept: Vec<GameEvent> = sink
+                .events
+                .iter()
+                .filter(|e| in_window(e, &window, first))
+                .cloned()
+                .collect();
+            summarize(&kept)
+        };
+        write_summary(&mut out, &summary)?;
+    }
+    out.flush()?;
+    // A missing file among good ones is still a failure.
+    Ok(if failed > 0 {
+        super::input::EXIT_INPUT
+    } else {
+        super::input::EXIT_OK
+    })
+}
+
+/// The event is inside `--from`/`--to`: capture time (epoch, or after the first event),
+/// or game time.
+fn in_window(e: &GameEvent, w: &super::filter::Window, first: f64) -> bool {
+    use super::filter::Bound;
+    let at = |b: &Bound| -> Option<f64> {
+        match b {
+            Bound::Epoch(_) => Some(e.time),
+            Bound::Relative(_) => Some(e.session_time.unwrap_or(e.time - first)),
+            Bound::Game(_) => e.game_time.map(|g| g as f64 / 1000.0),
+        }
+    };
+    let secs = |b: &Bound| match b {
+        Bound::Epoch(t) | Bound::Relative(t) => *t,
+        Bound::Game(ms) => *ms as f64 / 1000.0,
+    };
+    let after = w
+        .from
+        .as_ref()
+        .is_none_or(|b| at(b).is_some_and(|t| t >= secs(b)));
+    let before =
+        w.to.as_ref()
+            .is_none_or(|b| at(b).is_some_and(|t| t <= secs(b)));
+    after && before
+}
+
+fn parse_kinds(words: &[String]) -> Result<Option<Vec<Kind>>> {
+    if words.is_empty() {
+        return Ok(None);
+    }
+    let mut v = Vec::new();
+    for w in words {
+        match Kind::parse(w.trim()) {
+            Some(k) => v.push(k),
+            None => {
+                let names: Vec<&str> = ALL_KINDS.iter().map(|k| k.name()).collect();
+                bail!("unknown event kind {w:?} (kinds: {})", names.join(","));
+            }
+        }
+    }
+    Ok(Some(v))
+}
+
+/// `mm:ss.mmm` of game time when it is the server's clock, else of the session time (the
+/// demo's clock for demo files): one time axis for every line.
+fn clock(e: &GameEvent) -> String {
+    let ms = e
+        .game_time
+        .filter(|_| e.server_clock)
+        .unwrap_or_else(|| (e.session_time.unwrap_or(e.time) * 1000.0) as i64);
+    let sign = if ms < 0 { "-" } else { "" };
+    let ms = ms.unsigned_abs();
+    format!(
+        "{sign}{:02}:{:02}.{:03}",
+        ms / 60_000,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
+fn timeline_line(e: &GameEvent) -> String {
+    let what = match &e.detail {
+        Detail::Kill(k) => {
+            let weapon = k.means.trim_start_matches("MOD_").to_ascii_lowercase();
+            let tag = if k.team_kill { " (team kill)" } else { "" };
+            let victim = k.victim.as_deref().unwrap_or("<a team mate>");
+            match &k.killer {
+                Some(killer) if !k.suicide => format!("{killer} → {victim}  {weapon}{tag}"),
+                Some(_) => format!("{victim} (suicide)  {weapon}"),
+                None if k.team_kill => format!("<a team mate> → {victim}  {weapon}{tag}"),
+                None => format!("<world> → {victim}  {weapon}"),
+            }
+        }
+        Detail::Chat(c) => {
+            let who = c.name.as_deref().unwrap_or("console");
+            match (&c.to, c.mode) {
+                (Some(to), _) => format!("{who} → {to}: {}", c.text),
+                (None, "say_team") => format!("({who}): {}", c.text),
+                (None, "tell") => format!("[{who}]: {}", c.text),
+                _ => format!("{who}: {}", c.text),
+            }
+        }
+        Detail::Player(p) => match (&p.old_name, &p.old_team) {
+            (Some(old), _) => format!("{old} → {} (#{})", p.name, p.num),
+            (_, Some(old)) => format!(
+                "{} (#{}) {old} → {}",
+                p.name,
+                p.num,
+                p.team.as_deref().unwrap_or("?")
+            ),
+            _ => format!(
+                "{} (#{}) {}",
+                p.name,
+                p.num,
+                p.team.as_deref().unwrap_or("")
+            ),
+        },
+        Detail::Map(m) => format!(
+            "{}{} ({})",
+            m.map,
+            if m.restart { " restart" } else { "" },
+            m.mod_name
+        ),
+        Detail::Score(s) => format!("{} (#{}) {} ping {}", s.name, s.num, s.score, s.ping),
+        Detail::Match(m) => m.reason.clone(),
+        Detail::Flag(f) => format!(
+            "{} flag {} {}",
+            f.team,
+            f.action,
+            f.name.as_deref().unwrap_or("")
+        ),
+    };
+    format!("{}  {:<11} {what}", clock(e), e.kind.name())
+}
+
+fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<24} {:>6} {:>6} {:>8} {:>9} {:>5} {:>9} {:>6}",
+        "player", "frags", "deaths", "suicides", "teamkills", "chat", "time", "score"
+    )?;
+    for p in players {
+        let score = p.final_score.map_or("-".to_string(), |s| s.to_string());
+        let t = p.time_in_game.round() as u64;
+        writeln!(
+            out,
+            "{:<24} {:>6} {:>6} {:>8} {:>9} {:>5} {:>6}:{:02} {:>6}",
+            p.name,
+            p.frags,
+            p.deaths,
+            p.suicides,
+            p.team_kills,
+            p.chat_lines,
+            t / 60,
+            t % 60,
+            score
+        )?;
+    }
+    Ok(())
+}

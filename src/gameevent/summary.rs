@@ -1,0 +1,92 @@
+//! Per-player totals over a merged timeline: frags, deaths, suicides, team kills, chat lines,
+//! time in game and the final score. Players are keyed by clean name: a player who
+//! reconnects gets another client number but is the same person to the reader.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Detail, GameEvent, Kind};
+
+/// One player's totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PlayerSummary {
+    pub name: String,
+    /// Kills of others that were not team kills.
+    pub frags: u32,
+    pub deaths: u32,
+    /// Deaths by their own hand or by the world.
+    pub suicides: u32,
+    pub team_kills: u32,
+    pub chat_lines: u32,
+    /// Seconds between joining (or first being seen) and leaving (or the end of the input).
+    pub time_in_game: f64,
+    pub final_score: Option<i32>,
+    #[serde(skip)]
+    joined_at: Option<f64>,
+}
+
+/// Totals for every player of the timeline, by name.
+pub fn summarize(events: &[GameEvent]) -> Vec<PlayerSummary> {
+    let mut by: BTreeMap<String, PlayerSummary> = BTreeMap::new();
+    let end = events.iter().map(|e| e.time).fold(f64::MIN, f64::max);
+    for e in events {
+        match (&e.kind, &e.detail) {
+            (Kind::Kill, Detail::Kill(k)) => {
+                if let Some(victim) = &k.victim {
+                    let v = get(&mut by, victim);
+                    v.deaths += 1;
+                    if k.suicide {
+                        v.suicides += 1;
+                    }
+                }
+                if let (false, Some(killer)) = (k.suicide, &k.killer) {
+                    let p = get(&mut by, killer);
+                    if k.team_kill {
+                        p.team_kills += 1;
+                    } else {
+                        p.frags += 1;
+                    }
+                }
+            }
+            (Kind::Chat, Detail::Chat(c)) => {
+                if let Some(n) = &c.name {
+                    get(&mut by, n).chat_lines += 1;
+                }
+            }
+            (Kind::Join, Detail::Player(p)) => {
+                let s = get(&mut by, &p.name);
+                s.joined_at.get_or_insert(e.time);
+            }
+            (Kind::Rename, Detail::Player(p)) => {
+                // Time so far stays with the old name; the new name starts now.
+                if let Some(old) = &p.old_name {
+                    close_stint(get(&mut by, old), e.time);
+                }
+                get(&mut by, &p.name).joined_at.get_or_insert(e.time);
+            }
+            (Kind::Leave, Detail::Player(p)) => close_stint(get(&mut by, &p.name), e.time),
+            (Kind::Score, Detail::Score(s)) if s.is_final => {
+                get(&mut by, &s.name).final_score = Some(s.score);
+            }
+            _ => {}
+        }
+    }
+    let mut v: Vec<PlayerSummary> = by.into_values().filter(|p| !p.name.is_empty()).collect();
+    for p in &mut v {
+        close_stint(p, end);
+    }
+    v
+}
+
+fn get<'a>(by: &'a mut BTreeMap<String, PlayerSummary>, name: &str) -> &'a mut PlayerSummary {
+    by.entry(name.to_string()).or_insert_with(|| PlayerSummary {
+        name: name.to_string(),
+        ..Default::default()
+    })
+}
+
+fn close_stint(p: &mut PlayerSummary, t: f64) {
+    if let Some(j) = p.joined_at.take() {
+        p.time_in_game += (t - j).max(0.0);
+    }
+}

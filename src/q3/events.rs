@@ -1,0 +1,741 @@
+//! Game events read from one Quake 3 connection's decoded messages (or one demo file): player
+//! configstrings (joins, leaves, renames, teams), chat server commands and the client's own
+//! chat commands, obituary event entities in snapshots (kills), `scores` during the
+//! intermission, and the level/warmup/intermission configstrings (match flow). The extractor
+//! only reads decoded state; it never decodes bytes itself.
+use super::color::plain;
+use crate::error::{Error, ErrorKind};
+use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score};
+use crate::q3::clc::ClientOp;
+use crate::q3::delta::EntityState;
+use crate::q3::fields::ENTITYNUM_WORLD;
+use crate::q3::gamemod::{info_value, GameMod, ET_EVENTS, EV_EVENT_BITS};
+use crate::q3::message::Message;
+use crate::q3::state::SnapFrame;
+use crate::q3::svc::{Gamestate, ServerOp};
+
+const CS_SERVERINFO: usize = 0;
+const CS_SYSTEMINFO: usize = 1;
+const CS_WARMUP: usize = 5;
+const CS_LEVEL_START_TIME: usize = 21;
+const CS_INTERMISSION: usize = 22;
+const CS_PLAYERS: usize = 544;
+const MAX_CLIENTS: usize = 64;
+const MAX_CONFIGSTRINGS: usize = 1024;
+
+/// Entity field indices (the order of `fields::ENTITY_FIELDS`; checked by a test).
+const F_ETYPE: usize = 11;
+const F_EVENT_PARM: usize = 13;
+const F_OTHER: usize = 18;
+const F_OTHER2: usize = 30;
+
+/// One obituary as the entity carried it: victim, attacker, means of death.
+type Obituary = (i32, i32, i32);
+
+/// Events of one connection (or demo file), built message by message.
+pub struct Extractor {
+    demo: bool,
+    cs: Vec<String>,
+    /// A big configstring being assembled (`bcs0`/`bcs1`/`bcs2`).
+    big: Option<(usize, String)>,
+    gamemod: GameMod,
+    have_gamestate: bool,
+    client_num: Option<i32>,
+    server_time: Option<i32>,
+    /// Obituary entities of the previous snapshot: an event entity stays in consecutive
+    /// snapshots for a while but happened once (the client fires it when it first appears).
+    prev_obits: Vec<(i32, Obituary)>,
+    final_scores_sent: bool,
+    last_print: String,
+    /// Events of the current message, timed once its snapshot (if any) is known.
+    pending: Vec<(Kind, Detail, Option<i32>)>,
+    /// Capture time of the latest message.
+    last_time: f64,
+    /// Problems found (malformed event or configstring, unknown mod), with their position.
+    pub warnings: Vec<Error>,
+    warned_mod: bool,
+}
+
+impl Extractor {
+    /// `demo`: the input is a demo file (times come from the server clock).
+    pub fn new(demo: bool) -> Self {
+        Extractor {
+            demo,
+            cs: vec![String::new(); MAX_CONFIGSTRINGS],
+            big: None,
+            gamemod: GameMod::BaseQ3,
+            have_gamestate: false,
+            client_num: None,
+            server_time: None,
+            prev_obits: Vec::new(),
+            final_scores_sent: false,
+            last_print: String::new(),
+            pending: Vec::new(),
+            last_time: 0.0,
+            warnings: Vec::new(),
+            warned_mod: false,
+        }
+    }
+
+    /// The input is a demo file.
+    pub fn is_demo(&self) -> bool {
+        self.demo
+    }
+
+    /// The game events of one decoded message, appended to `out`.
+    pub fn message(&mut self, m: &Message, out: &mut Vec<GameEvent>) {
+        let mut snap_time = None;
+        if let Some(s) = m.server() {
+            for op in &s.ops {
+                match op {
+                    ServerOp::Gamestate(g) => self.gamestate(g, m),
+                    ServerOp::ServerCommand { text, new, .. } if *new => {
+                        self.server_command(text, m)
+                    }
+                    ServerOp::Snapshot(sn) if sn.valid => {
+                        snap_time = Some(sn.server_time);
+                        self.snapshot(&sn.frame, m);
+                    }
+                    _ => {}
+                }
+            }
+        } else if let Some(c) = m.client() {
+            for op in &c.ops {
+                if let ClientOp::ClientCommand { text, new, .. } = op {
+                    if *new {
+                        self.client_command(text);
+                    }
+                }
+            }
+        }
+        if let Some(t) = snap_time {
+            self.server_time = Some(t);
+        }
+        self.flush(m, out);
+    }
+
+    /// Time the pending events and hand them out.
+    fn flush(&mut self, m: &Message, out: &mut Vec<GameEvent>) {
+        self.last_time = m.time;
+        // Before the first snapshot (a gamestate's players) nothing gives the game time yet:
+        // those events wait for the snapshot that follows.
+        if self.server_time.is_none() && self.pending.iter().any(|p| p.2.is_none()) {
+            return;
+        }
+        self.emit(out);
+    }
+
+    /// Hand out what is still pending at the end of the input.
+    pub fn finish(&mut self, out: &mut Vec<GameEvent>) {
+        self.emit(out);
+    }
+
+    fn emit(&mut self, out: &mut Vec<GameEvent>) {
+        let level_start: Option<i64> = self.cs[CS_LEVEL_START_TIME].trim().parse().ok();
+        for (kind, detail, st) in self.pending.drain(..) {
+            let st = st.or(self.server_time);
+            let time = if self.demo {
+                st.map_or(0.0, |t| f64::from(t) / 1000.0)
+            } else {
+                self.last_time
+            };
+            out.push(GameEvent {
+                kind,
+                time,
+                game_time: st.map(|t| i64::from(t) - level_start.unwrap_or(0)),
+                session_time: None,
+                flows: Vec::new(),
+                server: None,
+                server_clock: true,
+                detail,
+            });
+        }
+    }
+
+    fn push(&mut self, kind: Kind, detail: Detail) {
+        self.pending.push((kind, detail, None));
+    }
+
+    fn gamestate(&mut self, g: &Gamestate, m: &Message) {
+        let old: Vec<String> = self.cs[CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS].to_vec();
+        let first = !self.have_gamestate;
+        self.cs.iter_mut().for_each(String::clear);
+        for c in &g.configstrings {
+            if let Some(slot) = self.cs.get_mut(usize::from(c.index)) {
+                slot.clone_from(&c.value);
+            }
+        }
+        self.have_gamestate = true;
+        // The old level's clock means nothing in the new one.
+        self.server_time = None;
+        self.client_num = Some(g.client_num);
+        self.prev_obits.clear();
+        self.final_scores_sent = false;
+        self.gamemod = GameMod::detect(&self.cs[CS_SERVERINFO], &self.cs[CS_SYSTEMINFO]);
+        if self.gamemod.is_unknown() && !self.warned_mod {
+            self.warned_mod = true;
+            let text = format!(
+                "unknown game module {:?}: kills read with the baseq3 tables",
+                self.gamemod.to_string()
+            );
+            self.warnings.push(warning(m, text));
+        }
+        let map = info_value(&self.cs[CS_SERVERINFO], "mapname").unwrap_or("");
+        self.push(
+            Kind::Map,
+            Detail::Map(MapChange {
+                map: map.to_string(),
+                restart: false,
+                mod_name: self.gamemod.to_string(),
+            }),
+        );
+        for (n, old) in old.iter().enumerate() {
+            let before = if first { "" } else { old.as_str() };
+            let now = self.cs[CS_PLAYERS + n].clone();
+            self.player_change(n, before, &now);
+        }
+    }
+
+    /// Compare a player slot's configstring before and after a change.
+    fn player_change(&mut self, n: usize, before: &str, now: &str) {
+        let num = n as i32;
+        let (name0, team0) = (info_value(before, "n"), info_value(before, "t"));
+        let (name1, team1) = (info_value(now, "n"), info_value(now, "t"));
+        let player = |raw: &str, team: Option<&str>| Player {
+            num,
+            name: plain(raw),
+            name_raw: raw.to_string(),
+            team: team.map(team_word),
+            old_name: None,
+            old_team: None,
+        };
+        match (name0, name1) {
+            (None, Some(n1)) => self.push(Kind::Join, Detail::Player(player(n1, team1))),
+            (Some(n0), None) => self.push(Kind::Leave, Detail::Player(player(n0, team0))),
+            (Some(n0), Some(n1)) => {
+                if n0 != n1 {
+                    let mut p = player(n1, team1);
+                    p.old_name = Some(plain(n0));
+                    self.push(Kind::Rename, Detail::Player(p));
+                }
+                if team0 != team1 {
+                    let mut p = player(n1, team1);
+                    p.old_team = team0.map(team_word);
+                    self.push(Kind::Team, Detail::Player(p));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn set_configstring(&mut self, index: usize, value: String, m: &Message) {
+        let Some(old) = self.cs.get(index).cloned() else {
+            self.warnings.push(warning(
+                m,
+                format!("configstring index {index} out of range"),
+            ));
+            return;
+        };
+        self.cs[index].clone_from(&value);
+        if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&index) {
+            self.player_change(index - CS_PLAYERS, &old, &value);
+        } else if index == CS_INTERMISSION && is_on(&value) && !is_on(&old) {
+            let reason = if self.last_print.is_empty() {
+                "intermission".to_string()
+            } else {
+                self.last_print.clone()
+            };
+            self.push(Kind::MatchEnd, Detail::Match(MatchFlow { reason }));
+        } else if index == CS_LEVEL_START_TIME && old != value {
+            self.push(
+                Kind::MatchStart,
+                Detail::Match(MatchFlow {
+                    reason: "level start".into(),
+                }),
+            );
+        } else if index == CS_WARMUP && is_on(&value) && !is_on(&old) {
+            self.push(
+                Kind::MatchStart,
+                Detail::Match(MatchFlow {
+                    reason: "warmup".into(),
+                }),
+            );
+        }
+    }
+
+    fn server_command(&mut self, text: &str, m: &Message) {
+        let (cmd, rest) = split_command(text);
+        match cmd {
+            "cs" => self.cs_command(rest, m),
+            "bcs0" | "bcs1" | "bcs2" => self.big_cs(cmd, rest, m),
+            "chat" | "tchat" => {
+                if let Some(c) = parse_chat(&first_arg(rest), cmd == "tchat") {
+                    self.push(Kind::Chat, Detail::Chat(c));
+                }
+            }
+            "mm2" => self.cpma_team_chat(rest),
+            "print" | "cp" => {
+                let t = plain(first_arg(rest).trim());
+                if t.contains("limit hit") || t.contains("hit the") {
+                    self.last_print = t;
+                }
+            }
+            "scores" => self.scores(rest),
+            "map_restart" => {
+                let map = info_value(&self.cs[CS_SERVERINFO], "mapname").unwrap_or("");
+                let detail = Detail::Map(MapChange {
+                    map: map.to_string(),
+                    restart: true,
+                    mod_name: self.gamemod.to_string(),
+                });
+                self.prev_obits.clear();
+                self.final_scores_sent = false;
+                self.push(Kind::Map, detail);
+            }
+            _ => {}
+        }
+    }
+
+    fn cs_command(&mut self, rest: &str, m: &Message) {
+        let (idx, value) = split_command(rest);
+        match idx.parse::<usize>() {
+            Ok(i) => self.set_configstring(i, first_arg(value), m),
+            Err(_) => self.warnings.push(warning(
+                m,
+                format!("malformed configstring command {:?}", truncate(rest)),
+            )),
+        }
+    }
+
+    /// Big configstrings arrive in pieces: `bcs0` starts, `bcs1` continues, `bcs2` ends.
+    fn big_cs(&mut self, cmd: &str, rest: &str, m: &Message) {
+        let (idx, value) = split_command(rest);
+        let Ok(i) = idx.parse::<usize>() else {
+            self.warnings
+                .push(warning(m, format!("malformed {cmd} command")));
+            return;
+        };
+        let piece = first_arg(value);
+        match (cmd, self.big.take()) {
+            ("bcs0", _) => self.big = Some((i, piece)),
+            ("bcs1", Some((j, mut s))) if j == i => {
+                s.push_str(&piece);
+                self.big = Some((j, s));
+            }
+            ("bcs2", Some((j, mut s))) if j == i => {
+                s.push_str(&piece);
+                self.set_configstring(i, s, m);
+            }
+            _ => {}
+        }
+    }
+
+    /// CPMA's team chat: `mm2 <client> <location> "text"`.
+    fn cpma_team_chat(&mut self, rest: &str) {
+        let args = tokenize(rest);
+        let (Some(num), Some(raw)) = (args.first().and_then(|n| n.parse().ok()), args.get(2))
+        else {
+            return;
+        };
+        let chat = Chat {
+            name: self.name(num),
+            num: Some(num),
+            text: plain(raw),
+            text_raw: raw.clone(),
+            team: true,
+            to: None,
+            mode: "say_team",
+        };
+        self.push(Kind::Chat, Detail::Chat(chat));
+    }
+
+    /// `scores`: final scores once the intermission has begun.
+    fn scores(&mut self, rest: &str) {
+        if self.final_scores_sent || !is_on(&self.cs[CS_INTERMISSION]) {
+            return;
+        }
+        let Some(rows) = parse_scores(rest) else {
+            return;
+        };
+        self.final_scores_sent = true;
+        for (num, score, ping) in rows {
+            let name = self.name(num).unwrap_or_default();
+            self.push(
+                Kind::Score,
+                Detail::Score(Score {
+                    name,
+                    num,
+                    score,
+                    ping,
+                    is_final: true,
+                }),
+            );
+        }
+    }
+
+    /// The player's clean name from its configstring.
+    fn name(&self, num: i32) -> Option<String> {
+        let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
+        info_value(&self.cs[CS_PLAYERS + n], "n").map(plain)
+    }
+
+    fn team(&self, num: i32) -> Option<&str> {
+        let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
+        info_value(&self.cs[CS_PLAYERS + n], "t")
+    }
+
+    fn snapshot(&mut self, frame: &SnapFrame, m: &Message) {
+        let ev_obit = self.gamemod.obituary_event();
+        let mut now = Vec::new();
+        for e in &frame.entities {
+            let Some(o) = obituary_of(e, ev_obit) else {
+                continue;
+            };
+            now.push((e.number, o));
+            if !self.prev_obits.contains(&(e.number, o)) {
+                self.kill(o, frame.server_time, m);
+            }
+        }
+        self.prev_obits = now;
+    }
+
+    fn kill(&mut self, (victim, attacker, means): Obituary, server_time: i32, m: &Message) {
+        if !(0..MAX_CLIENTS as i32).contains(&victim) {
+            self.warnings.push(warning(
+                m,
+                format!("server time {server_time}: obituary with victim {victim} (not a client)"),
+            ));
+            return;
+        }
+        let killer_num = (0..MAX_CLIENTS as i32)
+            .contains(&attacker)
+            .then_some(attacker);
+        if killer_num.is_none() && attacker != ENTITYNUM_WORLD {
+            self.warnings.push(warning(
+                m,
+                format!(
+                    "server time {server_time}: obituary with attacker {attacker}, taken as the world"
+                ),
+            ));
+        }
+        let team_game = info_value(&self.cs[CS_SERVERINFO], "g_gametype")
+            .and_then(|g| g.parse::<i32>().ok())
+            .is_some_and(|g| g >= 3);
+        let team_kill = team_game
+            && killer_num.is_some_and(|k| {
+                k != victim && self.team(k).is_some() && self.team(k) == self.team(victim)
+            });
+        let means = match self.gamemod.means_of_death(means) {
+            Some(s) => s.to_string(),
+            None => format!("MOD_#{means}"),
+        };
+        let kill = Kill {
+            killer: killer_num.and_then(|k| self.name(k)),
+            victim: Some(self.name(victim).unwrap_or_default()),
+            killer_num,
+            victim_num: Some(victim),
+            means,
+            suicide: killer_num.is_none_or(|k| k == victim),
+            team_kill,
+        };
+        self.pending
+            .push((Kind::Kill, Detail::Kill(kill), Some(server_time)));
+    }
+
+    /// The client's own commands: its chat (with a tell's target) and its disconnect.
+    fn client_command(&mut self, text: &str) {
+        let Some(me) = self.client_num else {
+            return;
+        };
+        let name = self.name(me);
+        let args = tokenize(text);
+        let Some(cmd) = args.first().map(|s| s.to_ascii_lowercase()) else {
+            return;
+        };
+        let (mode, to, words) = match cmd.as_str() {
+            "say" => ("say", None, &args[1..]),
+            "say_team" => ("say_team", None, &args[1..]),
+            "tell" if args.len() > 2 => {
+                let target = args[1].parse::<i32>().ok().and_then(|n| self.name(n));
+                ("tell", target, &args[2..])
+            }
+            "disconnect" => {
+                let before = self.cs[CS_PLAYERS + me as usize % MAX_CLIENTS].clone();
+                self.player_change(me as usize % MAX_CLIENTS, &before, "");
+                return;
+            }
+            _ => return,
+        };
+        let raw = words.join(" ");
+        self.push(
+            Kind::Chat,
+            Detail::Chat(Chat {
+                name,
+                num: Some(me),
+                text: plain(&raw),
+                text_raw: raw,
+                team: mode == "say_team",
+                to,
+                mode,
+            }),
+        );
+    }
+}
+
+/// A malformed-content warning at message `m`'s position (capture frame, or demo record and
+/// its byte offset in the file).
+fn warning(m: &Message, text: String) -> Error {
+    let e = Error::new(ErrorKind::Malformed, text)
+        .flow(m.flow)
+        .dir(m.dir);
+    match m.file_offset {
+        Some(off) => e.record(m.frame).byte(off),
+        None => e.frame(m.frame),
+    }
+}
+
+/// The obituary an entity carries, if it is one.
+fn obituary_of(e: &EntityState, ev_obit: i32) -> Option<Obituary> {
+    let et = e.fields[F_ETYPE];
+    if et <= ET_EVENTS || (et - ET_EVENTS) & !EV_EVENT_BITS != ev_obit {
+        return None;
+    }
+    Some((
+        e.fields[F_OTHER],
+        e.fields[F_OTHER2],
+        e.fields[F_EVENT_PARM],
+    ))
+}
+
+/// "1"/"2"/... are the game's team numbers.
+fn team_word(t: &str) -> String {
+    match t {
+        "0" => "free".into(),
+        "1" => "red".into(),
+        "2" => "blue".into(),
+        "3" => "spectator".into(),
+        other => other.into(),
+    }
+}
+
+/// A configstring flag that is set (non-empty, not "0").
+fn is_on(v: &str) -> bool {
+    let v = v.trim();
+    !v.is_empty() && v != "0"
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(60).collect()
+}
+
+/// The first word and the rest (leading blanks skipped).
+fn split_command(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    match s.find(|c: char| c.is_ascii_whitespace()) {
+        Some(i) => (&s[..i], s[i..].trim_start()),
+        None => (s, ""),
+    }
+}
+
+/// The first argument as the engine's tokenizer reads it: a quoted string (no escapes in
+/// Quake 3), or one word.
+fn first_arg(s: &str) -> String {
+    tokenize(s).into_iter().next().unwrap_or_default()
+}
+
+/// Split a command line into arguments: quoted strings keep their blanks.
+fn tokenize(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = s.chars().peekable();
+    loop {
+        while it.peek().is_some_and(|c| c.is_whitespace()) {
+            it.next();
+        }
+        let Some(&c) = it.peek() else {
+            return out;
+        };
+        let mut arg = String::new();
+        if c == '"' {
+            it.next();
+            for c in it.by_ref() {
+                if c == '"' {
+                    break;
+                }
+                arg.push(c);
+            }
+        } else {
+            while let Some(&c) = it.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                arg.push(c);
+                it.next();
+            }
+        }
+        out.push(arg);
+    }
+}
+
+/// A `chat`/`tchat` body: `Name^7\x19: text` (say), `\x19(Name^7\x19)\x19: text` (team,
+/// optionally with a location), `\x19[Name^7\x19]\x19: text` (tell), `console: text`.
+pub fn parse_chat(body: &str, team: bool) -> Option<Chat> {
+    let body = body.trim_end_matches('\n');
+    // baseq3 ends the name with 0x19; CPMA with the white colour code alone (names may hold
+    // ": " themselves, so the first separator after a colour reset is taken).
+    let sep = body
+        .find("\u{19}: ")
+        .map(|i| (i, i + 3))
+        .or_else(|| body.find("^7: ").map(|i| (i + 2, i + 4)));
+    let (prefix, text_raw) = match sep {
+        Some((end, start)) => (&body[..end], &body[start..]),
+        None => {
+            let text = body
+                .strip_prefix("console: ")
+                .or(body.strip_prefix("server: "))?;
+            return Some(Chat {
+                name: None,
+                num: None,
+                text: plain(text),
+                text_raw: text.to_string(),
+                team: false,
+                to: None,
+                mode: "console",
+            });
+        }
+    };
+    let p = prefix.trim_start_matches('\u{19}');
+    let (name_raw, mode) = if let Some(r) = p.strip_prefix('[') {
+        (r.split("\u{19}]").next().unwrap_or(r), "tell")
+    } else if let Some(r) = p.strip_prefix('(').filter(|_| team) {
+        (r.split("\u{19})").next().unwrap_or(r), "say_team")
+    } else {
+        (p, if team { "say_team" } else { "say" })
+    };
+    Some(Chat {
+        name: Some(plain(name_raw)),
+        num: None,
+        text: plain(text_raw),
+        text_raw: text_raw.to_string(),
+        team,
+        to: None,
+        mode,
+    })
+}
+
+/// `scores` arguments: (client, score, ping) rows. baseq3 sends the count, the two team
+/// scores and 14 numbers per player; OpenArena one more header number and 15 per player.
+pub fn parse_scores(rest: &str) -> Option<Vec<(i32, i32, i32)>> {
+    let v: Vec<i32> = rest
+        .split_ascii_whitespace()
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    let n = usize::try_from(*v.first()?).ok()?;
+    let (head, per) = [(3, 14), (4, 15)]
+        .into_iter()
+        .find(|&(h, p)| v.len() == h + n * p)?;
+    Some(v[head..].chunks(per).map(|c| (c[0], c[1], c[2])).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::q3::fields::entity_field_index;
+
+    #[test]
+    fn field_indices() {
+        assert_eq!(entity_field_index("eType"), Some(F_ETYPE));
+        assert_eq!(entity_field_index("eventParm"), Some(F_EVENT_PARM));
+        assert_eq!(entity_field_index("otherEntityNum"), Some(F_OTHER));
+        assert_eq!(entity_field_index("otherEntityNum2"), Some(F_OTHER2));
+    }
+
+    #[test]
+    fn chat_forms() {
+        let c = parse_chat("LabPlayer1^7\u{19}: ^2hello", false).unwrap();
+        assert_eq!(
+            (c.name.as_deref(), c.text.as_str(), c.mode),
+            (Some("LabPlayer1"), "hello", "say")
+        );
+        let c = parse_chat("\u{19}(LabPlayer2^7\u{19})\u{19}: ^5team chat 2", true).unwrap();
+        assert_eq!(
+            (c.name.as_deref(), c.text.as_str(), c.mode),
+            (Some("LabPlayer2"), "team chat 2", "say_team")
+        );
+        let c = parse_chat("\u{19}[Lab^7\u{19}]\u{19}: ^6private", false).unwrap();
+        assert_eq!((c.name.as_deref(), c.mode), (Some("Lab"), "tell"));
+        let c = parse_chat("console: hi", false).unwrap();
+        assert_eq!((c.name, c.mode), (None, "console"));
+        assert!(parse_chat("garbage", false).is_none());
+    }
+
+    fn server_message(cmds: &[&str]) -> Message {
+        use crate::q3::message::Body;
+        use crate::q3::svc::ServerMessage;
+        let ops = cmds
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ServerOp::ServerCommand {
+                bit: i * 8,
+                seq: i as i32,
+                text: t.to_string(),
+                new: true,
+            })
+            .collect();
+        Message {
+            flow: 1,
+            game: "q3",
+            dir: crate::flow::Dir::S2c,
+            frame: 7,
+            time: 1.5,
+            seq: Some(1),
+            fragmented: false,
+            kind: "server",
+            body: Body::Server(ServerMessage {
+                ack: 0,
+                ops,
+                error: None,
+            }),
+            error: None,
+            raw: None,
+            client_gone: false,
+            protocol: 68,
+            file_offset: None,
+        }
+    }
+
+    #[test]
+    fn malformed_commands_are_warnings_with_position() {
+        let mut ex = Extractor::new(false);
+        let mut out = Vec::new();
+        let m = server_message(&[
+            "cs x \"1\"",
+            "cs 99999 \"a\"",
+            "cs 544 \"n\\A\\t\\1\"",
+            "chat",
+            "chat \"\"",
+            "scores 5 1",
+            "bcs1 3 \"x\"",
+            "mm2",
+            "tchat \"\u{19}(\"",
+        ]);
+        ex.message(&m, &mut out);
+        ex.finish(&mut out);
+        assert_eq!(ex.warnings.len(), 2, "{:?}", ex.warnings);
+        assert!(ex.warnings.iter().all(|w| w.pos.frame == Some(7)));
+        assert!(out.iter().any(|e| e.kind == Kind::Join));
+    }
+
+    #[test]
+    fn scores_forms() {
+        assert_eq!(
+            parse_scores("1 0 0 7000 3 5 9 0 0 0 0 0 0 0 0 0 0 0 0"),
+            Some(vec![(3, 5, 9)])
+        );
+        assert_eq!(
+            parse_scores("1 0 0 3 5 9 0 0 0 0 0 0 0 0 0 0 0"),
+            Some(vec![(3, 5, 9)])
+        );
+        assert_eq!(parse_scores("2 0 0 x"), None);
+        assert_eq!(parse_scores(""), None);
+    }
+}

@@ -1,0 +1,126 @@
+//! The game-events analyzer: a [`Sink`] that feeds each flow's decoded messages
+//! ([`Event::Q3`], [`Event::Qw`]) to its game's extractor ([`crate::q3::events`],
+//! [`crate::qw::events`]), which turn them into game-neutral [`GameEvent`]s; at the end of
+//! each input the flows' events are merged into one timeline ([`crate::gameevent::merge`]).
+//! The flow is one way: decoders → events → this sink; merging and summaries are game-blind.
+use std::collections::HashMap;
+use std::io;
+
+use crate::error::Error;
+use crate::gameevent::{merge::merge, GameEvent};
+use crate::pipeline::{Event, Report, Sink};
+use crate::q3;
+use crate::qw;
+
+/// One flow's extractor, whichever game it is.
+enum Extractor {
+    Q3(q3::events::Extractor),
+    Qw(qw::events::Extractor),
+}
+
+impl Extractor {
+    fn finish(&mut self, out: &mut Vec<GameEvent>) {
+        match self {
+            Extractor::Q3(x) => x.finish(out),
+            Extractor::Qw(x) => x.finish(out),
+        }
+    }
+    fn take_warnings(&mut self) -> Vec<Error> {
+        match self {
+            Extractor::Q3(x) => std::mem::take(&mut x.warnings),
+            Extractor::Qw(x) => std::mem::take(&mut x.warnings),
+        }
+    }
+    fn demo(&self) -> bool {
+        match self {
+            Extractor::Q3(x) => x.is_demo(),
+            Extractor::Qw(x) => x.is_demo(),
+        }
+    }
+}
+
+/// Collects game events over one or more inputs.
+#[derive(Default)]
+pub struct EventSink {
+    flows: HashMap<u32, Extractor>,
+    /// Events of the current input, each with the flow that saw it.
+    raw: Vec<(u32, GameEvent)>,
+    scratch: Vec<GameEvent>,
+    /// Merged events of every finished input, in time order per input.
+    pub events: Vec<GameEvent>,
+    /// Problems found while extracting (malformed events or configstrings, unknown mods),
+    /// with their file and position.
+    pub warnings: Vec<Error>,
+}
+
+impl EventSink {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn take(&mut self, flow: u32) {
+        self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
+    }
+}
+
+impl Sink for EventSink {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Q3(m) => {
+                let x = self.flows.entry(m.flow).or_insert_with(|| {
+                    Extractor::Q3(q3::events::Extractor::new(m.file_offset.is_some()))
+                });
+                if let Extractor::Q3(x) = x {
+                    x.message(m, &mut self.scratch);
+                }
+                self.take(m.flow);
+            }
+            Event::Qw(m) => {
+                let x = self.flows.entry(m.flow).or_insert_with(|| {
+                    Extractor::Qw(qw::events::Extractor::new(m.block.is_some()))
+                });
+                if let Extractor::Qw(x) = x {
+                    x.message(m, &mut self.scratch);
+                }
+                self.take(m.flow);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &Report) -> io::Result<()> {
+        let servers: HashMap<u32, &str> = report
+            .flows
+            .iter()
+            .map(|f| (f.id, f.server.as_str()))
+            .collect();
+        let mut flows: Vec<(u32, Extractor)> = self.flows.drain().collect();
+        flows.sort_by_key(|f| f.0);
+        let mut demo = HashMap::new();
+        for (flow, mut x) in flows {
+            x.finish(&mut self.scratch);
+            self.take(flow);
+            demo.insert(flow, x.demo());
+            for w in x.take_warnings() {
+                self.warnings.push(w.file(&report.file));
+            }
+        }
+        let first = self
+            .raw
+            .iter()
+            .map(|(_, e)| e.time)
+            .fold(f64::INFINITY, f64::min);
+        let mut events = Vec::with_capacity(self.raw.len());
+        for (flow, mut e) in self.raw.drain(..) {
+            if !demo.get(&flow).copied().unwrap_or(false) {
+                e.flows.push(flow);
+                e.server = servers.get(&flow).map(|s| s.to_string());
+                e.session_time = Some(e.time - first);
+            }
+            events.push(e);
+        }
+        self.events.extend(merge(events));
+        Ok(())
+    }
+}

@@ -1,0 +1,788 @@
+//! Game events checked against the servers' own records: every Quake 3 lab session of
+//! /work/shared/captures with a server.log, from the capture and from each client's own demo.
+//! The truth is read from server.log (`Kill:`, `say:`, `sayteam:`, `tell:`, `console:`,
+//! `score:`, `ClientConnect:`, `ClientDisconnect:` lines), never typed in. A line counts as
+//! expected only when a recorded client could receive it (it was in the game then; team chat
+//! only to its team; a client's own chat is always in the capture as its command).
+use std::path::{Path, PathBuf};
+
+use quakecap::gameevent::{Detail, GameEvent, Kind};
+use quakecap::pipeline::{self, Options};
+use quakecap::sink::events::EventSink;
+
+const SHARED: &str = "/work/shared/captures";
+
+/// One server.log line that matters, with its position.
+#[derive(Debug, Clone)]
+enum Line {
+    Kill {
+        killer: i32,
+        victim: i32,
+        means: String,
+    },
+    Chat {
+        name: String,
+        text: String,
+        team: bool,
+        to: Option<String>,
+    },
+    Console {
+        text: String,
+    },
+    Score {
+        num: i32,
+        score: i32,
+        name: String,
+    },
+    Connect(i32),
+    Begin(i32),
+    Disconnect(i32),
+    Userinfo {
+        num: i32,
+        name: String,
+        team: String,
+    },
+}
+
+fn parse_log(text: &str) -> Vec<Line> {
+    text.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(l: &str) -> Option<Line> {
+    let num = |s: &str| s.trim().parse::<i32>().ok();
+    if let Some(r) = l.strip_prefix("Kill: ") {
+        let (nums, rest) = r.split_once(':')?;
+        let v: Vec<i32> = nums.split_whitespace().filter_map(num).collect();
+        let means = rest.rsplit(" by ").next()?.trim().to_string();
+        return Some(Line::Kill {
+            killer: v[0],
+            victim: v[1],
+            means,
+        });
+    }
+    for (p, team) in [("say: ", false), ("sayteam: ", true)] {
+        if let Some(r) = l.strip_prefix(p) {
+            let (name, text) = r.split_once(": ")?;
+            return Some(Line::Chat {
+                name: name.into(),
+                text: text.into(),
+                team,
+                to: None,
+            });
+        }
+    }
+    if let Some(r) = l.strip_prefix("tell: ") {
+        let (who, text) = r.split_once(": ")?;
+        let (name, to) = who.split_once(" to ")?;
+        return Some(Line::Chat {
+            name: name.into(),
+            text: text.into(),
+            team: false,
+            to: Some(to.into()),
+        });
+    }
+    if let Some(r) = l.strip_prefix("console: ") {
+        return Some(Line::Console { text: r.into() });
+    }
+    if let Some(r) = l.strip_prefix("score: ") {
+        // "score: 1  ping: 0  client: 1 Grunt"
+        let score = num(r.split("ping:").next()?)?;
+        let (n, name) = r.split("client:").nth(1)?.trim().split_once(' ')?;
+        return Some(Line::Score {
+            num: num(n)?,
+            score,
+            name: name.into(),
+        });
+    }
+    if let Some(r) = l.strip_prefix("ClientUserinfoChanged: ") {
+        let (n, info) = r.split_once(' ')?;
+        let f: Vec<&str> = info.split('\\').collect();
+        let get = |k: &str| {
+            f.iter()
+                .position(|x| *x == k)
+                .and_then(|i| f.get(i + 1))
+                .map(|s| s.to_string())
+        };
+        return Some(Line::Userinfo {
+            num: num(n)?,
+            name: get("n")?,
+            team: get("t").unwrap_or_default(),
+        });
+    }
+    let tagged = |p: &str| l.strip_prefix(p).and_then(num);
+    tagged("ClientConnect: ")
+        .map(Line::Connect)
+        .or_else(|| tagged("ClientBegin: ").map(Line::Begin))
+        .or_else(|| tagged("ClientDisconnect: ").map(Line::Disconnect))
+}
+
+/// Who was in the game at each line, and their names and teams.
+struct Replay {
+    lines: Vec<Line>,
+    /// Per line: (client, team) of every recorded client in the game.
+    present: Vec<Vec<(i32, String)>>,
+    names: Vec<Vec<(i32, String, String)>>,
+}
+
+fn replay(lines: Vec<Line>, recorded: &[String]) -> Replay {
+    let mut info: Vec<(i32, String, String)> = Vec::new();
+    let mut ingame: Vec<i32> = Vec::new();
+    let mut present = Vec::new();
+    let mut names = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        match l {
+            Line::Userinfo { num, name, team } => {
+                info.retain(|x| x.0 != *num);
+                info.push((*num, name.clone(), team.clone()));
+            }
+            Line::Begin(n) if !ingame.contains(n) => ingame.push(*n),
+            Line::Disconnect(n) => ingame.retain(|x| x != n),
+            _ => {}
+        }
+        // A client's last death, logged as it disconnects, reaches no one who is leaving.
+        let leaving = lines[i + 1..].iter().take(2).find_map(|x| match x {
+            Line::Disconnect(n) => Some(*n),
+            _ => None,
+        });
+        let p = ingame
+            .iter()
+            .filter(|n| Some(**n) != leaving || !matches!(l, Line::Kill { .. }))
+            .filter_map(|n| info.iter().find(|x| x.0 == *n))
+            .filter(|x| recorded.contains(&x.1))
+            .map(|x| (x.0, x.2.clone()))
+            .collect();
+        present.push(p);
+        names.push(info.clone());
+    }
+    Replay {
+        lines,
+        present,
+        names,
+    }
+}
+
+fn name_of(r: &Replay, i: usize, num: i32) -> Option<(String, String)> {
+    r.names[i]
+        .iter()
+        .find(|x| x.0 == num)
+        .map(|x| (x.1.clone(), x.2.clone()))
+}
+
+/// Would a recorded client in `who` (None: any) have received line `i`?
+fn visible(r: &Replay, i: usize, who: Option<&str>, own_commands: bool) -> bool {
+    let in_game: Vec<(String, String)> = r.present[i]
+        .iter()
+        .filter_map(|(n, _)| name_of(r, i, *n))
+        .filter(|(name, _)| who.is_none_or(|w| w == name))
+        .collect();
+    match &r.lines[i] {
+        Line::Chat { name, team, to, .. } => {
+            let mine = who.is_none_or(|w| w == name);
+            if own_commands && mine && r.names[i].iter().any(|x| &x.1 == name) && who.is_none() {
+                let recorded = r
+                    .present
+                    .iter()
+                    .flatten()
+                    .any(|(n, _)| name_of(r, i, *n).is_some_and(|x| &x.0 == name));
+                if recorded {
+                    return true;
+                }
+            }
+            let sender_team = r.names[i]
+                .iter()
+                .find(|x| &x.1 == name)
+                .map(|x| x.2.clone());
+            in_game.iter().any(|(n, t)| {
+                if let Some(to) = to {
+                    n == name || n == to
+                } else if *team {
+                    Some(t) == sender_team.as_ref()
+                } else {
+                    true
+                }
+            })
+        }
+        _ => !in_game.is_empty(),
+    }
+}
+
+fn is_console(e: &GameEvent, text: &str) -> bool {
+    matches!(&e.detail, Detail::Chat(c) if c.mode == "console" && c.text == text)
+}
+
+fn events_of(path: &Path) -> Vec<GameEvent> {
+    let demo = pipeline::is_demo(path);
+    let mut sink = EventSink::new();
+    let opts = Options {
+        emit: true,
+        ..Default::default()
+    };
+    if demo {
+        pipeline::run_demo(path, &opts, &mut sink).expect("demo");
+    } else {
+        pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture");
+    }
+    sink.events
+}
+
+fn sessions() -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(SHARED) else {
+        eprintln!("skipped: {SHARED} is missing");
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("q3-"))
+        })
+        .filter(|p| p.join("server.log").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The client names the session recorded (LabPlayerN for clientN).
+fn recorded_names(dir: &Path) -> Vec<String> {
+    (1..=4)
+        .filter(|n| dir.join(format!("client{n}.log")).exists())
+        .map(|n| format!("LabPlayer{n}"))
+        .collect()
+}
+
+fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
+    let log = std::fs::read_to_string(dir.join("server.log")).unwrap();
+    let r = replay(parse_log(&log), &recorded_names(dir));
+    let ev = events_of(input);
+    let mut problems = Vec::new();
+    let kills: Vec<&GameEvent> = ev.iter().filter(|e| e.kind == Kind::Kill).collect();
+    let mut used = vec![false; kills.len()];
+    for (i, l) in r.lines.iter().enumerate() {
+        match l {
+            Line::Kill {
+                killer,
+                victim,
+                means,
+            } => {
+                if !visible(&r, i, who, false) {
+                    continue;
+                }
+                let killer = (*killer != 1022).then_some(*killer);
+                let hit = kills.iter().enumerate().position(|(j, e)| {
+                    !used[j] && matches!(&e.detail, Detail::Kill(k) if k.killer_num == killer && k.victim_num == Some(*victim) && &k.means == means)
+                });
+                match hit {
+                    Some(j) => used[j] = true,
+                    None => problems.push(format!("kill not found: {l:?}")),
+                }
+            }
+            Line::Chat {
+                name,
+                text,
+                team,
+                to,
+            } => {
+                if !visible(&r, i, who, who.is_none()) {
+                    continue;
+                }
+                let found = ev.iter().any(|e| match &e.detail {
+                    Detail::Chat(c) => {
+                        c.name.as_deref() == Some(name.as_str())
+                            && &c.text == text
+                            && c.team == *team
+                            && (to.is_some() == (c.mode == "tell"))
+                            && (who.is_some() || c.to.is_none() || c.to == *to)
+                    }
+                    _ => false,
+                });
+                if !found {
+                    problems.push(format!("chat not found: {l:?}"));
+                }
+            }
+            Line::Console { text } if visible(&r, i, who, false) => {
+                let ok = ev.iter().any(|e| is_console(e, text));
+                if !ok {
+                    problems.push(format!("console line not found: {text}"));
+                }
+            }
+            Line::Score { num, score, name } if visible(&r, i, who, false) => {
+                let ok = ev.iter().any(|e| matches!(&e.detail, Detail::Score(s) if s.is_final && s.num == *num && s.score == *score && &s.name == name));
+                if !ok {
+                    problems.push(format!("final score not found: {l:?}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Every kill reported is a Kill line (none invented, none doubled).
+    for (j, e) in kills.iter().enumerate() {
+        if !used[j] {
+            problems.push(format!(
+                "kill not in server.log (or repeated): {:?}",
+                e.detail
+            ));
+        }
+    }
+    // Connects: every client number the log connects is joined; captures also see leaves.
+    let joins: Vec<i32> = ev
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Player(p) if e.kind == Kind::Join => Some(p.num),
+            _ => None,
+        })
+        .collect();
+    for l in &r.lines {
+        if let Line::Connect(n) = l {
+            if !joins.contains(n) {
+                problems.push(format!("ClientConnect {n} has no join"));
+            }
+        }
+    }
+    if who.is_none() {
+        let leaves: Vec<i32> = ev
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Player(p) if e.kind == Kind::Leave => Some(p.num),
+                _ => None,
+            })
+            .collect();
+        for l in &r.lines {
+            if let Line::Disconnect(n) = l {
+                if !leaves.contains(n) {
+                    problems.push(format!("ClientDisconnect {n} has no leave"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn lab_sessions_match_server_log() {
+    let mut all = Vec::new();
+    let mut checked = 0;
+    for dir in sessions() {
+        let cap = dir.join("capture.pcapng");
+        for p in check(&dir, &cap, None) {
+            all.push(format!("{}: {p}", cap.display()));
+        }
+        checked += 1;
+        for n in 1..=4 {
+            for ext in ["dm_68", "dm_71"] {
+                for m in 0..3 {
+                    let demo = dir.join(format!("client{n}-demo{m}.{ext}"));
+                    if !demo.exists() {
+                        continue;
+                    }
+                    // A demo holds one map: only that map's part of the log applies, so the
+                    // map-change session's demos are checked for what they report only.
+                    let who = format!("LabPlayer{n}");
+                    let single_map = !dir.join(format!("client{n}-demo1.{ext}")).exists();
+                    let problems = check(&dir, &demo, Some(&who));
+                    for p in problems {
+                        if single_map || p.contains("not in server.log") {
+                            all.push(format!("{}: {p}", demo.display()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{checked} sessions checked");
+    assert!(all.is_empty(), "{}", all.join("\n"));
+}
+
+const DEMOS: &str = "/work/shared/demos/q3";
+
+/// Real players' demos: every file gives events (the broken ones before and after the
+/// damage), every kill's means of death is in its mod's table, every chat line has text.
+#[test]
+fn real_demos_give_events() {
+    let Ok(rd) = std::fs::read_dir(DEMOS) else {
+        eprintln!("skipped: {DEMOS} is missing");
+        return;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "dm_68"))
+        .collect();
+    files.sort();
+    let (mut kills, mut chats) = (0, 0);
+    let mut problems = Vec::new();
+    for f in &files {
+        let ev = events_of(f);
+        if !ev.iter().any(|e| e.kind == Kind::Join) {
+            problems.push(format!("{}: no player", f.display()));
+        }
+        for e in &ev {
+            match &e.detail {
+                Detail::Kill(k) => {
+                    kills += 1;
+                    if k.means.starts_with("MOD_#") || k.victim.as_deref().is_none_or(str::is_empty)
+                    {
+                        problems.push(format!("{}: {k:?}", f.display()));
+                    }
+                }
+                Detail::Chat(c) => {
+                    chats += 1;
+                    if c.name.is_none() && c.mode != "console" {
+                        problems.push(format!("{}: chat without sender {c:?}", f.display()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // Files whose matches hold frags and chat (named for it in the corpus).
+    for (name, kind) in [
+        ("dm_68_cpma_duel.dm_68", Kind::Kill),
+        ("dm_68_osp_duel_1.dm_68", Kind::Kill),
+        ("dm_68_cpma_team_chat.dm_68", Kind::Chat),
+        ("dm_68_osp_chat.dm_68", Kind::Chat),
+        ("dm_68_team_chat.dm_68", Kind::Chat),
+        ("invalid_entity_state_field_count_2.dm_68", Kind::Kill),
+    ] {
+        if !events_of(&Path::new(DEMOS).join(name))
+            .iter()
+            .any(|e| e.kind == kind)
+        {
+            problems.push(format!("{name}: no {kind:?}"));
+        }
+    }
+    eprintln!("{} demos: {kills} kills, {chats} chat lines", files.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// CPMA prints its own end-of-match table (`Kll Dth Sui`): frags and suicides of the match
+/// must equal it (the kills of the warm-up before it are not in CPMA's count).
+#[test]
+fn cpma_duel_matches_its_own_table() {
+    let path = Path::new(DEMOS).join("dm_68_cpma_duel.dm_68");
+    if !path.exists() {
+        eprintln!("skipped: {} is missing", path.display());
+        return;
+    }
+    let ev = events_of(&path);
+    let summary = quakecap::gameevent::summary::summarize(&ev);
+    let frags = |n: &str| summary.iter().find(|p| p.name == n).map(|p| p.frags);
+    // Read the table from the demo itself ("^3myT   17   0   0 ...").
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(["decode", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let mut rows = 0;
+    for l in text
+        .lines()
+        .filter(|l| l.contains("serverCommand") && l.contains("\"print"))
+    {
+        let clean = quakecap::q3::color::plain(l);
+        let Some(body) = clean.split("print \\\"").nth(1) else {
+            continue;
+        };
+        let w: Vec<&str> = body.split_whitespace().collect();
+        if w.len() >= 4 && w[1].parse::<u32>().is_ok() && w[2].parse::<u32>().is_ok() {
+            rows += 1;
+            assert_eq!(frags(w[0]), w[1].parse().ok(), "frags of {}", w[0]);
+        }
+    }
+    assert!(rows >= 2, "CPMA's table not found");
+}
+
+// ---------------------------------------------------------------------------------------
+// QuakeWorld: the lab sessions' server.log, and KTX's own statistics in the real MVDs.
+
+/// One line of a QuakeWorld lab server.log that the events must hold, in log order.
+#[derive(Debug, Clone, PartialEq)]
+enum QwLine {
+    /// `name: text`, `(name): text` or `console: text` (name None).
+    Chat {
+        name: Option<String>,
+        text: String,
+        team: bool,
+    },
+    Connect(String),
+    Dropped(String),
+    RecordStart,
+    RecordEnd,
+}
+
+/// mvdsv's console log: `[date time] text`. Chat lines are told from other lines by the
+/// names the log itself connects (`Client NAME connected`).
+fn parse_qw_log(log: &str) -> Vec<QwLine> {
+    let bodies: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("] ").map(|x| x.1))
+        .collect();
+    let names: Vec<String> = bodies
+        .iter()
+        .filter_map(|b| b.strip_prefix("Client ")?.strip_suffix(" connected"))
+        .map(str::to_string)
+        .collect();
+    let mut out = Vec::new();
+    for b in bodies {
+        if let Some(n) = b
+            .strip_prefix("Client ")
+            .and_then(|r| r.strip_suffix(" connected"))
+        {
+            out.push(QwLine::Connect(n.into()));
+        } else if let Some(n) = b.strip_suffix(" dropped") {
+            out.push(QwLine::Dropped(n.into()));
+        } else if b.starts_with("Server starts recording") {
+            out.push(QwLine::RecordStart);
+        } else if b == "Server recording completed" {
+            out.push(QwLine::RecordEnd);
+        } else if let Some(t) = b.strip_prefix("console: ") {
+            out.push(QwLine::Chat {
+                name: None,
+                text: t.into(),
+                team: false,
+            });
+        } else {
+            for n in &names {
+                let team = b
+                    .strip_prefix('(')
+                    .and_then(|r| r.strip_prefix(n.as_str()))
+                    .and_then(|r| r.strip_prefix("): "));
+                let say = b
+                    .strip_prefix(n.as_str())
+                    .and_then(|r| r.strip_prefix(": "));
+                if let Some((t, team)) = team.map(|t| (t, true)).or(say.map(|t| (t, false))) {
+                    out.push(QwLine::Chat {
+                        name: Some(n.clone()),
+                        text: t.into(),
+                        team,
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn chats(ev: &[GameEvent]) -> Vec<QwLine> {
+    ev.iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Chat(c) => Some(QwLine::Chat {
+                name: c.name.clone(),
+                text: c.text.clone(),
+                team: c.team,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn qw_sessions() -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(SHARED) else {
+        eprintln!("skipped: {SHARED} is missing");
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("qw-"))
+        })
+        .filter(|p| p.join("server.log").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every QuakeWorld lab session: the capture's merged events hold every chat line of
+/// server.log exactly once (both clients' copies and the sender's own `say` merged), a join
+/// per `connected` and a leave per `dropped`; each server MVD holds exactly the chat lines
+/// logged while it was recording (team chat only if it kept it); a client's own .qwd invents
+/// no chat line.
+#[test]
+fn qw_lab_sessions_match_server_log() {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for dir in qw_sessions() {
+        let log = parse_qw_log(&std::fs::read_to_string(dir.join("server.log")).unwrap());
+        let want: Vec<QwLine> = log
+            .iter()
+            .filter(|l| matches!(l, QwLine::Chat { .. }))
+            .cloned()
+            .collect();
+        let cap = dir.join("capture.pcapng");
+        let ev = events_of(&cap);
+        let mut got = chats(&ev);
+        for w in &want {
+            match got.iter().position(|g| g == w) {
+                Some(i) => {
+                    got.remove(i);
+                }
+                None => problems.push(format!("{}: chat not found: {w:?}", cap.display())),
+            }
+        }
+        for g in got {
+            problems.push(format!(
+                "{}: chat not in server.log or repeated: {g:?}",
+                cap.display()
+            ));
+        }
+        for l in &log {
+            let (kind, name) = match l {
+                QwLine::Connect(n) => (Kind::Join, n),
+                QwLine::Dropped(n) => (Kind::Leave, n),
+                _ => continue,
+            };
+            let want_n = log.iter().filter(|x| *x == l).count();
+            let got_n = ev
+                .iter()
+                .filter(|e| {
+                    e.kind == kind && matches!(&e.detail, Detail::Player(p) if &p.name == name)
+                })
+                .count();
+            if got_n < want_n {
+                problems.push(format!(
+                    "{}: {want_n} × {l:?} in server.log, {got_n} {kind:?} events",
+                    cap.display()
+                ));
+            }
+        }
+        // Server demos: the chat logged between each recording's start and end.
+        let mut segment = 0;
+        let mut inside = Vec::new();
+        let mut recording = false;
+        for l in &log {
+            match l {
+                QwLine::RecordStart => {
+                    recording = true;
+                    inside.clear();
+                }
+                QwLine::RecordEnd if recording => {
+                    recording = false;
+                    let mvd = dir.join(format!("server-demo{segment}.mvd"));
+                    segment += 1;
+                    if !mvd.exists() {
+                        continue;
+                    }
+                    // mvdsv leaves team chat out of the recording unless its settings keep
+                    // it: team lines may be absent, never invented.
+                    let got = chats(&events_of(&mvd));
+                    let public = |v: &[QwLine]| -> Vec<QwLine> {
+                        v.iter()
+                            .filter(|l| matches!(l, QwLine::Chat { team: false, .. }))
+                            .cloned()
+                            .collect()
+                    };
+                    if public(&got) != public(&inside) || got.iter().any(|g| !inside.contains(g)) {
+                        problems.push(format!(
+                            "{}: chat {got:?}, server.log {inside:?}",
+                            mvd.display()
+                        ));
+                    }
+                }
+                QwLine::Chat { .. } if recording => inside.push(l.clone()),
+                _ => {}
+            }
+        }
+        for n in 1..=4 {
+            let qwd = dir.join(format!("client{n}-demo0.qwd"));
+            if !qwd.exists() {
+                continue;
+            }
+            let got = chats(&events_of(&qwd));
+            if got.is_empty() && !want.is_empty() {
+                problems.push(format!("{}: no chat", qwd.display()));
+            }
+            for g in got {
+                if !want.contains(&g) {
+                    problems.push(format!("{}: chat not in server.log: {g:?}", qwd.display()));
+                }
+            }
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} QuakeWorld sessions checked");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+const QW_DEMOS: &str = "/work/shared/demos/qw";
+
+/// (clean name, frags, kills, deaths, suicides, team kills) as KTX counted them.
+type KtxPlayer = (String, i64, i64, i64, i64, i64);
+
+/// KTX's end-of-match statistics (the JSON demoinfo block of the .mvd): per player
+/// (clean name, frags, kills, deaths, suicides, team kills).
+fn ktx_stats(data: &[u8]) -> Option<Vec<KtxPlayer>> {
+    let start = data.windows(12).position(|w| w == b"{\"version\": ")?;
+    let len = data[start..].iter().position(|&b| b == 0)?;
+    // The protocol's bytes one char each, as the decoder reads strings.
+    let text: String = data[start..start + len]
+        .iter()
+        .map(|&b| b as char)
+        .collect();
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let mut out = Vec::new();
+    for p in v["players"].as_array()? {
+        let s = &p["stats"];
+        let n = |k: &str| s[k].as_i64().unwrap_or(0);
+        out.push((
+            quakecap::qw::events::clean(p["name"].as_str()?),
+            n("frags"),
+            n("kills"),
+            n("deaths"),
+            n("suicides"),
+            n("tk"),
+        ));
+    }
+    Some(out)
+}
+
+/// Real KTX matches: where the demo holds KTX's own statistics, every player's frags (kills
+/// of others), deaths, suicides and team kills from the obituaries equal KTX's numbers, and the
+/// final score (updatefrags at the intermission) equals KTX's `frags`. Every .mvd gives kills
+/// whose players are known.
+#[test]
+fn ktx_mvds_match_ktx_statistics() {
+    let Ok(rd) = std::fs::read_dir(QW_DEMOS) else {
+        eprintln!("skipped: {QW_DEMOS} is missing");
+        return;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "mvd"))
+        .collect();
+    files.sort();
+    let mut problems = Vec::new();
+    let mut with_stats = 0;
+    for f in &files {
+        let ev = events_of(f);
+        let kills = ev.iter().filter(|e| e.kind == Kind::Kill).count();
+        if kills == 0 {
+            problems.push(format!("{}: no kill", f.display()));
+        }
+        let summary = quakecap::gameevent::summary::summarize(&ev);
+        let Some(stats) = ktx_stats(&std::fs::read(f).unwrap()) else {
+            continue;
+        };
+        with_stats += 1;
+        for (name, frags, kills, deaths, suicides, tk) in stats {
+            let Some(p) = summary.iter().find(|p| p.name == name) else {
+                problems.push(format!("{}: no player {name}", f.display()));
+                continue;
+            };
+            let got = (
+                i64::from(p.frags),
+                i64::from(p.deaths),
+                i64::from(p.suicides),
+                i64::from(p.team_kills),
+                p.final_score.map(i64::from),
+            );
+            let want = (kills, deaths, suicides, tk, Some(frags));
+            if got != want {
+                problems.push(format!(
+                    "{}: {name}: (kills, deaths, suicides, tk, score) {got:?}, KTX says {want:?}",
+                    f.display()
+                ));
+            }
+        }
+    }
+    eprintln!("{} MVDs, {with_stats} with KTX statistics", files.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
