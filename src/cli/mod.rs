@@ -51,6 +51,21 @@ pub enum Command {
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
+    /// Network quality per connection: vantage, ping, loss each way, jitter, rates, lag events.
+    Net {
+        /// pcap / pcapng captures (demo files hold no packets: not accepted).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Only these flow ids.
+        #[arg(long = "flow")]
+        flows: Vec<u32>,
+        /// Print a JSON array, one object per connection.
+        #[arg(long)]
+        json: bool,
+        /// Seconds per entry of each connection's series.
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+    },
 }
 
 /// Run the command and return the process exit code.
@@ -64,6 +79,12 @@ pub fn run(cli: Cli) -> i32 {
             shownet,
         } => decode(&file, flows, json, shownet),
         Command::Demo(args) => demo::run(&args),
+        Command::Net {
+            files,
+            flows,
+            json,
+            interval,
+        } => net(&files, flows, json, interval),
     };
     match res {
         Ok(code) => code,
@@ -183,6 +204,7 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows),
         threads: None,
+        samples: false,
     };
     let out = io::BufWriter::new(io::stdout().lock());
     let report = if json {
@@ -206,4 +228,61 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
         }
     }
     Ok(0)
+}
+
+/// `quakecap net`: the network analysis of each capture.
+fn net(files: &[PathBuf], flows: Vec<u32>, json: bool, interval: f64) -> Result<i32> {
+    if !(interval.is_finite() && interval > 0.0) {
+        anyhow::bail!("--interval must be a positive number of seconds");
+    }
+    let opts = Options {
+        samples: true,
+        flows: (!flows.is_empty()).then_some(flows),
+        ..Options::default()
+    };
+    let mut all = Vec::new();
+    let mut failed = 0;
+    let mut tables = Vec::new();
+    for f in files {
+        if pipeline::is_demo(f) {
+            eprintln!(
+                "quakecap: {}: a demo file holds no packets; network quality needs a capture \
+                 (pcap/pcapng)",
+                f.display()
+            );
+            failed += 1;
+            continue;
+        }
+        let mut ns = quakecap::analysis::net::NetSink::new(interval);
+        match run_input(f, &opts, &mut ns) {
+            Ok(report) => {
+                warn(&report);
+                if ns.reports.is_empty() {
+                    eprintln!(
+                        "quakecap: {}: no game connection with netchan traffic in this capture",
+                        report.file
+                    );
+                }
+                all.extend(ns.reports.iter().cloned());
+                tables.push((report.file, ns.reports));
+            }
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &all)?;
+        writeln!(out)?;
+    } else {
+        for (file, rows) in tables.iter().filter(|(_, r)| !r.is_empty()) {
+            if tables.len() > 1 {
+                writeln!(out, "{file}")?;
+            }
+            writeln!(out, "{}", sink::nettable::render(rows))?;
+        }
+    }
+    Ok(if failed == files.len() { 2 } else { 0 })
 }

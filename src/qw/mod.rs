@@ -44,6 +44,7 @@ pub mod entity;
 pub mod ext;
 pub mod message;
 pub mod netchan;
+pub mod netsample;
 pub mod oob;
 pub mod playerinfo;
 pub mod qwd;
