@@ -455,3 +455,288 @@ fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     f.extend_from_slice(payload);
     f
 }
+
+/// Tag balance of an XHTML-style document (void elements self-closed or `meta`): every
+/// element closed in order, no stray `<`.
+fn well_formed(html: &str) -> Result<(), String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix("!DOCTYPE") {
+            rest = &r[r.find('>').ok_or("unclosed doctype")? + 1..];
+            continue;
+        }
+        // The tag's end: the first '>' outside quotes.
+        let mut quote = None;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| match (quote, c) {
+                (None, '"') => {
+                    quote = Some('"');
+                    false
+                }
+                (Some('"'), '"') => {
+                    quote = None;
+                    false
+                }
+                (None, '>') => true,
+                _ => false,
+            })
+            .map(|(i, _)| i)
+            .ok_or("unclosed tag")?;
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if name.is_empty() {
+            return Err(format!("stray '<' before {:?}", &tag[..tag.len().min(20)]));
+        }
+        if closing {
+            match stack.pop() {
+                Some(open) if open == name => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        } else if !(tag.ends_with('/') || name == "meta") {
+            stack.push(name);
+        }
+    }
+    if stack.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("unclosed: {stack:?}"))
+    }
+}
+
+/// Player names the server itself listed (Quake 3 `status` tables, QuakeWorld quakestat).
+fn server_names(d: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Ok(log) = std::fs::read_to_string(d.join("server.log")) {
+        for l in log.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.len() >= 5 && w[0].parse::<u32>().is_ok() && w[2].parse::<u32>().is_ok() {
+                v.push(w[3].to_string());
+            }
+        }
+    }
+    if let Ok(qs) = std::fs::read_to_string(d.join("quakestat.txt")) {
+        for l in qs.lines().filter(|l| l.contains("ms")) {
+            v.extend(l.split_whitespace().nth(5).map(String::from));
+        }
+    }
+    v
+}
+
+fn attr(tag: &str, name: &str) -> Option<String> {
+    let k = format!("{name}=\"");
+    let i = tag.find(&k)? + k.len();
+    Some(tag[i..].split('"').next()?.to_string())
+}
+
+/// The `<figure class="…">` blocks of a player's section.
+fn figure<'a>(section: &'a str, class: &str) -> Option<&'a str> {
+    let i = section.find(&format!("<figure class=\"{class}\">"))?;
+    let z = section[i..].find("</figure>")?;
+    Some(&section[i..i + z])
+}
+
+fn report_of(path: &Path) -> String {
+    let tmp = std::env::temp_dir().join(format!(
+        "netq-report-{}-{}.html",
+        std::process::id(),
+        path.display().to_string().replace('/', "_")
+    ));
+    let out = quakecap(&[
+        "report",
+        path.to_str().unwrap(),
+        "-o",
+        tmp.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&tmp).expect("report written");
+    let _ = std::fs::remove_file(&tmp);
+    html
+}
+
+const FIGURES: [&str; 6] = ["ping", "loss", "jitter", "rates", "bandwidth", "lagometer"];
+
+#[test]
+fn report_html_against_relay_and_server() {
+    for name in ["q3-netquality", "qw-netquality"] {
+        let d = dir(name);
+        let log = relay_log(&d);
+        let off = relay_offset(&d, &log);
+        let names = server_names(&d);
+        let client_flows = flows_of(&d.join("capture.pcapng"));
+        let near_clients = net(&d.join("capture.pcapng"));
+        for file in ["capture.pcapng", "server-side.pcapng"] {
+            let html = report_of(&d.join(file));
+            well_formed(&html).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
+            assert!(
+                html.len() <= 2_000_000,
+                "{name}/{file}: {} bytes",
+                html.len()
+            );
+            assert!(!html.contains("plot failed"), "{name}/{file}");
+            assert!(!html.contains("http://") || !html.contains("src=\"http"));
+            let sections: Vec<&str> = html.split("<section class=\"player\"").skip(1).collect();
+            assert_eq!(sections.len(), near_clients.len(), "{name}/{file}: players");
+            println!(
+                "{name}/{file}: {} bytes, {} players",
+                html.len(),
+                sections.len()
+            );
+            for s in sections {
+                let head = &s[..s.find('>').unwrap()];
+                let who = attr(head, "data-name").unwrap();
+                assert!(names.contains(&who), "{who}: a player the server listed");
+                for f in FIGURES {
+                    let fig = figure(s, f).unwrap_or_else(|| panic!("{who}: figure {f}"));
+                    assert_eq!(fig.matches("<svg").count(), 1, "{who}: one plot in {f}");
+                }
+                // Lag events listed, and each one shaded on the ping plot.
+                let events: Vec<(String, String, f64, f64)> = s
+                    .split("<li ")
+                    .skip(1)
+                    .map(|li| {
+                        let t = &li[..li.find('>').unwrap()];
+                        let f = |k| attr(t, k).unwrap();
+                        (
+                            f("data-kind"),
+                            f("data-dir"),
+                            f("data-start").parse().unwrap(),
+                            f("data-end").parse().unwrap(),
+                        )
+                    })
+                    .collect();
+                let ping = figure(s, "ping").unwrap();
+                let shaded = |c: &str| ping.matches(&format!("fill=\"{c}\"")).count();
+                let n_ping = events.iter().filter(|e| e.0 == "ping").count();
+                assert_eq!(shaded("#E03131"), n_ping, "{who}: ping events shaded");
+                assert_eq!(
+                    shaded("#8E44AD"),
+                    events.len() - n_ping,
+                    "{who}: loss events shaded"
+                );
+                // The relay's spikes while the player played: found in the report.
+                let cs = near_clients
+                    .iter()
+                    .find(|c| c.name.as_deref() == Some(who.as_str()))
+                    .expect("same player at the clients' side");
+                for sp in spikes(&d) {
+                    let (a, z) = (sp.start + off, sp.start + sp.len + off);
+                    if a < cs.first_time || z > cs.last_time || sp.delay == 0.0 {
+                        continue;
+                    }
+                    let e = events
+                        .iter()
+                        .find(|e| e.0 == "ping" && (e.2 - a).abs() <= 1.0)
+                        .unwrap_or_else(|| panic!("{who}: spike at {a} in the report"));
+                    assert!((e.3 - e.2 - sp.len).abs() <= 1.5);
+                }
+                // The lagometer shows server packets lost exactly when the relay dropped
+                // some that way and the vantage can know it.
+                let client = relay_client(cs, &client_flows);
+                let t = truth(
+                    &log,
+                    &client,
+                    false,
+                    cs.first_time - off,
+                    cs.last_time - off,
+                );
+                let lag = figure(s, "lagometer").unwrap();
+                let red = lag.matches("fill=\"#E00000\"").count();
+                let green = lag.matches("fill=\"#00B000\"").count();
+                let known = !lag.contains("unknown from here");
+                println!("  {who}: {} events, lagometer {green} green {red} red, s2c loss known {known}, truth {:.3}", events.len(), t.loss);
+                assert!(green > 100, "{who}: latency columns");
+                assert_eq!(red > 0, known && t.loss > 0.0, "{who}: red columns");
+            }
+        }
+    }
+}
+
+#[test]
+fn report_of_clean_captures_and_demos() {
+    for name in ["q3-basic", "qw-basic"] {
+        let html = report_of(&dir(name).join("capture.pcapng"));
+        well_formed(&html).unwrap();
+        let n = html.matches("<section class=\"player\"").count();
+        assert!(n >= 1, "{name}: players");
+        assert_eq!(html.matches("No lag events").count(), n, "{name}");
+        assert_eq!(
+            html.matches("fill=\"#E00000\"").count(),
+            0,
+            "{name}: nothing lost"
+        );
+    }
+    let demo = dir("qw-basic").join("client1-demo0.qwd");
+    let out = quakecap(&["report", demo.to_str().unwrap(), "-o", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a capture"));
+}
+
+/// Renders the report in a real browser when one is installed: one plot per figure of each
+/// player in the DOM it built, and a screenshot.
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    else {
+        println!("skipped: no chromium installed (apt-get install chromium)");
+        return;
+    };
+    let tmp = std::env::temp_dir().join(format!("netq-chromium-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let page = tmp.join("report.html");
+    std::fs::write(
+        &page,
+        report_of(&dir("q3-netquality").join("capture.pcapng")),
+    )
+    .unwrap();
+    let url = format!("file://{}", page.display());
+    let dom = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let players = dom.matches("<section class=\"player\"").count();
+    assert_eq!(players, 2);
+    assert_eq!(dom.matches("<svg").count(), players * FIGURES.len());
+    let shot = tmp.join("shot.png");
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1000,4000",
+        ])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success());
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+    let _ = std::fs::remove_dir_all(&tmp);
+}

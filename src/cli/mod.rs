@@ -66,6 +66,18 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0)]
         interval: f64,
     },
+    /// One self-contained HTML file (opens offline): the flows, and per connection plots of
+    /// ping, loss, jitter, rates and a lagometer strip, lag events marked.
+    Report {
+        /// A pcap / pcapng capture.
+        file: PathBuf,
+        /// The HTML file to write.
+        #[arg(short = 'o', long = "out")]
+        out: PathBuf,
+        /// Only these flow ids.
+        #[arg(long = "flow")]
+        flows: Vec<u32>,
+    },
 }
 
 /// Run the command and return the process exit code.
@@ -85,6 +97,7 @@ pub fn run(cli: Cli) -> i32 {
             json,
             interval,
         } => net(&files, flows, json, interval),
+        Command::Report { file, out, flows } => report(&file, &out, flows),
     };
     match res {
         Ok(code) => code,
@@ -245,11 +258,7 @@ fn net(files: &[PathBuf], flows: Vec<u32>, json: bool, interval: f64) -> Result<
     let mut tables = Vec::new();
     for f in files {
         if pipeline::is_demo(f) {
-            eprintln!(
-                "quakecap: {}: a demo file holds no packets; network quality needs a capture \
-                 (pcap/pcapng)",
-                f.display()
-            );
+            demo_refused(f);
             failed += 1;
             continue;
         }
@@ -285,4 +294,52 @@ fn net(files: &[PathBuf], flows: Vec<u32>, json: bool, interval: f64) -> Result<
         }
     }
     Ok(if failed == files.len() { 2 } else { 0 })
+}
+
+fn demo_refused(f: &Path) {
+    eprintln!(
+        "quakecap: {}: a demo file holds no packets; network quality needs a capture \
+         (pcap/pcapng)",
+        f.display()
+    );
+}
+
+/// `quakecap report`: the HTML report of one capture.
+fn report(file: &Path, out: &Path, flows: Vec<u32>) -> Result<i32> {
+    if pipeline::is_demo(file) {
+        demo_refused(file);
+        return Ok(2);
+    }
+    let opts = Options {
+        samples: true,
+        flows: (!flows.is_empty()).then_some(flows),
+        ..Options::default()
+    };
+    let mut ns = quakecap::analysis::net::NetSink::new(1.0)
+        .with_strip()
+        .with_max_points(sink::nethtml::MAX_POINTS);
+    let report = match run_input(file, &opts, &mut ns) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("quakecap: {e}");
+            return Ok(2);
+        }
+    };
+    warn(&report);
+    if ns.reports.is_empty() {
+        eprintln!(
+            "quakecap: {}: no game connection with netchan traffic in this capture",
+            report.file
+        );
+    }
+    let shown: Vec<_> = report
+        .flows
+        .iter()
+        .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
+        .cloned()
+        .collect();
+    let html = sink::nethtml::render(&report.file, &shown, &ns.reports);
+    std::fs::write(out, html)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", out.display()))?;
+    Ok(0)
 }

@@ -5,6 +5,7 @@
 //! decoded events only.
 pub mod demo;
 pub mod json;
+pub mod nethtml;
 pub mod nettable;
 pub mod shownet;
 pub mod shownet_qw;

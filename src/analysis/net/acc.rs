@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use super::sample::{Arrival, Sample};
 use super::stats::{AckTable, Hist, Jitter, Settled, Variation};
+use super::strip::Strip;
 use crate::flow::Dir;
 
 /// Width of the internal time bins (s): fine enough to place a lag event within half a
@@ -60,6 +61,9 @@ pub struct Bin {
     pub rtt: [RttBin; 3],
     pub snapshots: u32,
     pub rate_delayed: u32,
+    /// Sum and count of the running RFC 3550 jitter estimate after each update, each way.
+    pub jitter_sum: [f32; 2],
+    pub jitter_n: [u32; 2],
 }
 
 /// One direction's totals.
@@ -103,8 +107,11 @@ pub struct FlowAcc {
     pub rate_delayed: u64,
     pub new_cmds: u64,
     settled: Vec<Settled>,
-    /// Round trips waiting for the measuring side's next packet, per that side's direction.
-    awaiting: [Vec<(RttMethod, f64)>; 2],
+    /// Round trips waiting for the measuring side's next packet, per that side's direction:
+    /// method, send time, and the server sequence for a server packet's acknowledgement.
+    awaiting: [Vec<(RttMethod, f64, Option<i64>)>; 2],
+    /// The lagometer strip (only when asked: [`FlowAcc::with_strip`]).
+    pub strip: Option<Box<Strip>>,
 }
 
 /// At most this many round trips wait for the measuring side's next packet.
@@ -117,6 +124,12 @@ impl FlowAcc {
             t_last: t0,
             ..Default::default()
         }
+    }
+
+    /// Also keep the lagometer strip of the HTML report.
+    pub fn with_strip(mut self) -> Self {
+        self.strip = Some(Box::default());
+        self
     }
 
     /// The bin of capture time `t` (times before the first sample go to the first bin).
@@ -176,10 +189,19 @@ impl FlowAcc {
         if let Some(snap) = s.snapshot {
             self.snapshot(s, snap);
         }
+        if let (Some(st), Dir::S2c) = (&mut self.strip, s.dir) {
+            st.packet(
+                s.time,
+                s.seq,
+                s.snapshot.is_some_and(|x| x.rate_delayed),
+                s.gap,
+            );
+        }
         if let Some(c) = s.cmds {
             self.new_cmds += u64::from(c.new);
             if let Some(ct) = c.last_time {
-                self.jitter[0].add(s.time, f64::from(ct));
+                let j = self.jitter[0].add(s.time, f64::from(ct));
+                self.bin_jitter(0, s.time, j);
                 if self.cmd_ring.len() >= CMD_RING {
                     self.cmd_ring.pop_front();
                 }
@@ -208,12 +230,12 @@ impl FlowAcc {
         let far = 1 - di(s.dir);
         let mut settled = std::mem::take(&mut self.settled);
         if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut settled) {
-            let (m, side) = if far == 1 {
-                (RttMethod::AckS2c, Dir::S2c)
+            let (m, side, seq) = if far == 1 {
+                (RttMethod::AckS2c, Dir::S2c, Some(a))
             } else {
-                (RttMethod::AckC2s, Dir::C2s)
+                (RttMethod::AckC2s, Dir::C2s, None)
             };
-            self.await_rtt(side, m, sent);
+            self.await_rtt(side, m, sent, seq);
         }
         self.record_settled(far, &mut settled);
         self.settled = settled;
@@ -236,6 +258,9 @@ impl FlowAcc {
                     db.last_loss = Some(st.time);
                 }
             }
+            if let (Some(strip), false, 1) = (&mut self.strip, st.delivered, d) {
+                strip.lost_ack(st.time);
+            }
         }
     }
 
@@ -243,10 +268,10 @@ impl FlowAcc {
     /// frame, and both engines stamp a ping with their frame clock: so a round trip ends
     /// when the measuring side next sends (ioq3's SV_CalcPings counts server frames; the
     /// client's cl.snap.ping its own frame's time).
-    fn await_rtt(&mut self, side: Dir, m: RttMethod, sent: f64) {
+    fn await_rtt(&mut self, side: Dir, m: RttMethod, sent: f64, seq: Option<i64>) {
         let w = &mut self.awaiting[di(side)];
         if w.len() < MAX_AWAITING {
-            w.push((m, sent));
+            w.push((m, sent, seq));
         }
     }
 
@@ -255,8 +280,12 @@ impl FlowAcc {
             return;
         }
         let done = std::mem::take(&mut self.awaiting[d]);
-        for &(m, sent) in &done {
-            self.rtt_sample(m, sent, (now - sent) * 1000.0);
+        for &(m, sent, seq) in &done {
+            let ms = (now - sent) * 1000.0;
+            self.rtt_sample(m, sent, ms);
+            if let Some(st) = &mut self.strip {
+                st.latency(m, seq, ms);
+            }
         }
         self.awaiting[d] = done;
         self.awaiting[d].clear();
@@ -278,7 +307,8 @@ impl FlowAcc {
     fn snapshot(&mut self, s: &Sample, snap: super::sample::SnapStamp) {
         self.snapshots += 1;
         self.rate_delayed += u64::from(snap.rate_delayed);
-        self.jitter[1].add(s.time, f64::from(snap.server_time));
+        let j = self.jitter[1].add(s.time, f64::from(snap.server_time));
+        self.bin_jitter(1, s.time, j);
         if let Some(b) = self.bin(s.time) {
             b.snapshots += 1;
             b.rate_delayed += u32::from(snap.rate_delayed);
@@ -293,7 +323,15 @@ impl FlowAcc {
         if let Some((sent, _)) = hit {
             // Each client packet counts once: the first snapshot that reaches it.
             self.cmd_ring.retain(|(t, _)| *t > sent);
-            self.await_rtt(Dir::C2s, RttMethod::Command, sent);
+            self.await_rtt(Dir::C2s, RttMethod::Command, sent, None);
+        }
+    }
+
+    /// The running jitter estimate of direction `d` after an update at `t`.
+    fn bin_jitter(&mut self, d: usize, t: f64, j: Option<f64>) {
+        if let (Some(j), Some(b)) = (j, self.bin(t)) {
+            b.jitter_sum[d] += j as f32;
+            b.jitter_n[d] += 1;
         }
     }
 

@@ -16,6 +16,7 @@ pub mod report;
 pub mod sample;
 pub mod sink;
 pub mod stats;
+pub mod strip;
 
 pub use report::NetQuality;
 pub use sample::Sample;

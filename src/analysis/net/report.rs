@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::acc::{Bin, FlowAcc, RttMethod, BIN_S};
+use super::strip::Strip;
 use crate::flow::{Dir, FlowSummary};
 
 /// Where the capture was taken, as the traffic shows it.
@@ -72,6 +73,9 @@ pub struct Interval {
     pub bytes: Both<u64>,
     pub snapshots: u32,
     pub rate_delayed: u32,
+    /// Mean of the running RFC 3550 jitter estimate over the interval (ms), each way where
+    /// the connection's `jitter` is known.
+    pub jitter: Both<f64>,
 }
 
 /// The network quality of one connection (one object of `quakecap net --json`).
@@ -100,7 +104,15 @@ pub struct NetQuality {
     pub bytes_per_second: Both<f64>,
     pub fragmented: Both<u64>,
     pub lag_events: Vec<LagEvent>,
+    /// Seconds per entry of `series`.
+    pub interval: f64,
     pub series: Vec<Interval>,
+    /// The round trips `ping` reports (HTML report only; not in the JSON).
+    #[serde(skip)]
+    pub ping_method: Option<RttMethod>,
+    /// The lagometer strip (HTML report only; not in the JSON).
+    #[serde(skip)]
+    pub strip: Option<Box<Strip>>,
 }
 
 /// The near side's acknowledgements take at least this much longer (ms) than the far side's.
@@ -286,6 +298,9 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
     let (c, s) = (&acc.dir[0], &acc.dir[1]);
     let ping = ping(acc, m);
     let lag_events = super::events::find(acc, m, ping.median, &lm);
+    let jitter = jitter(acc, v, m);
+    let jd = both(jitter.c2s.map(|_| ()), jitter.s2c.map(|_| ()));
+    let per = ((interval / BIN_S).round() as usize).max(1);
     NetQuality {
         flow: sum.id,
         game: sum.game,
@@ -293,7 +308,11 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
         first_time: acc.t0,
         last_time: acc.t_last,
         vantage: v,
-        jitter: jitter(acc, v, m),
+        series: series(acc, m, &lm, &jd, per),
+        interval: per as f64 * BIN_S,
+        jitter,
+        strip: acc.strip.clone(),
+        ping_method: m,
         ping,
         loss,
         loss_method: lm,
@@ -314,7 +333,6 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
         bytes_per_second: both(Some(c.bytes as f64 / span), Some(s.bytes as f64 / span)),
         fragmented: both(Some(c.fragmented), Some(s.fragmented)),
         lag_events,
-        series: series(acc, m, &lm, interval),
     }
 }
 
@@ -331,17 +349,18 @@ pub fn bins_loss(bins: &[Bin], d: usize, method: Option<&'static str>) -> Option
     ratio(lost, exp)
 }
 
+/// `per` bins to an interval.
 fn series(
     acc: &FlowAcc,
     m: Option<RttMethod>,
     lm: &Both<&'static str>,
-    interval: f64,
+    jd: &Both<()>,
+    per: usize,
 ) -> Vec<Interval> {
-    let per = ((interval / BIN_S).round() as usize).max(1);
     acc.bins
         .chunks(per)
         .enumerate()
-        .map(|(i, bins)| interval_of(acc.t0 + (i * per) as f64 * BIN_S, bins, m, lm))
+        .map(|(i, bins)| interval_of(acc.t0 + (i * per) as f64 * BIN_S, bins, m, lm, jd))
         .collect()
 }
 
@@ -350,6 +369,7 @@ fn interval_of(
     bins: &[Bin],
     m: Option<RttMethod>,
     lm: &Both<&'static str>,
+    jd: &Both<()>,
 ) -> Interval {
     let (sum, n, max) = m.map_or((0.0, 0, 0.0), |m| {
         bins.iter().fold((0.0, 0u32, 0.0f64), |(s, n, x), b| {
@@ -368,7 +388,18 @@ fn interval_of(
         bytes: both(Some(by(0)), Some(by(1))),
         snapshots: bins.iter().map(|b| b.snapshots).sum(),
         rate_delayed: bins.iter().map(|b| b.rate_delayed).sum(),
+        jitter: both(
+            jd.c2s.and_then(|_| bins_jitter(bins, 0)),
+            jd.s2c.and_then(|_| bins_jitter(bins, 1)),
+        ),
     }
+}
+
+fn bins_jitter(bins: &[Bin], d: usize) -> Option<f64> {
+    let (s, n) = bins.iter().fold((0.0, 0u32), |(s, n), b| {
+        (s + f64::from(b.jitter_sum[d]), n + b.jitter_n[d])
+    });
+    (n > 0).then(|| s / f64::from(n))
 }
 
 #[cfg(test)]

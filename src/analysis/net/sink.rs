@@ -13,6 +13,10 @@ use crate::pipeline::{Event, Report, Sink};
 #[derive(Debug, Default)]
 pub struct NetSink {
     interval: f64,
+    /// Keep each connection's lagometer strip (the HTML report).
+    strip: bool,
+    /// Widen a connection's interval so its series has at most this many entries.
+    max_points: Option<usize>,
     /// Accumulations by flow id, through an index: consecutive samples are mostly of the
     /// same flow, so the last lookup is kept.
     accs: Vec<FlowAcc>,
@@ -29,6 +33,18 @@ impl NetSink {
             interval,
             ..Default::default()
         }
+    }
+
+    /// Also keep each connection's lagometer strip (`NetQuality::strip`).
+    pub fn with_strip(mut self) -> Self {
+        self.strip = true;
+        self
+    }
+
+    /// At most `n` entries per series: long connections get a wider interval (whole seconds).
+    pub fn with_max_points(mut self, n: usize) -> Self {
+        self.max_points = Some(n.max(1));
+        self
     }
 }
 
@@ -59,7 +75,9 @@ impl NetSink {
                 let next = self.accs.len();
                 let i = *self.index.entry(s.flow).or_insert(next);
                 if i == next {
-                    self.accs.push(FlowAcc::new(s.time));
+                    let acc = FlowAcc::new(s.time);
+                    self.accs
+                        .push(if self.strip { acc.with_strip() } else { acc });
                 }
                 self.last = Some((s.flow, i));
                 i
@@ -77,7 +95,12 @@ impl NetSink {
                 continue;
             };
             acc.finish();
-            self.reports.push(build(acc, f, self.interval));
+            let span = acc.t_last - acc.t0;
+            let interval = match self.max_points {
+                Some(n) if span.is_finite() => self.interval.max((span / n as f64).ceil()),
+                _ => self.interval,
+            };
+            self.reports.push(build(acc, f, interval));
         }
         self.accs.clear();
         self.index.clear();

@@ -94,17 +94,18 @@ pub struct Jitter {
 const STAMP_RESET_MS: f64 = 5_000.0;
 
 impl Jitter {
-    pub fn add(&mut self, arrival_s: f64, stamp_ms: f64) {
+    /// One packet; the estimate after it, when it updated one.
+    pub fn add(&mut self, arrival_s: f64, stamp_ms: f64) -> Option<f64> {
         let transit = arrival_s * 1000.0 - stamp_ms;
-        if let Some(prev) = self.last_transit {
-            let d = (transit - prev).abs();
-            if d < STAMP_RESET_MS {
-                self.j += (d - self.j) / 16.0;
-                self.sum += self.j;
-                self.n += 1;
-            }
+        let prev = self.last_transit.replace(transit)?;
+        let d = (transit - prev).abs();
+        if d.is_nan() || d >= STAMP_RESET_MS {
+            return None;
         }
-        self.last_transit = Some(transit);
+        self.j += (d - self.j) / 16.0;
+        self.sum += self.j;
+        self.n += 1;
+        Some(self.j)
     }
 
     pub fn mean(&self) -> Option<f64> {
