@@ -132,16 +132,24 @@ impl FlowAcc {
         self
     }
 
-    /// The bin of capture time `t` (times before the first sample go to the first bin).
-    fn bin(&mut self, t: f64) -> Option<&mut Bin> {
-        let i = ((t - self.t0) / BIN_S).max(0.0);
-        if !i.is_finite() || i as usize >= MAX_BINS {
+    /// The index of the bin of capture time `t` (times before the first sample go to the
+    /// first bin), the bins grown to hold it.
+    fn bin_index(&mut self, t: f64) -> Option<usize> {
+        let x = (t - self.t0) * (1.0 / BIN_S);
+        let x = if x > 0.0 { x } else { 0.0 };
+        if x.is_nan() || x >= MAX_BINS as f64 {
             return None;
         }
-        let i = i as usize;
+        let i = x as usize;
         if self.bins.len() <= i {
             self.bins.resize(i + 1, Bin::default());
         }
+        Some(i)
+    }
+
+    /// The bin of capture time `t`.
+    fn bin(&mut self, t: f64) -> Option<&mut Bin> {
+        let i = self.bin_index(t)?;
         self.bins.get_mut(i)
     }
 
@@ -158,7 +166,8 @@ impl FlowAcc {
             Arrival::Fragment | Arrival::Accepted => {}
         }
         let late = s.arrival == Arrival::OutOfOrder;
-        if let Some(b) = self.bin(s.time) {
+        let bi = self.bin_index(s.time);
+        if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
             let db = &mut b.dir[d];
             db.packets += 1;
             db.bytes += u64::from(s.bytes);
@@ -169,25 +178,26 @@ impl FlowAcc {
             }
         }
         if s.arrival == Arrival::Accepted {
-            self.accepted(s, d);
+            self.accepted(s, d, bi);
         }
         if let Some(a) = s.ack {
             self.far_ack(s, a);
         }
     }
 
-    fn accepted(&mut self, s: &Sample, d: usize) {
+    /// An accepted message; `bi` the bin of its time.
+    fn accepted(&mut self, s: &Sample, d: usize, bi: Option<usize>) {
         let t = &mut self.dir[d];
         t.accepted += 1;
         t.fragmented += u64::from(s.fragmented);
         t.gaps += u64::from(s.gap);
-        self.settle_gap(d, s);
+        self.settle_gap(d, s, bi);
         let mut settled = std::mem::take(&mut self.settled);
         self.acks[d].sent(s.seq, s.time, &mut settled);
         self.record_settled(d, &mut settled);
         self.settled = settled;
         if let Some(snap) = s.snapshot {
-            self.snapshot(s, snap);
+            self.snapshot(s, snap, bi);
         }
         if let (Some(st), Dir::S2c) = (&mut self.strip, s.dir) {
             st.packet(
@@ -201,7 +211,7 @@ impl FlowAcc {
             self.new_cmds += u64::from(c.new);
             if let Some(ct) = c.last_time {
                 let j = self.jitter[0].add(s.time, f64::from(ct));
-                self.bin_jitter(0, s.time, j);
+                self.bin_jitter(0, bi, j);
                 if self.cmd_ring.len() >= CMD_RING {
                     self.cmd_ring.pop_front();
                 }
@@ -212,9 +222,9 @@ impl FlowAcc {
 
     /// Count the gap before this packet as loss. (QuakeWorld servers' own gaps, which are
     /// not path loss, are never read as loss: see `report::qw_loss_methods`.)
-    fn settle_gap(&mut self, d: usize, s: &Sample) {
+    fn settle_gap(&mut self, d: usize, s: &Sample, bi: Option<usize>) {
         let lost = s.gap;
-        if let Some(b) = self.bin(s.time) {
+        if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
             let db = &mut b.dir[d];
             db.expected_gap += 1 + lost;
             db.lost_gap += lost;
@@ -241,7 +251,11 @@ impl FlowAcc {
         self.settled = settled;
     }
 
+    #[inline]
     fn record_settled(&mut self, d: usize, settled: &mut Vec<Settled>) {
+        if settled.is_empty() {
+            return;
+        }
         for st in settled.drain(..) {
             let t = &mut self.dir[d];
             if st.delivered {
@@ -304,12 +318,12 @@ impl FlowAcc {
         }
     }
 
-    fn snapshot(&mut self, s: &Sample, snap: super::sample::SnapStamp) {
+    fn snapshot(&mut self, s: &Sample, snap: super::sample::SnapStamp, bi: Option<usize>) {
         self.snapshots += 1;
         self.rate_delayed += u64::from(snap.rate_delayed);
         let j = self.jitter[1].add(s.time, f64::from(snap.server_time));
-        self.bin_jitter(1, s.time, j);
-        if let Some(b) = self.bin(s.time) {
+        self.bin_jitter(1, bi, j);
+        if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
             b.snapshots += 1;
             b.rate_delayed += u32::from(snap.rate_delayed);
         }
@@ -327,9 +341,9 @@ impl FlowAcc {
         }
     }
 
-    /// The running jitter estimate of direction `d` after an update at `t`.
-    fn bin_jitter(&mut self, d: usize, t: f64, j: Option<f64>) {
-        if let (Some(j), Some(b)) = (j, self.bin(t)) {
+    /// The running jitter estimate of direction `d` after an update, into bin `bi`.
+    fn bin_jitter(&mut self, d: usize, bi: Option<usize>, j: Option<f64>) {
+        if let (Some(j), Some(b)) = (j, bi.and_then(|i| self.bins.get_mut(i))) {
             b.jitter_sum[d] += j as f32;
             b.jitter_n[d] += 1;
         }
