@@ -10,6 +10,7 @@
 //! players joining and leaving, network-quality samples) become new variants without any
 //! change to the sink API, and sinks that do not know a variant ignore it with their `_`
 //! arm.
+use crate::analysis::net::Sample;
 use crate::q3;
 use crate::qw;
 
@@ -25,8 +26,12 @@ pub enum Event<'a> {
     Qw(&'a qw::Message),
     /// One QuakeWorld packet as the .qwd writer needs it (only with `keep_raw`).
     QwRaw(&'a qw::qwd::RawPacket),
+    /// Game-neutral: one netchan datagram of a connection as the network analysis reads it
+    /// (flow, direction, capture time, sequence, acknowledgement, sender stamps), filled by
+    /// each game's thin extractor. Only with [`Options::samples`](crate::pipeline::Options).
+    NetSample(&'a Sample),
     // Planned game-neutral variants (issue 11, analysis): `Kill`, `Chat`, `Join`, `Leave`,
-    // `NetSample`, each borrowing a small struct of its own, with its flow, frame and time.
+    // each borrowing a small struct of its own, with its flow, frame and time.
 }
 
 impl Event<'_> {
@@ -36,6 +41,7 @@ impl Event<'_> {
             Event::Q3(m) => m.flow,
             Event::Qw(m) => m.flow,
             Event::QwRaw(p) => p.flow,
+            Event::NetSample(s) => s.flow,
         }
     }
 }

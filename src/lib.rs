@@ -19,6 +19,7 @@
 //! type for both games ([`event::Event`]).
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod capture;
 pub mod error;
 pub mod event;

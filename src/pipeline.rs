@@ -53,6 +53,9 @@ pub struct Options {
     pub flows: Option<Vec<u32>>,
     /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
     pub threads: Option<usize>,
+    /// Hand an [`Event::NetSample`] per netchan datagram to the sink (the `net` analysis);
+    /// off, no sample is built.
+    pub samples: bool,
 }
 
 /// The outcome of one input.
@@ -105,6 +108,7 @@ pub struct Trackers {
     qw_out: Vec<qw::Event>,
     filter: Option<Vec<u32>>,
     emit: bool,
+    samples: bool,
 }
 
 /// Message buffers kept for reuse between the workers and the router (a batch in flight per
@@ -116,11 +120,13 @@ impl Trackers {
     /// than one thread is available; otherwise it runs inline, in capture order.
     pub fn new(opts: &Options) -> Self {
         let threads = opts.threads.unwrap_or_else(worker_threads).max(1);
-        let detached = threads > 1 && !opts.emit && !opts.keep_raw;
+        // Samples carry what the decoder read: it must run inline, in capture order.
+        let detached = threads > 1 && !opts.emit && !opts.keep_raw && !opts.samples;
         let q3_opts = q3::conn::Options {
             emit: opts.emit,
             keep_raw: opts.keep_raw,
             detached,
+            samples: opts.samples,
         };
         let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
@@ -138,6 +144,7 @@ impl Trackers {
             qw_out: Vec::new(),
             filter: opts.flows.clone(),
             emit: opts.emit,
+            samples: opts.samples,
         }
     }
 
@@ -163,7 +170,7 @@ impl Trackers {
             }
         }
         // The flow table emits nothing: most datagrams end here, without the call.
-        if self.q3_out.is_empty() && self.qw_out.is_empty() {
+        if self.q3_out.is_empty() && self.qw_out.is_empty() && self.q3_work.samples.is_empty() {
             return Ok(());
         }
         self.flush(sink)
@@ -177,8 +184,22 @@ impl Trackers {
             }
         }
         self.q3_out = q3_out;
+        let mut samples = std::mem::take(&mut self.q3_work.samples);
+        for x in samples.drain(..) {
+            if self.wanted(x.flow) {
+                sink.event(Event::NetSample(&x))?;
+            }
+        }
+        self.q3_work.samples = samples;
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
+            if let (true, qw::Event::Message(m)) = (self.samples, &e) {
+                if self.wanted(m.flow) {
+                    if let Some(x) = qw::netsample::sample(m) {
+                        sink.event(Event::NetSample(&x))?;
+                    }
+                }
+            }
             let e = match &e {
                 qw::Event::Message(m) if self.emit => Event::Qw(m),
                 qw::Event::Message(_) => continue,
@@ -392,6 +413,7 @@ pub fn run_q3_demo_bytes(
         emit: opts.emit,
         keep_raw: opts.keep_raw,
         detached: false,
+        samples: false,
     };
     let mut demo = q3::demo_file::Decoder::new(&file, data, protocol, q3_opts);
     for m in &mut demo {

@@ -93,7 +93,7 @@ pub struct PartFile {
 }
 
 impl PartFile {
-    fn create(dest: PathBuf) -> io::Result<Self> {
+    pub fn create(dest: PathBuf) -> io::Result<Self> {
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -112,7 +112,7 @@ impl PartFile {
     }
 
     /// Flush and give the file its real name.
-    fn commit(mut self) -> io::Result<PathBuf> {
+    pub fn commit(mut self) -> io::Result<PathBuf> {
         self.out.flush().map_err(|e| output_error(&self.dest, e))?;
         std::fs::rename(&self.part, &self.dest).map_err(|e| output_error(&self.dest, e))?;
         self.done = true;
@@ -373,6 +373,7 @@ fn write_demos(
         keep_raw: true,
         flows: (!chosen.is_empty()).then(|| chosen.to_vec()),
         threads: None,
+        samples: false,
     };
     let run = if window.is_open() {
         run_input(&opts, &mut sink)

@@ -41,7 +41,7 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
         emit: true,
         keep_raw: false,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
-        threads: None,
+        ..Options::default()
     };
     let window = args.select.window(false)?;
     let mut sink = EventSink::new();

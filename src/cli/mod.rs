@@ -10,7 +10,7 @@ use quakecap::pipeline::{self, InputError, Options, Report, Sink};
 use quakecap::sink;
 
 #[path = "demo.rs"]
-mod demo;
+pub mod demo;
 #[path = "filter.rs"]
 pub mod filter;
 #[path = "input.rs"]
@@ -22,6 +22,8 @@ use input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_NOTHING, EXIT_OK};
 use timefmt::TimeFormat;
 #[path = "events.rs"]
 mod events;
+#[path = "net.rs"]
+mod net;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -83,6 +85,11 @@ pub enum Command {
     /// Game events (kills, chat, players, scores, match flow) as a timeline and a per-player
     /// summary.
     Events(events::EventsArgs),
+    /// Network quality per connection: vantage, ping, loss each way, jitter, rates, lag events.
+    Net(net::NetArgs),
+    /// One self-contained HTML file (opens offline): the flows, and per connection plots of
+    /// ping, loss, jitter, rates and a lagometer strip, lag events marked.
+    Report(net::ReportArgs),
 }
 
 /// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
@@ -183,6 +190,8 @@ pub fn run(cli: Cli) -> i32 {
             } => decode(&files, merge, flows, json, shownet, &select),
             Command::Demo(args) => demo::run(&args),
             Command::Events(args) => events::run(&args),
+            Command::Net(args) => net::run(&args),
+            Command::Report(args) => net::report(&args),
         },
     };
     match res {
@@ -415,6 +424,7 @@ fn decode(
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows.clone()),
         threads: None,
+        samples: false,
     };
     let mut out = io::BufWriter::new(io::stdout().lock());
     if merge {

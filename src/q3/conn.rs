@@ -14,6 +14,7 @@ use super::oob::Oob;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
+use crate::analysis::net::sample::{Arrival, CmdStamp, Sample, SnapStamp};
 use crate::error::{Error, ErrorKind};
 use crate::flow::{Dir, FlowSummary, MAX_KEPT_ERRORS};
 use crate::net::Datagram;
@@ -28,6 +29,8 @@ pub struct Options {
     /// Decoding runs elsewhere (a worker thread): the connection hands out [`Work`] instead
     /// of running its [`Decoder`].
     pub detached: bool,
+    /// Produce a network [`Sample`] per netchan datagram (the `net` analysis).
+    pub samples: bool,
 }
 
 impl Options {
@@ -76,6 +79,8 @@ pub enum Work {
 pub struct WorkQueue {
     pub items: Vec<(u32, Work)>,
     pub bodies: Vec<Vec<u8>>,
+    /// Network samples of the datagrams just handled (only with [`Options::samples`]).
+    pub samples: Vec<Sample>,
 }
 
 /// What decoding learnt of one flow for its summary: errors (all counted, the first
@@ -178,7 +183,22 @@ pub struct Decoder {
     /// what a reset means; it also keeps idle connections small).
     st: Option<Box<DecodeState>>,
     pub log: DecodeLog,
+    /// What the last message said about the senders' clocks (only with [`Options::samples`]).
+    stamp: Stamp,
+    /// Highest usercmd serverTime seen: later commands are the client's new frames.
+    max_cmd_time: Option<i32>,
 }
+
+/// The timing fields of one decoded message, for its network sample.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamp {
+    snapshot: Option<SnapStamp>,
+    cmds: Option<CmdStamp>,
+    ack: Option<i64>,
+}
+
+/// SNAPFLAG_RATE_DELAYED (q_shared.h).
+const SNAPFLAG_RATE_DELAYED: u8 = 1;
 
 fn message(a: &Accepted, dir: Dir, kind: &'static str, body: Body) -> Message {
     Message {
@@ -214,6 +234,7 @@ impl Decoder {
             Work::Server(a) => self.server_message(a, out),
             Work::Client(a) => self.client_message(a, out),
             Work::Reset | Work::Release => {
+                self.max_cmd_time = None;
                 self.st = None;
                 None
             }
@@ -275,6 +296,22 @@ impl Decoder {
             matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))
         });
         st.client_gone |= told_to_go;
+        if self.opts.samples {
+            // The snapshot this message stored (an invalid one is not stored, as in the engine).
+            let snapshot = st
+                .state
+                .slot(a.seq)
+                .filter(|f| f.message_num == a.seq && f.valid)
+                .map(|f| SnapStamp {
+                    server_time: f.server_time,
+                    rate_delayed: f.flags & SNAPFLAG_RATE_DELAYED != 0,
+                    command_time: f.ps.fields[0],
+                });
+            self.stamp = Stamp {
+                snapshot,
+                ..Stamp::default()
+            };
+        }
         let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(Error::from));
         if self.opts.emit || self.opts.keep_raw {
             let mut m = message(&a, Dir::S2c, "server", Body::Server(parsed));
@@ -318,12 +355,14 @@ impl Decoder {
             checksum_feed: st.state.checksum_feed,
             acked_server_command: acked,
             last_client_command: st.last_client_cmd,
-            keep_usercmds: self.opts.emit,
+            keep_usercmds: self.opts.emit || self.opts.samples,
         };
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.
         let mut ops = Vec::new();
         let emit = self.opts.emit;
+        let mut stamp = CmdStamp::default();
+        let max_cmd_time = &mut self.max_cmd_time;
         let (cmds, last, gone) = (
             &mut st.client_cmds,
             &mut st.last_client_cmd,
@@ -343,11 +382,21 @@ impl Decoder {
                 *last = cs;
                 *gone |= is_disconnect(slot);
             }
+            if let clc::OpView::Move { cmds, .. } = op {
+                count_new_cmds(cmds, max_cmd_time, &mut stamp);
+            }
             if emit {
                 ops.push(op.owned());
             }
         });
         let gone = st.client_gone;
+        if self.opts.samples {
+            self.stamp = Stamp {
+                snapshot: None,
+                cmds: Some(stamp),
+                ack: Some(i64::from(hdr.1)),
+            };
+        }
         let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(Error::from));
         if self.opts.emit {
             let parsed = clc::ClientMessage {
@@ -363,6 +412,20 @@ impl Decoder {
             out.push(m);
         }
         Some(a.body)
+    }
+}
+
+/// Count the usercmds newer than any seen before (each packet repeats a few old ones so a
+/// lost packet costs no command) and note the last one's serverTime.
+fn count_new_cmds(cmds: &[super::usercmd::UserCmd], max: &mut Option<i32>, stamp: &mut CmdStamp) {
+    for c in cmds {
+        if max.is_none_or(|m| c.server_time > m) {
+            stamp.new += 1;
+            *max = Some(c.server_time);
+        }
+    }
+    if let Some(c) = cmds.last() {
+        stamp.last_time = Some(c.server_time);
     }
 }
 
@@ -635,6 +698,33 @@ impl Connection {
         *self.summary.duplicates.get_mut(dir) += after.duplicates - before.duplicates;
         *self.summary.out_of_order.get_mut(dir) += after.out_of_order - before.out_of_order;
         *self.summary.fragments.get_mut(dir) += after.fragmented - before.fragmented;
+        let mut sample = self.opts.samples.then(|| {
+            let arrival = match res {
+                Rx::Accepted { .. } => Arrival::Accepted,
+                Rx::Pending => Arrival::Fragment,
+                _ if after.duplicates > before.duplicates => Arrival::Duplicate,
+                _ => Arrival::OutOfOrder,
+            };
+            let mut s = Sample::new(
+                self.summary.id,
+                dir,
+                d.ts_ns as f64 / 1e9,
+                d.payload.len(),
+                i64::from(h.sequence),
+                arrival,
+            );
+            s.gap = u32::try_from(after.dropped - before.dropped).unwrap_or(u32::MAX);
+            s
+        });
+        if let Some(s) = &mut sample {
+            // Only accepted messages are decoded; the rest are reported as they arrived.
+            if !matches!(res, Rx::Accepted { .. }) {
+                work.samples.push(*s);
+                sample = None;
+            } else if let Rx::Accepted { fragmented, .. } = res {
+                s.fragmented = fragmented;
+            }
+        }
         if let Rx::Accepted {
             seq,
             body,
@@ -642,6 +732,7 @@ impl Connection {
         } = res
         {
             if self.mid_session {
+                work.samples.extend(sample);
                 return self.undecoded(d, dir, seq, fragmented, out);
             }
             let body = match body {
@@ -672,6 +763,16 @@ impl Connection {
                 Dir::C2s => Work::Client(a),
             };
             self.dispatch(w, out, work);
+        }
+        if let Some(mut s) = sample {
+            // Samples need the inline decoder (the pipeline never detaches them).
+            if let Some(dec) = &mut self.decoder {
+                let st = std::mem::take(&mut dec.stamp);
+                s.snapshot = st.snapshot;
+                s.cmds = st.cmds;
+                s.ack = st.ack;
+            }
+            work.samples.push(s);
         }
     }
 

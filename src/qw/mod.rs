@@ -45,6 +45,7 @@ pub mod events;
 pub mod ext;
 pub mod message;
 pub mod netchan;
+pub mod netsample;
 pub mod oob;
 pub mod playerinfo;
 pub mod qwd;

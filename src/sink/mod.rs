@@ -6,6 +6,8 @@
 pub mod demo;
 pub mod events;
 pub mod json;
+pub mod nethtml;
+pub mod nettable;
 pub mod shownet;
 pub mod shownet_qw;
 pub mod table;

@@ -1,0 +1,2 @@
+//! Analyses computed over the decoded stream, written once for both games.
+pub mod net;

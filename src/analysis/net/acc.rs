@@ -1,0 +1,371 @@
+//! Per-connection accumulation of samples: counters per direction, fixed-width time bins,
+//! round-trip histograms and jitter estimators. Memory grows with the capture's length (one
+//! bin per [`BIN_S`]), never with its packet count.
+use std::collections::VecDeque;
+
+use super::sample::{Arrival, Sample};
+use super::stats::{AckTable, Hist, Jitter, Settled, Variation};
+use super::strip::Strip;
+use crate::flow::Dir;
+
+/// Width of the internal time bins (s): fine enough to place a lag event within half a
+/// second; the reported series sums them to the asked interval.
+pub const BIN_S: f64 = 0.5;
+/// At most this many bins per connection (about 70 days at [`BIN_S`]): a hostile timestamp
+/// far in the future cannot allocate without bound.
+const MAX_BINS: usize = 12_000_000;
+/// Client packets remembered for the Quake 3 client-side ping. The engine keeps
+/// PACKET_BACKUP (32) and so finds no packet once a lag holds a round trip above 32 client
+/// frames (about 0.5 s at 60 fps); keeping more measures those lags too.
+const CMD_RING: usize = 512;
+
+/// How a round trip was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RttMethod {
+    /// A server packet seen leaving, to the client's first acknowledgement of it.
+    AckS2c = 0,
+    /// A client packet seen leaving, to the server's first acknowledgement of it (QW).
+    AckC2s = 1,
+    /// A Quake 3 client packet seen leaving, to the first snapshot whose playerstate
+    /// commandTime reaches its last usercmd (the engine's `cl.snap.ping`).
+    Command = 2,
+}
+
+/// One direction's counters in a bin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirBin {
+    pub packets: u32,
+    pub bytes: u64,
+    /// Packets known to have crossed or been lost (sequence gaps, or settled acks).
+    pub expected_gap: u32,
+    pub lost_gap: u32,
+    pub expected_ack: u32,
+    pub lost_ack: u32,
+    /// Capture times of the first and last loss in the bin.
+    pub first_loss: Option<f64>,
+    pub last_loss: Option<f64>,
+}
+
+/// Round trips of one method in a bin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RttBin {
+    pub sum_ms: f64,
+    pub n: u32,
+    pub max_ms: f64,
+}
+
+/// One time bin of a connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bin {
+    pub dir: [DirBin; 2],
+    pub rtt: [RttBin; 3],
+    pub snapshots: u32,
+    pub rate_delayed: u32,
+    /// Sum and count of the running RFC 3550 jitter estimate after each update, each way.
+    pub jitter_sum: [f32; 2],
+    pub jitter_n: [u32; 2],
+}
+
+/// One direction's totals.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirTotals {
+    pub packets: u64,
+    pub bytes: u64,
+    pub accepted: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    /// Sequence numbers skipped.
+    pub gaps: u64,
+    pub fragmented: u64,
+    pub acked: u64,
+    pub unacked: u64,
+}
+
+fn di(d: Dir) -> usize {
+    match d {
+        Dir::C2s => 0,
+        Dir::S2c => 1,
+    }
+}
+
+/// Everything kept about one connection.
+#[derive(Debug, Clone, Default)]
+pub struct FlowAcc {
+    pub t0: f64,
+    pub t_last: f64,
+    pub bins: Vec<Bin>,
+    pub dir: [DirTotals; 2],
+    /// Packets of each direction waiting for the far side's ack.
+    acks: [AckTable; 2],
+    pub rtt: [Hist; 3],
+    pub rtt_var: [Variation; 3],
+    /// Sender-stamped jitter: c2s by usercmd serverTime, s2c by snapshot serverTime.
+    pub jitter: [Jitter; 2],
+    /// Quake 3 client packets: (capture time, last usercmd serverTime), newest last.
+    cmd_ring: VecDeque<(f64, i32)>,
+    pub snapshots: u64,
+    pub rate_delayed: u64,
+    pub new_cmds: u64,
+    settled: Vec<Settled>,
+    /// Round trips waiting for the measuring side's next packet, per that side's direction:
+    /// method, send time, and the server sequence for a server packet's acknowledgement.
+    awaiting: [Vec<(RttMethod, f64, Option<i64>)>; 2],
+    /// The lagometer strip (only when asked: [`FlowAcc::with_strip`]).
+    pub strip: Option<Box<Strip>>,
+}
+
+/// At most this many round trips wait for the measuring side's next packet.
+const MAX_AWAITING: usize = 64;
+
+impl FlowAcc {
+    pub fn new(t0: f64) -> Self {
+        FlowAcc {
+            t0,
+            t_last: t0,
+            ..Default::default()
+        }
+    }
+
+    /// Also keep the lagometer strip of the HTML report.
+    pub fn with_strip(mut self) -> Self {
+        self.strip = Some(Box::default());
+        self
+    }
+
+    /// The index of the bin of capture time `t` (times before the first sample go to the
+    /// first bin), the bins grown to hold it.
+    fn bin_index(&mut self, t: f64) -> Option<usize> {
+        let x = (t - self.t0) * (1.0 / BIN_S);
+        let x = if x > 0.0 { x } else { 0.0 };
+        if x.is_nan() || x >= MAX_BINS as f64 {
+            return None;
+        }
+        let i = x as usize;
+        if self.bins.len() <= i {
+            self.bins.resize(i + 1, Bin::default());
+        }
+        Some(i)
+    }
+
+    /// The bin of capture time `t`.
+    fn bin(&mut self, t: f64) -> Option<&mut Bin> {
+        let i = self.bin_index(t)?;
+        self.bins.get_mut(i)
+    }
+
+    pub fn add(&mut self, s: &Sample) {
+        self.t_last = self.t_last.max(s.time);
+        let d = di(s.dir);
+        self.complete_rtts(d, s.time);
+        let t = &mut self.dir[d];
+        t.packets += 1;
+        t.bytes += u64::from(s.bytes);
+        match s.arrival {
+            Arrival::Duplicate => t.duplicates += 1,
+            Arrival::OutOfOrder => t.out_of_order += 1,
+            Arrival::Fragment | Arrival::Accepted => {}
+        }
+        let late = s.arrival == Arrival::OutOfOrder;
+        let bi = self.bin_index(s.time);
+        if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
+            let db = &mut b.dir[d];
+            db.packets += 1;
+            db.bytes += u64::from(s.bytes);
+            // A late packet filled a gap counted as lost when a newer one arrived first: it
+            // crossed the path (the receiving engine still drops it).
+            if late && db.lost_gap > 0 {
+                db.lost_gap -= 1;
+            }
+        }
+        if s.arrival == Arrival::Accepted {
+            self.accepted(s, d, bi);
+        }
+        if let Some(a) = s.ack {
+            self.far_ack(s, a);
+        }
+    }
+
+    /// An accepted message; `bi` the bin of its time.
+    fn accepted(&mut self, s: &Sample, d: usize, bi: Option<usize>) {
+        let t = &mut self.dir[d];
+        t.accepted += 1;
+        t.fragmented += u64::from(s.fragmented);
+        t.gaps += u64::from(s.gap);
+        self.settle_gap(d, s, bi);
+        let mut settled = std::mem::take(&mut self.settled);
+        self.acks[d].sent(s.seq, s.time, &mut settled);
+        self.record_settled(d, &mut settled);
+        self.settled = settled;
+        if let Some(snap) = s.snapshot {
+            self.snapshot(s, snap, bi);
+        }
+        if let (Some(st), Dir::S2c) = (&mut self.strip, s.dir) {
+            st.packet(
+                s.time,
+                s.seq,
+                s.snapshot.is_some_and(|x| x.rate_delayed),
+                s.gap,
+            );
+        }
+        if let Some(c) = s.cmds {
+            self.new_cmds += u64::from(c.new);
+            if let Some(ct) = c.last_time {
+                let j = self.jitter[0].add(s.time, f64::from(ct));
+                self.bin_jitter(0, bi, j);
+                if self.cmd_ring.len() >= CMD_RING {
+                    self.cmd_ring.pop_front();
+                }
+                self.cmd_ring.push_back((s.time, ct));
+            }
+        }
+    }
+
+    /// Count the gap before this packet as loss. (QuakeWorld servers' own gaps, which are
+    /// not path loss, are never read as loss: see `report::qw_loss_methods`.)
+    fn settle_gap(&mut self, d: usize, s: &Sample, bi: Option<usize>) {
+        let lost = s.gap;
+        if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
+            let db = &mut b.dir[d];
+            db.expected_gap += 1 + lost;
+            db.lost_gap += lost;
+            if lost > 0 {
+                db.first_loss.get_or_insert(s.time);
+                db.last_loss = Some(s.time);
+            }
+        }
+    }
+
+    /// Acknowledgement `a` of the far direction's packets.
+    fn far_ack(&mut self, s: &Sample, a: i64) {
+        let far = 1 - di(s.dir);
+        let mut settled = std::mem::take(&mut self.settled);
+        if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut settled) {
+            let (m, side, seq) = if far == 1 {
+                (RttMethod::AckS2c, Dir::S2c, Some(a))
+            } else {
+                (RttMethod::AckC2s, Dir::C2s, None)
+            };
+            self.await_rtt(side, m, sent, seq);
+        }
+        self.record_settled(far, &mut settled);
+        self.settled = settled;
+    }
+
+    #[inline]
+    fn record_settled(&mut self, d: usize, settled: &mut Vec<Settled>) {
+        if settled.is_empty() {
+            return;
+        }
+        for st in settled.drain(..) {
+            let t = &mut self.dir[d];
+            if st.delivered {
+                t.acked += 1;
+            } else {
+                t.unacked += 1;
+            }
+            if let Some(b) = self.bin(st.time) {
+                let db = &mut b.dir[d];
+                db.expected_ack += 1;
+                if !st.delivered {
+                    db.lost_ack += 1;
+                    db.first_loss.get_or_insert(st.time);
+                    db.last_loss = Some(st.time);
+                }
+            }
+            if let (Some(strip), false, 1) = (&mut self.strip, st.delivered, d) {
+                strip.lost_ack(st.time);
+            }
+        }
+    }
+
+    /// An engine reads packets at the start of its frame and sends at the end of the same
+    /// frame, and both engines stamp a ping with their frame clock: so a round trip ends
+    /// when the measuring side next sends (ioq3's SV_CalcPings counts server frames; the
+    /// client's cl.snap.ping its own frame's time).
+    fn await_rtt(&mut self, side: Dir, m: RttMethod, sent: f64, seq: Option<i64>) {
+        let w = &mut self.awaiting[di(side)];
+        if w.len() < MAX_AWAITING {
+            w.push((m, sent, seq));
+        }
+    }
+
+    fn complete_rtts(&mut self, d: usize, now: f64) {
+        if self.awaiting[d].is_empty() {
+            return;
+        }
+        let done = std::mem::take(&mut self.awaiting[d]);
+        for &(m, sent, seq) in &done {
+            let ms = (now - sent) * 1000.0;
+            self.rtt_sample(m, sent, ms);
+            if let Some(st) = &mut self.strip {
+                st.latency(m, seq, ms);
+            }
+        }
+        self.awaiting[d] = done;
+        self.awaiting[d].clear();
+    }
+
+    /// A round trip, filed at the time its measured packet left (where a delay began).
+    fn rtt_sample(&mut self, m: RttMethod, sent: f64, ms: f64) {
+        let k = m as usize;
+        self.rtt[k].add(ms);
+        self.rtt_var[k].add(ms);
+        if let Some(b) = self.bin(sent) {
+            let r = &mut b.rtt[k];
+            r.sum_ms += ms;
+            r.n += 1;
+            r.max_ms = r.max_ms.max(ms);
+        }
+    }
+
+    fn snapshot(&mut self, s: &Sample, snap: super::sample::SnapStamp, bi: Option<usize>) {
+        self.snapshots += 1;
+        self.rate_delayed += u64::from(snap.rate_delayed);
+        let j = self.jitter[1].add(s.time, f64::from(snap.server_time));
+        self.bin_jitter(1, bi, j);
+        if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
+            b.snapshots += 1;
+            b.rate_delayed += u32::from(snap.rate_delayed);
+        }
+        // The engine takes the newest client packet whose last command the server has run.
+        let hit = self
+            .cmd_ring
+            .iter()
+            .rev()
+            .find(|(_, ct)| *ct <= snap.command_time)
+            .copied();
+        if let Some((sent, _)) = hit {
+            // Each client packet counts once: the first snapshot that reaches it.
+            self.cmd_ring.retain(|(t, _)| *t > sent);
+            self.await_rtt(Dir::C2s, RttMethod::Command, sent, None);
+        }
+    }
+
+    /// The running jitter estimate of direction `d` after an update, into bin `bi`.
+    fn bin_jitter(&mut self, d: usize, bi: Option<usize>, j: Option<f64>) {
+        if let (Some(j), Some(b)) = (j, bi.and_then(|i| self.bins.get_mut(i))) {
+            b.jitter_sum[d] += j as f32;
+            b.jitter_n[d] += 1;
+        }
+    }
+
+    /// End of the capture: settle what the acknowledgements can still tell.
+    pub fn finish(&mut self) {
+        for d in 0..2 {
+            let mut settled = std::mem::take(&mut self.settled);
+            self.acks[d].finish(&mut settled);
+            self.record_settled(d, &mut settled);
+            self.settled = settled;
+        }
+    }
+
+    /// True once the far side acknowledged packets of direction `d`.
+    pub fn acked(&self, d: Dir) -> bool {
+        self.acks[di(d)].any_ack() || self.dir[di(d)].acked > 0
+    }
+}
+
+/// Index of a direction in the per-direction arrays.
+pub fn dir_index(d: Dir) -> usize {
+    di(d)
+}

@@ -1,0 +1,140 @@
+//! Lag events: windows where the ping rose well above the connection's median, and loss
+//! bursts, found on the fixed bins of the accumulation.
+use super::acc::{Bin, FlowAcc, RttMethod, BIN_S};
+use super::report::{bins_loss, Both, LagEvent};
+use crate::flow::Dir;
+
+/// A ping this far above the median (at least this many ms, or the median again) is lag.
+const PING_RISE_MIN_MS: f64 = 50.0;
+/// A bin needs this many ping samples to count (a connection's last packets, acknowledged
+/// by a leaving peer or not at all, are no lag).
+const MIN_PING_SAMPLES: u32 = 3;
+/// A loss burst: at least this fraction lost (or this many times the connection's loss) ...
+const BURST_MIN: f64 = 0.2;
+const BURST_FACTOR: f64 = 2.5;
+/// ... over a window this many bins wide (2 s: one unlucky second of a lossy path is not
+/// a burst), and the event lasts at least this many bins (1 s).
+const BURST_WINDOW: usize = 4;
+const MIN_RUN: usize = 2;
+/// A loss burst spans at least this long from its first to its last loss (s).
+const MIN_BURST_S: f64 = 1.0;
+
+/// Every lag event of a connection, in time order.
+pub fn find(
+    acc: &FlowAcc,
+    m: Option<RttMethod>,
+    median: Option<f64>,
+    lm: &Both<&'static str>,
+) -> Vec<LagEvent> {
+    let mut v = Vec::new();
+    if let (Some(m), Some(med)) = (m, median) {
+        v.extend(ping_events(acc, m, med));
+    }
+    for (d, dir, method) in [(0, Dir::C2s, lm.c2s), (1, Dir::S2c, lm.s2c)] {
+        if method.is_some() {
+            v.extend(loss_events(acc, d, dir, method));
+        }
+    }
+    v.sort_by(|a, b| a.start.total_cmp(&b.start));
+    v
+}
+
+/// Runs of marked bins (a single unmarked bin inside a run is bridged), as index ranges of
+/// at least [`MIN_RUN`] bins.
+fn runs(marked: &[bool]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < marked.len() {
+        if !marked[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut end = i;
+        let mut j = i + 1;
+        while j < marked.len() && (marked[j] || marked.get(j + 1) == Some(&true)) {
+            if marked[j] {
+                end = j;
+            }
+            j += 1;
+        }
+        if end + 1 - start >= MIN_RUN {
+            out.push((start, end));
+        }
+        i = end + 1;
+    }
+    out
+}
+
+fn ping_events(acc: &FlowAcc, m: RttMethod, median: f64) -> Vec<LagEvent> {
+    let limit = median + PING_RISE_MIN_MS.max(median);
+    let k = m as usize;
+    let marked: Vec<bool> = acc
+        .bins
+        .iter()
+        .map(|b| b.rtt[k].n >= MIN_PING_SAMPLES && b.rtt[k].sum_ms / f64::from(b.rtt[k].n) > limit)
+        .collect();
+    runs(&marked)
+        .into_iter()
+        .map(|(a, z)| LagEvent {
+            kind: "ping",
+            start: acc.t0 + a as f64 * BIN_S,
+            end: acc.t0 + (z + 1) as f64 * BIN_S,
+            dir: None,
+            peak: acc.bins[a..=z]
+                .iter()
+                .map(|b| b.rtt[k].max_ms)
+                .fold(0.0, f64::max),
+            baseline: median,
+        })
+        .collect()
+}
+
+fn loss_events(acc: &FlowAcc, d: usize, dir: Dir, method: Option<&'static str>) -> Vec<LagEvent> {
+    let overall = bins_loss(&acc.bins, d, method).unwrap_or(0.0);
+    let limit = BURST_MIN.max(BURST_FACTOR * overall);
+    let bins = &acc.bins;
+    let own = |b: &Bin| bins_loss(std::slice::from_ref(b), d, method).unwrap_or(0.0);
+    let mut marked = vec![false; bins.len()];
+    for w in 0..bins.len() {
+        let win = &bins[w..(w + BURST_WINDOW).min(bins.len())];
+        if bins_loss(win, d, method).unwrap_or(0.0) < limit {
+            continue;
+        }
+        for (i, b) in win.iter().enumerate() {
+            if own(b) >= limit {
+                marked[w + i] = true;
+            }
+        }
+    }
+    runs(&marked)
+        .into_iter()
+        .filter_map(|(a, z)| {
+            let span = &bins[a..=z];
+            let start = span.iter().find_map(|b| b.dir[d].first_loss)?;
+            let end = span.iter().rev().find_map(|b| b.dir[d].last_loss)?;
+            if end - start < MIN_BURST_S {
+                return None;
+            }
+            Some(LagEvent {
+                kind: "loss",
+                start,
+                end,
+                dir: Some(dir),
+                peak: span.iter().map(own).fold(0.0, f64::max),
+                baseline: bins_loss(span, d, method).unwrap_or(0.0),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn runs_bridge_single_holes_and_drop_short_ones() {
+        let m = [false, true, false, true, true, false, false, true, false];
+        assert_eq!(runs(&m), vec![(1, 4)]);
+    }
+}

@@ -1,0 +1,302 @@
+//! Small bounded-memory statistics: a millisecond histogram for percentiles, the RFC 3550
+//! jitter estimator, and the table of sent packets waiting for their acknowledgement.
+use std::collections::VecDeque;
+
+/// Round trips are kept as counts per millisecond up to [`FINE_MS`], per 10 ms above it up
+/// to [`HIST_MS`] (longer ones count in the last bucket): percentiles to the millisecond
+/// where pings live, in constant memory (8 KB) whatever the capture's length.
+const FINE_MS: usize = 1_000;
+const HIST_MS: usize = 10_000;
+const COARSE_MS: usize = 10;
+const BUCKETS: usize = FINE_MS + (HIST_MS - FINE_MS) / COARSE_MS;
+
+fn bucket(ms: f64) -> usize {
+    let ms = ms as usize;
+    if ms < FINE_MS {
+        ms
+    } else {
+        (FINE_MS + (ms - FINE_MS) / COARSE_MS).min(BUCKETS - 1)
+    }
+}
+
+/// The middle of a bucket (ms).
+fn bucket_mid(i: usize) -> f64 {
+    if i < FINE_MS {
+        i as f64 + 0.5
+    } else {
+        (FINE_MS + (i - FINE_MS) * COARSE_MS) as f64 + COARSE_MS as f64 / 2.0
+    }
+}
+
+/// Counts per whole millisecond.
+#[derive(Debug, Clone, Default)]
+pub struct Hist {
+    counts: Vec<u32>,
+    n: u64,
+    max: f64,
+}
+
+impl Hist {
+    pub fn add(&mut self, ms: f64) {
+        if !ms.is_finite() || ms < 0.0 {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts = vec![0; BUCKETS];
+        }
+        let i = bucket(ms);
+        self.counts[i] = self.counts[i].saturating_add(1);
+        self.n += 1;
+        self.max = self.max.max(ms);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The q-quantile (0..1), to the millisecond (bucket middle); None when empty.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return Some(bucket_mid(i).min(self.max));
+            }
+        }
+        Some(self.max)
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.max)
+    }
+}
+
+/// RFC 3550 §6.4.1 interarrival jitter over a sender's timestamps (ms) and the capture's
+/// arrival times; the report gives the running estimate's mean over the connection, so
+/// one quiet or noisy moment at the end does not decide it.
+#[derive(Debug, Clone, Default)]
+pub struct Jitter {
+    last_transit: Option<f64>,
+    j: f64,
+    sum: f64,
+    n: u64,
+}
+
+/// A timestamp step this large (ms) is a clock reset (map change, new gamestate), not jitter.
+const STAMP_RESET_MS: f64 = 5_000.0;
+
+impl Jitter {
+    /// One packet; the estimate after it, when it updated one.
+    pub fn add(&mut self, arrival_s: f64, stamp_ms: f64) -> Option<f64> {
+        let transit = arrival_s * 1000.0 - stamp_ms;
+        let prev = self.last_transit.replace(transit)?;
+        let d = (transit - prev).abs();
+        if d.is_nan() || d >= STAMP_RESET_MS {
+            return None;
+        }
+        self.j += (d - self.j) / 16.0;
+        self.sum += self.j;
+        self.n += 1;
+        Some(self.j)
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+}
+
+/// Mean absolute difference of successive values (the RTT variation used as jitter when the
+/// sender stamps nothing).
+#[derive(Debug, Clone, Default)]
+pub struct Variation {
+    last: Option<f64>,
+    sum: f64,
+    n: u64,
+}
+
+impl Variation {
+    pub fn add(&mut self, v: f64) {
+        if let Some(p) = self.last {
+            self.sum += (v - p).abs();
+            self.n += 1;
+        }
+        self.last = Some(v);
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+}
+
+/// One packet seen leaving towards the far side, waiting for the far side's ack.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    seq: i64,
+    time: f64,
+    acked: bool,
+}
+
+/// The fate of a sent packet once the far side's acks have settled it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settled {
+    pub time: f64,
+    pub delivered: bool,
+}
+
+/// Packets are settled this long after being sent when a later one was acknowledged (an ack
+/// only ever names the newest packet the far side accepted, so older ones cannot be acked
+/// afterwards; the delay leaves room for reordered acks).
+const SETTLE_S: f64 = 2.0;
+/// At most this many packets wait (constant memory when the far side never answers).
+const MAX_PENDING: usize = 4096;
+/// The far side is taken as listening once its acknowledgement moved forward this often.
+const LIVE_ADVANCES: u32 = 5;
+
+/// The packets of one direction seen before they crossed the path, and which of them the far
+/// side acknowledged: round trips and, for those never acknowledged, inferred loss.
+#[derive(Debug, Clone, Default)]
+pub struct AckTable {
+    pending: VecDeque<Sent>,
+    max_ack: Option<i64>,
+    /// The far side's acknowledgement moved forward: it is processing our packets (a Quake 3
+    /// client loading its map keeps acknowledging the gamestate for seconds).
+    live: bool,
+    advances: u32,
+}
+
+impl AckTable {
+    /// A packet of sequence `seq` left at `time` (repeats and stale sequences are ignored).
+    pub fn sent(&mut self, seq: i64, time: f64, out: &mut Vec<Settled>) {
+        // Before the far side acknowledged anything it is not listening yet (connection
+        // set-up): those packets tell nothing about the path.
+        if !self.live || self.pending.back().is_some_and(|s| s.seq >= seq) {
+            return;
+        }
+        if self.pending.len() >= MAX_PENDING {
+            if let Some(s) = self.pending.pop_front() {
+                out.push(self.settle(s));
+            }
+        }
+        self.pending.push_back(Sent {
+            seq,
+            time,
+            acked: false,
+        });
+    }
+
+    /// The far side acknowledged `ack` at `now`: the round trip of that packet (seconds) when
+    /// this is its first acknowledgement.
+    pub fn ack(&mut self, ack: i64, now: f64, out: &mut Vec<Settled>) -> Option<(f64, f64)> {
+        if self.max_ack.is_some_and(|m| ack > m) {
+            self.advances += 1;
+            self.live |= self.advances >= LIVE_ADVANCES;
+        }
+        self.max_ack = Some(self.max_ack.map_or(ack, |m| m.max(ack)));
+        let rtt = match self.find(ack) {
+            Ok(i) if !self.pending[i].acked => {
+                self.pending[i].acked = true;
+                let s = self.pending[i];
+                Some((s.time, now - s.time))
+            }
+            _ => None,
+        };
+        self.settle_before(now - SETTLE_S, out);
+        rtt
+    }
+
+    /// The pending packet of sequence `seq`: sequences usually run without holes here (the
+    /// packets were seen where they left), so its offset from the oldest is tried first.
+    fn find(&self, seq: i64) -> Result<usize, usize> {
+        let front = self.pending.front().map_or(seq, |s| s.seq);
+        let guess = usize::try_from(seq - front).ok();
+        if let Some(i) = guess.filter(|&i| self.pending.get(i).is_some_and(|s| s.seq == seq)) {
+            return Ok(i);
+        }
+        self.pending.binary_search_by_key(&seq, |s| s.seq)
+    }
+
+    fn settle(&self, s: Sent) -> Settled {
+        Settled {
+            time: s.time,
+            delivered: s.acked,
+        }
+    }
+
+    /// Settle the packets sent before `t` and already passed by an acknowledgement.
+    fn settle_before(&mut self, t: f64, out: &mut Vec<Settled>) {
+        let Some(max) = self.max_ack else { return };
+        while let Some(s) = self.pending.front().copied() {
+            if s.time >= t || s.seq > max {
+                break;
+            }
+            self.pending.pop_front();
+            out.push(self.settle(s));
+        }
+    }
+
+    /// End of the capture: settle what an acknowledgement passed; later packets stay unknown.
+    pub fn finish(&mut self, out: &mut Vec<Settled>) {
+        self.settle_before(f64::INFINITY, out);
+        self.pending.clear();
+    }
+
+    /// True once the far side acknowledged anything.
+    pub fn any_ack(&self) -> bool {
+        self.max_ack.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hist_quantiles() {
+        let mut h = Hist::default();
+        for v in [10.0, 20.0, 30.0, 40.0] {
+            h.add(v);
+        }
+        assert_eq!(h.quantile(0.5), Some(20.5));
+        assert_eq!(h.max(), Some(40.0));
+        // Above a second, 10 ms buckets (the middle, capped by the largest value).
+        h.add(2_342.0);
+        assert_eq!(h.quantile(1.0), Some(2_342.0));
+        h.add(2_341.0);
+        assert_eq!(h.quantile(0.9), Some(2_342.0));
+        assert_eq!(Hist::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn ack_table_settles_unacked_as_lost() {
+        let mut t = AckTable::default();
+        let mut out = Vec::new();
+        for a in -5..=0 {
+            t.ack(a, 0.0, &mut out);
+        }
+        for s in 1..=3 {
+            t.sent(s, s as f64 * 0.05, &mut out);
+        }
+        assert!(t.ack(1, 0.2, &mut out).is_some());
+        assert!(t.ack(3, 0.3, &mut out).is_some());
+        t.finish(&mut out);
+        let lost = out.iter().filter(|s| !s.delivered).count();
+        assert_eq!((out.len(), lost), (3, 1));
+    }
+
+    #[test]
+    fn jitter_of_constant_transit_is_zero() {
+        let mut j = Jitter::default();
+        for i in 0..10 {
+            j.add(i as f64 * 0.05 + 0.1, i as f64 * 50.0);
+        }
+        assert!(j.mean().unwrap() < 1e-6);
+    }
+}

@@ -1,0 +1,157 @@
+//! `quakecap net` (network quality per connection, as a table or JSON) and `quakecap report`
+//! (the same analysis as one self-contained HTML file with plots).
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::Args;
+use quakecap::analysis::net::NetSink;
+use quakecap::pipeline::{self, Options};
+use quakecap::sink;
+
+use super::input::{NothingDone, EXIT_INPUT, EXIT_OK};
+
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// Captures (pcap/pcapng; demo files hold no packets); `-` reads stdin, gzip/zstd are
+    /// undone, a folder is walked.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Treat all captures as one, interleaved by time (flow ids continue across files).
+    #[arg(long)]
+    pub merge: bool,
+    /// Only these flow ids.
+    #[arg(long = "flow")]
+    pub flows: Vec<u32>,
+    /// Print a JSON array, one object per connection.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds per entry of each connection's series.
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A pcap / pcapng capture (`-` reads stdin, gzip/zstd are undone).
+    pub file: PathBuf,
+    /// The HTML file to write (written whole or not at all).
+    #[arg(short = 'o', long = "out")]
+    pub out: PathBuf,
+    /// Only these flow ids.
+    #[arg(long = "flow")]
+    pub flows: Vec<u32>,
+}
+
+fn options(flows: &[u32]) -> Options {
+    Options {
+        samples: true,
+        flows: (!flows.is_empty()).then(|| flows.to_vec()),
+        ..Options::default()
+    }
+}
+
+/// A demo file holds no packets: said once, counted as an unusable input.
+fn is_refused_demo(f: &Path) -> bool {
+    let demo = pipeline::is_demo(Path::new(&super::input::logical_name(f)));
+    if demo {
+        eprintln!(
+            "quakecap: {}: a demo file holds no packets; network quality needs a capture \
+             (pcap/pcapng)",
+            f.display()
+        );
+    }
+    demo
+}
+
+fn say_if_empty(ns: &NetSink, file: &str) {
+    if ns.reports.is_empty() {
+        eprintln!("quakecap: {file}: no game connection with netchan traffic in this capture");
+    }
+}
+
+/// `quakecap net`: the network analysis of each capture (or of all as one with `--merge`).
+pub fn run(args: &NetArgs) -> Result<i32> {
+    if !(args.interval.is_finite() && args.interval > 0.0) {
+        bail!("--interval must be a positive number of seconds");
+    }
+    let files = super::input::expand(&args.files)?;
+    let opts = options(&args.flows);
+    let mut failed = 0;
+    let mut tables = Vec::new();
+    if args.merge {
+        if files.iter().any(|f| is_refused_demo(f)) {
+            return Ok(EXIT_INPUT);
+        }
+        let mut ns = NetSink::new(args.interval);
+        let report = pipeline::run_merged(&files, &opts, &mut ns)?;
+        super::warn(&report);
+        say_if_empty(&ns, &report.file);
+        tables.push((report.file, ns.reports));
+    } else {
+        for f in &files {
+            if is_refused_demo(f) {
+                failed += 1;
+                continue;
+            }
+            let mut ns = NetSink::new(args.interval);
+            match super::run_input(f, &opts, &mut ns) {
+                Ok(report) => {
+                    super::warn(&report);
+                    say_if_empty(&ns, &report.file);
+                    tables.push((report.file, ns.reports));
+                }
+                Err(e) => {
+                    eprintln!("quakecap: {e}");
+                    failed += 1;
+                }
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    if args.json {
+        let all: Vec<_> = tables.iter().flat_map(|(_, r)| r.iter()).collect();
+        serde_json::to_writer_pretty(&mut out, &all)?;
+        writeln!(out)?;
+    } else {
+        for (file, rows) in tables.iter().filter(|(_, r)| !r.is_empty()) {
+            if tables.len() > 1 {
+                writeln!(out, "{file}")?;
+            }
+            writeln!(out, "{}", sink::nettable::render(rows))?;
+        }
+    }
+    // A missing file among good ones is still a failure.
+    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+}
+
+/// `quakecap report`: the HTML report of one capture, written whole or not at all.
+pub fn report(args: &ReportArgs) -> Result<i32> {
+    let file = &args.file;
+    super::input::check_not_empty(file)?;
+    if is_refused_demo(file) {
+        return Ok(EXIT_INPUT);
+    }
+    let opts = options(&args.flows);
+    let mut ns = NetSink::new(1.0)
+        .with_strip()
+        .with_max_points(sink::nethtml::MAX_POINTS);
+    let report = super::run_input(file, &opts, &mut ns)?;
+    super::warn(&report);
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    if let Some(m) = super::input::missing_flows(&args.flows, &present, &report.file) {
+        return Err(NothingDone(m).into());
+    }
+    say_if_empty(&ns, &report.file);
+    let shown: Vec<_> = report
+        .flows
+        .iter()
+        .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
+        .cloned()
+        .collect();
+    let html = sink::nethtml::render(&report.file, &shown, &ns.reports);
+    let mut part = super::demo::PartFile::create(args.out.clone())?;
+    part.write_all(html.as_bytes())?;
+    part.commit()?;
+    Ok(EXIT_OK)
+}

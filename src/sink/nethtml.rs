@@ -1,0 +1,600 @@
+//! `quakecap report`: one self-contained HTML file (no script, no fetch: it opens offline)
+//! with the flows table, the network-quality table and, per connection, plots drawn with
+//! plotters' SVG backend and inlined: ping over time with the lag events shaded, loss per
+//! interval each way, jitter each way, packet and snapshot rates, bandwidth, and a lagometer
+//! strip in the style of Quake 3's `cg_lagometer`.
+//!
+//! Size: every series has at most [`MAX_POINTS`] entries (the report widens the interval for
+//! long connections) and the strip at most [`strip::MAX_COLS`] columns, so a connection costs
+//! about the same whatever the match length (well under 200 KB).
+use std::fmt::Write as _;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::analysis::net::acc::RttMethod;
+use crate::analysis::net::report::{Interval, LagEvent, NetQuality};
+use crate::analysis::net::strip;
+use crate::flow::{Dir, FlowSummary};
+
+/// Entries per series the report asks for (about a point per two pixels).
+pub const MAX_POINTS: usize = 450;
+
+const W: u32 = 900;
+const H: u32 = 190;
+/// Lag events shaded on the ping plot (class names for the checks: these exact colours).
+pub const PING_EVENT: RGBColor = RGBColor(0xE0, 0x31, 0x31);
+pub const LOSS_EVENT: RGBColor = RGBColor(0x8E, 0x44, 0xAD);
+const C2S: RGBColor = RGBColor(0x1F, 0x77, 0xB4);
+const S2C: RGBColor = RGBColor(0xD6, 0x27, 0x28);
+const THIRD: RGBColor = RGBColor(0x2C, 0xA0, 0x2C);
+/// cg_lagometer's colours: latency green, rate-delayed yellow, dropped red.
+const LAG_OK: RGBColor = RGBColor(0x00, 0xB0, 0x00);
+const LAG_RATE: RGBColor = RGBColor(0xE6, 0xC2, 0x00);
+const LAG_DROP: RGBColor = RGBColor(0xE0, 0x00, 0x00);
+
+/// Text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c.is_control() => o.push('\u{fffd}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "unknown".into(), |x| format!("{:.1} %", x * 100.0))
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:960px}\
+table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}\
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
+th{background:#f0f0f0}td.l,th.l{text-align:left}\
+figure{margin:.4em 0}figcaption{font-size:13px;color:#555}\
+.note{font-size:13px;color:#555}section{border-top:2px solid #ddd;margin-top:1.5em}";
+
+/// The whole report of one capture: `flows` are the capture's flows (all kinds), `rows` the
+/// network quality of its connections.
+pub fn render(file: &str, flows: &[FlowSummary], rows: &[NetQuality]) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
+    let _ = writeln!(
+        h,
+        "<title>quakecap report: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+        esc(file)
+    );
+    let _ = writeln!(h, "<h1>Network quality: {}</h1>", esc(file));
+    h.push_str(
+        "<p class=\"note\">Times are seconds since each connection's first packet. \
+         How each figure is measured: see the README of quakecap (Network quality). \
+         “unknown”: the capture's vantage point cannot tell.</p>\n",
+    );
+    flows_table(&mut h, flows);
+    quality_table(&mut h, rows);
+    if rows.is_empty() {
+        h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
+    }
+    for r in rows {
+        connection(&mut h, r);
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+fn flows_table(h: &mut String, flows: &[FlowSummary]) {
+    h.push_str("<h2>Flows</h2>\n<table class=\"flows\">\n<tr><th>id</th><th class=\"l\">game</th><th class=\"l\">kind</th><th class=\"l\">server</th><th class=\"l\">client</th><th class=\"l\">player</th><th>duration s</th><th>packets c2s/s2c</th><th>bytes c2s/s2c</th></tr>\n");
+    for f in flows {
+        let ports: Vec<String> = f.client_ports.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}:{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{}/{}</td><td>{}/{}</td></tr>",
+            f.id,
+            f.game,
+            f.kind,
+            esc(&f.server),
+            esc(&f.client_ip),
+            ports.join(","),
+            esc(f.name.as_deref().unwrap_or("–")),
+            f.last_time - f.first_time,
+            f.packets.c2s,
+            f.packets.s2c,
+            f.bytes.c2s,
+            f.bytes.s2c
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn quality_table(h: &mut String, rows: &[NetQuality]) {
+    h.push_str("<h2>Connections</h2>\n<table class=\"net\">\n<tr><th>flow</th><th class=\"l\">player</th><th class=\"l\">vantage</th><th>ping median / p95 / max ms</th><th>loss c2s</th><th>loss s2c</th><th>jitter c2s / s2c ms</th><th>snaps/s</th><th>client pkts/s</th><th>fps</th><th>lag events</th></tr>\n");
+    for r in rows {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            r.flow,
+            esc(r.name.as_deref().unwrap_or("–")),
+            vantage(r),
+            num(r.ping.median, 0),
+            num(r.ping.p95, 0),
+            num(r.ping.max, 0),
+            pct(r.loss.c2s),
+            pct(r.loss.s2c),
+            num(r.jitter.c2s, 1),
+            num(r.jitter.s2c, 1),
+            num(r.snapshot_rate, 1),
+            r.client_packet_rate,
+            num(r.fps, 0),
+            r.lag_events.len()
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn vantage(r: &NetQuality) -> String {
+    serde_json::to_value(r.vantage)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn dir_name(d: Option<Dir>) -> &'static str {
+    match d {
+        Some(Dir::C2s) => "c2s",
+        Some(Dir::S2c) => "s2c",
+        None => "",
+    }
+}
+
+fn connection(h: &mut String, r: &NetQuality) {
+    let who = r.name.as_deref().unwrap_or("(unnamed)");
+    let _ = writeln!(
+        h,
+        "<section class=\"player\" id=\"flow-{}\" data-flow=\"{}\" data-name=\"{}\">\n<h2>{} — flow {} ({}, capture near the {})</h2>",
+        r.flow,
+        r.flow,
+        esc(who),
+        esc(who),
+        r.flow,
+        r.game,
+        vantage(r)
+    );
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">Ping method: {} ({} samples). Loss c2s {} ({}), s2c {} ({}). Series step {} s.</p>",
+        r.ping.method.unwrap_or("none"),
+        r.ping.samples,
+        pct(r.loss.c2s),
+        r.loss_method.c2s.unwrap_or("not knowable here"),
+        pct(r.loss.s2c),
+        r.loss_method.s2c.unwrap_or("not knowable here"),
+        r.interval
+    );
+    events_list(h, r);
+    let span = (r.last_time - r.first_time).max(1.0);
+    let x = |i: &Interval| i.start - r.first_time;
+    let figs: [(&str, String, Result<String, String>); 5] = [
+        (
+            "ping",
+            "Ping (ms): mean per interval, highest per interval (light); lag events shaded \
+             (red: ping, purple: loss); dashed: the connection's median"
+                .into(),
+            plot_ping(r, span),
+        ),
+        (
+            "loss",
+            format!(
+                "Loss per interval (%): client→server (blue){}, server→client (red){}",
+                if r.loss.c2s.is_none() { " unknown" } else { "" },
+                if r.loss.s2c.is_none() { " unknown" } else { "" }
+            ),
+            lines(
+                span,
+                "%",
+                &[
+                    series(r, &x, |i| i.loss.c2s.map(|v| v * 100.0), C2S, "c2s"),
+                    series(r, &x, |i| i.loss.s2c.map(|v| v * 100.0), S2C, "s2c"),
+                ],
+                Some(100.0),
+                &[],
+            ),
+        ),
+        (
+            "jitter",
+            format!(
+                "Jitter (ms, RFC 3550 over the sender's timestamps): c2s (blue), s2c (red){}",
+                if r.jitter.c2s.is_none() && r.jitter.s2c.is_none() {
+                    format!(
+                        " — not measurable from here; variation of successive pings {} ms",
+                        num(r.jitter.rtt, 1)
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            lines(
+                span,
+                "ms",
+                &[
+                    series(r, &x, |i| i.jitter.c2s, C2S, "c2s"),
+                    series(r, &x, |i| i.jitter.s2c, S2C, "s2c"),
+                ],
+                None,
+                &[],
+            ),
+        ),
+        (
+            "rates",
+            "Rates (per second): client packets (blue), server packets (red), snapshots (green)"
+                .into(),
+            lines(
+                span,
+                "/s",
+                &[
+                    series(
+                        r,
+                        &x,
+                        |i| i.packets.c2s.map(|p| f64::from(p) / r.interval),
+                        C2S,
+                        "client pkts",
+                    ),
+                    series(
+                        r,
+                        &x,
+                        |i| i.packets.s2c.map(|p| f64::from(p) / r.interval),
+                        S2C,
+                        "server pkts",
+                    ),
+                    series(
+                        r,
+                        &x,
+                        |i| r.snapshot_rate.map(|_| f64::from(i.snapshots) / r.interval),
+                        THIRD,
+                        "snapshots",
+                    ),
+                ],
+                None,
+                &[],
+            ),
+        ),
+        (
+            "bandwidth",
+            "Bandwidth (kB/s of UDP payload): client→server (blue), server→client (red)".into(),
+            lines(
+                span,
+                "kB/s",
+                &[
+                    series(
+                        r,
+                        &x,
+                        |i| i.bytes.c2s.map(|b| b as f64 / 1000.0 / r.interval),
+                        C2S,
+                        "c2s",
+                    ),
+                    series(
+                        r,
+                        &x,
+                        |i| i.bytes.s2c.map(|b| b as f64 / 1000.0 / r.interval),
+                        S2C,
+                        "s2c",
+                    ),
+                ],
+                None,
+                &[],
+            ),
+        ),
+    ];
+    for (class, caption, svg) in figs {
+        figure(h, class, &caption, svg);
+    }
+    let strip_caption = format!(
+        "Lagometer: one column per server packet{} — height its latency (ms), yellow when \
+         rate-delayed (the client's rate is too low), red where server packets were lost \
+         before it{}",
+        r.strip
+            .as_ref()
+            .filter(|s| s.per_col > 1)
+            .map_or(String::new(), |s| format!(
+                " (merged by {}: worst latency)",
+                s.per_col
+            )),
+        if r.loss.s2c.is_none() {
+            " (unknown from here: none shown)"
+        } else {
+            ""
+        }
+    );
+    figure(h, "lagometer", &strip_caption, plot_strip(r, span));
+    h.push_str("</section>\n");
+}
+
+fn events_list(h: &mut String, r: &NetQuality) {
+    if r.lag_events.is_empty() {
+        h.push_str("<p class=\"note\">No lag events.</p>\n");
+        return;
+    }
+    h.push_str("<ul class=\"lag-events\">\n");
+    for e in &r.lag_events {
+        let (a, z) = (e.start - r.first_time, e.end - r.first_time);
+        let text = match e.kind {
+            "ping" => format!("{a:.1}–{z:.1} s: ping {:.0} → {:.0} ms", e.baseline, e.peak),
+            _ => format!(
+                "{a:.1}–{z:.1} s: {:.0} % of {} packets lost (worst {:.0} %)",
+                e.baseline * 100.0,
+                if e.dir == Some(Dir::C2s) {
+                    "client"
+                } else {
+                    "server"
+                },
+                e.peak * 100.0
+            ),
+        };
+        let _ = writeln!(
+            h,
+            "<li data-kind=\"{}\" data-dir=\"{}\" data-start=\"{:.3}\" data-end=\"{:.3}\">{}</li>",
+            e.kind,
+            dir_name(e.dir),
+            e.start,
+            e.end,
+            esc(&text)
+        );
+    }
+    h.push_str("</ul>\n");
+}
+
+fn figure(h: &mut String, class: &str, caption: &str, svg: Result<String, String>) {
+    let _ = write!(
+        h,
+        "<figure class=\"{class}\">\n<figcaption>{}</figcaption>\n",
+        esc(caption)
+    );
+    match svg {
+        Ok(s) => {
+            // plotters writes an XML declaration-free <svg> element: inline it as is.
+            h.push_str(s.trim());
+            h.push('\n');
+        }
+        Err(e) => {
+            let _ = writeln!(h, "<p class=\"note\">plot failed: {}</p>", esc(&e));
+        }
+    }
+    h.push_str("</figure>\n");
+}
+
+/// One line of a plot: runs of points (a gap where the value is unknown).
+struct Line {
+    runs: Vec<Vec<(f64, f64)>>,
+    color: RGBColor,
+    label: &'static str,
+}
+
+fn series(
+    r: &NetQuality,
+    x: &dyn Fn(&Interval) -> f64,
+    y: impl Fn(&Interval) -> Option<f64>,
+    color: RGBColor,
+    label: &'static str,
+) -> Line {
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for i in &r.series {
+        match y(i).filter(|v| v.is_finite()) {
+            Some(v) => {
+                if let Some(run) = runs.last_mut() {
+                    run.push((x(i), v));
+                }
+            }
+            None if runs.last().is_some_and(|r| !r.is_empty()) => runs.push(Vec::new()),
+            None => {}
+        }
+    }
+    runs.retain(|r| !r.is_empty());
+    Line { runs, color, label }
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A time plot with the given lines, shaded windows (start, end, colour) behind them.
+fn lines(
+    span: f64,
+    unit: &str,
+    ls: &[Line],
+    ymax: Option<f64>,
+    shade: &[(f64, f64, RGBColor)],
+) -> Result<String, String> {
+    let top = ymax.unwrap_or_else(|| {
+        let m = ls
+            .iter()
+            .flat_map(|l| l.runs.iter().flatten())
+            .map(|p| p.1)
+            .fold(0.0, f64::max);
+        (m * 1.1).max(1.0)
+    });
+    let mut svg = String::new();
+    {
+        let root: Area = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(6)
+            .x_label_area_size(26)
+            .y_label_area_size(52)
+            .build_cartesian_2d(0f64..span, 0f64..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("s")
+            .y_desc(unit)
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(shade.iter().map(|&(a, z, c)| {
+                Rectangle::new(
+                    [(a, 0.0), (z.max(a + span / W as f64), top)],
+                    c.mix(0.22).filled(),
+                )
+            }))
+            .map_err(err)?;
+        let mut labelled = false;
+        for l in ls {
+            for (n, run) in l.runs.iter().enumerate() {
+                let drawn = if run.len() == 1 {
+                    chart.draw_series(std::iter::once(Circle::new(run[0], 2, l.color.filled())))
+                } else {
+                    chart.draw_series(LineSeries::new(
+                        run.iter().copied(),
+                        l.color.stroke_width(1),
+                    ))
+                }
+                .map_err(err)?;
+                if n == 0 {
+                    let c = l.color;
+                    drawn
+                        .label(l.label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
+                    labelled = true;
+                }
+            }
+        }
+        if labelled {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+fn plot_ping(r: &NetQuality, span: f64) -> Result<String, String> {
+    let x = |i: &Interval| i.start - r.first_time;
+    let mean = series(r, &x, |i| i.ping, C2S, "mean");
+    let max = series(r, &x, |i| i.ping_max, RGBColor(0x9E, 0xC5, 0xE8), "max");
+    let shade: Vec<(f64, f64, RGBColor)> = r
+        .lag_events
+        .iter()
+        .map(|e: &LagEvent| {
+            (
+                e.start - r.first_time,
+                e.end - r.first_time,
+                if e.kind == "ping" {
+                    PING_EVENT
+                } else {
+                    LOSS_EVENT
+                },
+            )
+        })
+        .collect();
+    let mut ls = vec![max, mean];
+    if let Some(m) = r.ping.median {
+        // The median as a dashed line: short segments.
+        let mut runs = Vec::new();
+        let step = span / 60.0;
+        let mut t = 0.0;
+        while t < span {
+            runs.push(vec![(t, m), ((t + step / 2.0).min(span), m)]);
+            t += step;
+        }
+        ls.push(Line {
+            runs,
+            color: RGBColor(0x55, 0x55, 0x55),
+            label: "median",
+        });
+    }
+    lines(span, "ms", &ls, None, &shade)
+}
+
+fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
+    let Some(strip) = r.strip.as_deref() else {
+        return Err("no lagometer data".into());
+    };
+    let k = r.ping_method.unwrap_or(RttMethod::AckS2c) as usize;
+    let lost = |c: &strip::Col| match r.loss_method.s2c {
+        Some("gaps") => c.lost_gap,
+        Some(_) => c.lost_ack,
+        None => 0,
+    };
+    let top = strip
+        .cols
+        .iter()
+        .map(|c| f64::from(c.latency[k]))
+        .fold(0.0, f64::max)
+        .max(50.0)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root: Area = SVGBackend::with_string(&mut svg, (W, 120)).into_drawing_area();
+        root.fill(&RGBColor(0x10, 0x10, 0x10)).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(6)
+            .x_label_area_size(26)
+            .y_label_area_size(52)
+            .build_cartesian_2d(0f64..span, 0f64..top)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("s")
+            .y_desc("ms")
+            .axis_style(WHITE)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style(("sans-serif", 12).into_font().color(&WHITE))
+            .draw()
+            .map_err(err)?;
+        let cols = &strip.cols;
+        let px = span / f64::from(W);
+        let bars = cols.iter().enumerate().filter_map(|(i, c)| {
+            let a = c.start - r.first_time;
+            let z = cols
+                .get(i + 1)
+                .map_or(c.end - r.first_time, |n| n.start - r.first_time)
+                .max(a + px);
+            if lost(c) > 0 {
+                return Some(Rectangle::new([(a, 0.0), (z, top)], LAG_DROP.filled()));
+            }
+            let l = f64::from(c.latency[k]);
+            if l < 0.0 {
+                return None;
+            }
+            let color = if c.rate_delayed > 0 { LAG_RATE } else { LAG_OK };
+            Some(Rectangle::new([(a, 0.0), (z, l)], color.filled()))
+        });
+        chart.draw_series(bars).map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn names_are_escaped() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

@@ -1,0 +1,742 @@
+//! Network quality (`quakecap net`) judged against the truth of what the path did: the
+//! impairing relay's per-datagram log (`impair.jsonl`), its settings (`SETTINGS`) and the
+//! servers' own pings (`server.log` status tables, `quakestat.txt`). Every expected number is
+//! computed here from those stored files.
+use std::path::{Path, PathBuf};
+
+use quakecap::analysis::net::{NetQuality, NetSink};
+use quakecap::pipeline::{self, Options};
+
+fn dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("captures")
+        .join(name)
+}
+
+fn net(path: &Path) -> Vec<NetQuality> {
+    let opts = Options {
+        samples: true,
+        threads: Some(1),
+        ..Options::default()
+    };
+    let mut sink = NetSink::new(1.0);
+    pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture reads");
+    sink.reports
+}
+
+/// One relay decision.
+struct Line {
+    t: f64,
+    up: bool,
+    client: String,
+    dropped: bool,
+    delay: Option<f64>,
+}
+
+fn relay_log(d: &Path) -> Vec<Line> {
+    let text = std::fs::read_to_string(d.join("impair.jsonl")).expect("impair.jsonl");
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| Line {
+            t: v["t"].as_f64().unwrap_or(0.0),
+            up: v["dir"] == "up",
+            client: v["client"].as_str().unwrap_or("").to_string(),
+            dropped: v["fate"] == "dropped",
+            delay: v["delays"].get(0).and_then(|x| x.as_f64()),
+        })
+        .collect()
+}
+
+/// What the relay did to one client's datagrams of one direction within a time window.
+struct Truth {
+    loss: f64,
+    /// Mean absolute difference of successive one-way delays (ms).
+    jitter: f64,
+}
+
+fn truth(log: &[Line], client: &str, up: bool, from: f64, to: f64) -> Truth {
+    let lines: Vec<&Line> = log
+        .iter()
+        .filter(|l| l.client == client && l.up == up && l.t >= from && l.t <= to)
+        .collect();
+    let lost = lines.iter().filter(|l| l.dropped).count();
+    let delays: Vec<f64> = lines.iter().filter_map(|l| l.delay).collect();
+    let diffs: Vec<f64> = delays.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    Truth {
+        loss: lost as f64 / lines.len().max(1) as f64,
+        jitter: diffs.iter().sum::<f64>() / diffs.len().max(1) as f64,
+    }
+}
+
+/// Relay time of a capture time: the relay's first datagram is the client-side capture's
+/// first packet.
+fn relay_offset(d: &Path, log: &[Line]) -> f64 {
+    let r = pipeline::run_capture(
+        &d.join("capture.pcapng"),
+        &Options::default(),
+        &mut NoSink,
+        &mut |_| {},
+    )
+    .expect("capture");
+    let first = r
+        .flows
+        .iter()
+        .map(|f| f.first_time)
+        .fold(f64::INFINITY, f64::min);
+    first - log.first().map_or(0.0, |l| l.t)
+}
+
+struct NoSink;
+impl pipeline::Sink for NoSink {}
+
+/// The relay's `--spike START:LEN:DELAY[:LOSS]` settings (relay time).
+struct Spike {
+    start: f64,
+    len: f64,
+    delay: f64,
+    loss: f64,
+}
+
+fn spikes(d: &Path) -> Vec<Spike> {
+    let s = std::fs::read_to_string(d.join("SETTINGS")).expect("SETTINGS");
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "--spike")
+        .map(|w| {
+            let v: Vec<f64> = w[1]
+                .trim_matches('\'')
+                .split(':')
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            Spike {
+                start: v[0],
+                len: v[1],
+                delay: v.get(2).copied().unwrap_or(0.0),
+                loss: v.get(3).copied().unwrap_or(0.0),
+            }
+        })
+        .collect()
+}
+
+/// Median of the server's own ping of `name`: Quake 3 `status` tables, QuakeWorld quakestat.
+fn server_ping(d: &Path, name: &str) -> f64 {
+    let mut v: Vec<f64> = Vec::new();
+    if let Ok(log) = std::fs::read_to_string(d.join("server.log")) {
+        for l in log.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.len() >= 4 && w[3] == name && w[0].parse::<u32>().is_ok() {
+                v.extend(w[2].parse::<f64>().ok());
+            }
+        }
+    }
+    if let Ok(qs) = std::fs::read_to_string(d.join("quakestat.txt")) {
+        for l in qs
+            .lines()
+            .filter(|l| l.split_whitespace().nth(5) == Some(name))
+        {
+            let ping = l.split('@').nth(1).and_then(|x| x.split("ms").next());
+            v.extend(ping.and_then(|p| p.parse::<f64>().ok()));
+        }
+    }
+    assert!(!v.is_empty(), "no server ping for {name}");
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The relay's client address of a connection seen at the clients' side.
+fn relay_client(c: &NetQuality, client_side: &[quakecap::flow::FlowSummary]) -> String {
+    let f = client_side.iter().find(|f| f.id == c.flow).expect("flow");
+    format!("{}:{}", f.client_ip, f.client_ports[0])
+}
+
+fn flows_of(path: &Path) -> Vec<quakecap::flow::FlowSummary> {
+    pipeline::run_capture(path, &Options::default(), &mut NoSink, &mut |_| {})
+        .expect("capture")
+        .flows
+}
+
+/// Which loss each vantage can know: (c2s, s2c).
+fn knowable(game: &str, vantage: &str) -> (bool, bool) {
+    match (game, vantage) {
+        ("q3", "client") => (false, true),
+        ("q3", "server") => (true, true),
+        ("qw", "server") => (true, false),
+        _ => (false, false),
+    }
+}
+
+fn check_session(name: &str) {
+    let d = dir(name);
+    let log = relay_log(&d);
+    let off = relay_offset(&d, &log);
+    let client_flows = flows_of(&d.join("capture.pcapng"));
+    let near_clients = net(&d.join("capture.pcapng"));
+    assert!(!near_clients.is_empty());
+    for (file, expect_vantage) in [
+        ("capture.pcapng", "client"),
+        ("server-side.pcapng", "server"),
+    ] {
+        let rows = net(&d.join(file));
+        assert_eq!(rows.len(), near_clients.len(), "{name}/{file}: connections");
+        for r in &rows {
+            let who = r.name.clone().unwrap_or_default();
+            // The same player at the clients' side gives the relay's client address.
+            let cs = near_clients
+                .iter()
+                .find(|c| c.name == r.name)
+                .expect("same player at both sides");
+            let client = relay_client(cs, &client_flows);
+            let (from, to) = (cs.first_time - off, cs.last_time - off);
+            let vantage = serde_json::to_value(r.vantage).unwrap();
+            println!(
+                "{name}/{file} flow {} {who} ({client}): vantage {vantage}",
+                r.flow
+            );
+            assert_eq!(vantage, expect_vantage, "{name}/{file} {who}: vantage");
+            check_loss(r, &log, &client, from, to);
+            check_jitter(r, &log, &client, from, to);
+            check_ping(r, &d, &who);
+            check_spikes(r, &d, off);
+        }
+    }
+}
+
+fn check_loss(r: &NetQuality, log: &[Line], client: &str, from: f64, to: f64) {
+    let v = serde_json::to_value(r.vantage).unwrap();
+    let (kc, ks) = knowable(r.game, v.as_str().unwrap_or(""));
+    for (up, got, known) in [(true, r.loss.c2s, kc), (false, r.loss.s2c, ks)] {
+        let t = truth(log, client, up, from, to);
+        println!(
+            "  loss {}: ours {:?} truth {:.4}",
+            if up { "c2s" } else { "s2c" },
+            got,
+            t.loss
+        );
+        assert_eq!(got.is_some(), known, "loss known exactly where it can be");
+        if let Some(g) = got {
+            assert!((g - t.loss).abs() <= 0.015, "loss {g} vs truth {}", t.loss);
+        }
+    }
+}
+
+fn check_jitter(r: &NetQuality, log: &[Line], client: &str, from: f64, to: f64) {
+    for (up, got) in [(true, r.jitter.c2s), (false, r.jitter.s2c)] {
+        let t = truth(log, client, up, from, to);
+        println!(
+            "  jitter {}: ours {:?} truth {:.2} ms",
+            if up { "c2s" } else { "s2c" },
+            got,
+            t.jitter
+        );
+        if let Some(g) = got {
+            assert!(
+                g <= t.jitter * 1.5 && g >= t.jitter / 1.5,
+                "jitter {g} vs truth {}",
+                t.jitter
+            );
+        }
+    }
+}
+
+fn check_ping(r: &NetQuality, d: &Path, who: &str) {
+    let server = server_ping(d, who);
+    let ours = r.ping.median.expect("a ping");
+    println!("  ping median: ours {ours:.1} server {server:.0}");
+    let tol = (server * 0.15).max(10.0);
+    assert!(
+        (ours - server).abs() <= tol,
+        "ping {ours} vs server {server}"
+    );
+}
+
+fn check_spikes(r: &NetQuality, d: &Path, off: f64) {
+    for s in spikes(d) {
+        let (start, end) = (s.start + off, s.start + s.len + off);
+        // Only spikes that fell while the player was playing.
+        if start < r.first_time || end > r.last_time {
+            continue;
+        }
+        if s.delay > 0.0 {
+            let e = r
+                .lag_events
+                .iter()
+                .find(|e| e.kind == "ping" && (e.start - start).abs() <= 1.0);
+            println!(
+                "  lag spike at {:.2}+{:.0}s: {:?}",
+                start - r.first_time,
+                s.len,
+                e.map(|e| (e.start - r.first_time, e.end - e.start, e.peak))
+            );
+            let e = e.expect("ping event found");
+            assert!((e.end - e.start - s.len).abs() <= 1.5, "spike length");
+        }
+        if s.loss > 0.0 {
+            let dirs = [("c2s", r.loss.c2s), ("s2c", r.loss.s2c)];
+            for (dname, known) in dirs {
+                if known.is_none() {
+                    continue;
+                }
+                let e = r.lag_events.iter().find(|e| {
+                    e.kind == "loss"
+                        && e.dir.map(|d| d.as_str()) == Some(dname)
+                        && (e.start - start).abs() <= 1.0
+                });
+                println!(
+                    "  loss spike {dname} at {:.2}+{:.0}s: {:?}",
+                    start - r.first_time,
+                    s.len,
+                    e.map(|e| (e.start - r.first_time, e.end - e.start, e.peak))
+                );
+                let e = e.expect("loss burst found");
+                assert!((e.end - e.start - s.len).abs() <= 1.5, "burst length");
+            }
+        }
+    }
+}
+
+#[test]
+fn q3_netquality_against_relay_and_server() {
+    check_session("q3-netquality");
+}
+
+#[test]
+fn qw_netquality_against_relay_and_server() {
+    check_session("qw-netquality");
+}
+
+#[test]
+fn clean_captures_show_no_loss_and_no_lag() {
+    for name in ["q3-basic", "qw-basic"] {
+        for r in net(&dir(name).join("capture.pcapng")) {
+            println!(
+                "{name} flow {}: loss {:?} jitter {:?} events {}",
+                r.flow,
+                r.loss,
+                r.jitter,
+                r.lag_events.len()
+            );
+            assert!(
+                r.loss.c2s.is_some() || r.loss.s2c.is_some(),
+                "some loss known"
+            );
+            for l in [r.loss.c2s, r.loss.s2c].into_iter().flatten() {
+                assert!(l == 0.0, "{name}: loss {l}");
+            }
+            for j in [r.jitter.c2s, r.jitter.s2c].into_iter().flatten() {
+                assert!(j < 3.0, "{name}: jitter {j}");
+            }
+            assert!(r.lag_events.is_empty(), "{name}: {:?}", r.lag_events);
+        }
+    }
+}
+
+fn quakecap(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn net_json_keys() {
+    let p = dir("q3-netquality").join("capture.pcapng");
+    let out = quakecap(&["net", "--json", "--interval", "2", p.to_str().unwrap()]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v.as_array().expect("array");
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        for k in [
+            "flow",
+            "name",
+            "first_time",
+            "last_time",
+            "vantage",
+            "ping",
+            "loss",
+            "jitter",
+            "snapshot_rate",
+            "client_packet_rate",
+            "lag_events",
+            "series",
+        ] {
+            assert!(r.get(k).is_some(), "key {k}");
+        }
+        for k in ["median", "p95", "max"] {
+            assert!(r["ping"][k].is_number());
+        }
+        assert!(r["loss"]["c2s"].is_null() && r["loss"]["s2c"].is_number());
+        let span = r["last_time"].as_f64().unwrap() - r["first_time"].as_f64().unwrap();
+        let n = r["series"].as_array().unwrap().len() as f64;
+        assert!(
+            (n - span / 2.0).abs() <= 1.5,
+            "2 s intervals: {n} for {span} s"
+        );
+        for e in r["lag_events"].as_array().unwrap() {
+            assert!(e["kind"] == "ping" || (e["kind"] == "loss" && e["dir"].is_string()));
+            assert!(e["start"].as_f64() <= e["end"].as_f64());
+        }
+    }
+    let table = quakecap(&["net", p.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("LabPlayer1") && text.contains("ping 86") || text.contains("ping "));
+    assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+}
+
+#[test]
+fn demo_files_and_empty_captures_are_refused_clearly() {
+    let demo = dir("qw-basic").join("client1-demo0.qwd");
+    let out = quakecap(&["net", demo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a capture"));
+
+    // A capture of one UDP datagram of no game, and one of a few game packets.
+    let tmp = std::env::temp_dir().join(format!("netq-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let empty = tmp.join("other.pcap");
+    std::fs::write(&empty, pcap(&[udp(1234, 5678, b"hello")])).unwrap();
+    let out = quakecap(&["net", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no game connection"));
+
+    // The first packets of a real connection only: no panic, a row or a clear message.
+    let src = std::fs::read(dir("q3-basic").join("capture.pcapng")).unwrap();
+    let short = tmp.join("short.pcapng");
+    std::fs::write(&short, &src[..src.len().min(6000)]).unwrap();
+    let out = quakecap(&["net", "--json", short.to_str().unwrap()]);
+    assert!(out.status.code().is_some_and(|c| c == 0 || c == 2));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A classic pcap (Ethernet) of the given frames.
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    v.extend_from_slice(&2u16.to_le_bytes());
+    v.extend_from_slice(&4u16.to_le_bytes());
+    v.extend_from_slice(&[0; 8]);
+    v.extend_from_slice(&65535u32.to_le_bytes());
+    v.extend_from_slice(&1u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        v.extend_from_slice(&(1_700_000_000u32 + i as u32).to_le_bytes());
+        v.extend_from_slice(&0u32.to_le_bytes());
+        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        v.extend_from_slice(f);
+    }
+    v
+}
+
+/// An Ethernet/IPv4/UDP frame on 127.0.0.1 (checksums zero: not checked).
+fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 12];
+    f.extend_from_slice(&[0x08, 0x00]);
+    let total = 20 + 8 + payload.len();
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
+    f.extend_from_slice(&[127, 0, 0, 1, 127, 0, 0, 1]);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Tag balance of an XHTML-style document (void elements self-closed or `meta`): every
+/// element closed in order, no stray `<`.
+fn well_formed(html: &str) -> Result<(), String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix("!DOCTYPE") {
+            rest = &r[r.find('>').ok_or("unclosed doctype")? + 1..];
+            continue;
+        }
+        // The tag's end: the first '>' outside quotes.
+        let mut quote = None;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| match (quote, c) {
+                (None, '"') => {
+                    quote = Some('"');
+                    false
+                }
+                (Some('"'), '"') => {
+                    quote = None;
+                    false
+                }
+                (None, '>') => true,
+                _ => false,
+            })
+            .map(|(i, _)| i)
+            .ok_or("unclosed tag")?;
+        let tag = &rest[..end];
+        rest = &rest[end + 1..];
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if name.is_empty() {
+            return Err(format!("stray '<' before {:?}", &tag[..tag.len().min(20)]));
+        }
+        if closing {
+            match stack.pop() {
+                Some(open) if open == name => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        } else if !(tag.ends_with('/') || name == "meta") {
+            stack.push(name);
+        }
+    }
+    if stack.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("unclosed: {stack:?}"))
+    }
+}
+
+/// Player names the server itself listed (Quake 3 `status` tables, QuakeWorld quakestat).
+fn server_names(d: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Ok(log) = std::fs::read_to_string(d.join("server.log")) {
+        for l in log.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.len() >= 5 && w[0].parse::<u32>().is_ok() && w[2].parse::<u32>().is_ok() {
+                v.push(w[3].to_string());
+            }
+        }
+    }
+    if let Ok(qs) = std::fs::read_to_string(d.join("quakestat.txt")) {
+        for l in qs.lines().filter(|l| l.contains("ms")) {
+            v.extend(l.split_whitespace().nth(5).map(String::from));
+        }
+    }
+    v
+}
+
+fn attr(tag: &str, name: &str) -> Option<String> {
+    let k = format!("{name}=\"");
+    let i = tag.find(&k)? + k.len();
+    Some(tag[i..].split('"').next()?.to_string())
+}
+
+/// The `<figure class="…">` blocks of a player's section.
+fn figure<'a>(section: &'a str, class: &str) -> Option<&'a str> {
+    let i = section.find(&format!("<figure class=\"{class}\">"))?;
+    let z = section[i..].find("</figure>")?;
+    Some(&section[i..i + z])
+}
+
+fn report_of(path: &Path) -> String {
+    let tmp = std::env::temp_dir().join(format!(
+        "netq-report-{}-{}.html",
+        std::process::id(),
+        path.display().to_string().replace('/', "_")
+    ));
+    let out = quakecap(&[
+        "report",
+        path.to_str().unwrap(),
+        "-o",
+        tmp.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&tmp).expect("report written");
+    let _ = std::fs::remove_file(&tmp);
+    html
+}
+
+const FIGURES: [&str; 6] = ["ping", "loss", "jitter", "rates", "bandwidth", "lagometer"];
+
+#[test]
+fn report_html_against_relay_and_server() {
+    for name in ["q3-netquality", "qw-netquality"] {
+        let d = dir(name);
+        let log = relay_log(&d);
+        let off = relay_offset(&d, &log);
+        let names = server_names(&d);
+        let client_flows = flows_of(&d.join("capture.pcapng"));
+        let near_clients = net(&d.join("capture.pcapng"));
+        for file in ["capture.pcapng", "server-side.pcapng"] {
+            let html = report_of(&d.join(file));
+            well_formed(&html).unwrap_or_else(|e| panic!("{name}/{file}: {e}"));
+            assert!(
+                html.len() <= 2_000_000,
+                "{name}/{file}: {} bytes",
+                html.len()
+            );
+            assert!(!html.contains("plot failed"), "{name}/{file}");
+            assert!(!html.contains("http://") || !html.contains("src=\"http"));
+            let sections: Vec<&str> = html.split("<section class=\"player\"").skip(1).collect();
+            assert_eq!(sections.len(), near_clients.len(), "{name}/{file}: players");
+            println!(
+                "{name}/{file}: {} bytes, {} players",
+                html.len(),
+                sections.len()
+            );
+            for s in sections {
+                let head = &s[..s.find('>').unwrap()];
+                let who = attr(head, "data-name").unwrap();
+                assert!(names.contains(&who), "{who}: a player the server listed");
+                for f in FIGURES {
+                    let fig = figure(s, f).unwrap_or_else(|| panic!("{who}: figure {f}"));
+                    assert_eq!(fig.matches("<svg").count(), 1, "{who}: one plot in {f}");
+                }
+                // Lag events listed, and each one shaded on the ping plot.
+                let events: Vec<(String, String, f64, f64)> = s
+                    .split("<li ")
+                    .skip(1)
+                    .map(|li| {
+                        let t = &li[..li.find('>').unwrap()];
+                        let f = |k| attr(t, k).unwrap();
+                        (
+                            f("data-kind"),
+                            f("data-dir"),
+                            f("data-start").parse().unwrap(),
+                            f("data-end").parse().unwrap(),
+                        )
+                    })
+                    .collect();
+                let ping = figure(s, "ping").unwrap();
+                let shaded = |c: &str| ping.matches(&format!("fill=\"{c}\"")).count();
+                let n_ping = events.iter().filter(|e| e.0 == "ping").count();
+                assert_eq!(shaded("#E03131"), n_ping, "{who}: ping events shaded");
+                assert_eq!(
+                    shaded("#8E44AD"),
+                    events.len() - n_ping,
+                    "{who}: loss events shaded"
+                );
+                // The relay's spikes while the player played: found in the report.
+                let cs = near_clients
+                    .iter()
+                    .find(|c| c.name.as_deref() == Some(who.as_str()))
+                    .expect("same player at the clients' side");
+                for sp in spikes(&d) {
+                    let (a, z) = (sp.start + off, sp.start + sp.len + off);
+                    if a < cs.first_time || z > cs.last_time || sp.delay == 0.0 {
+                        continue;
+                    }
+                    let e = events
+                        .iter()
+                        .find(|e| e.0 == "ping" && (e.2 - a).abs() <= 1.0)
+                        .unwrap_or_else(|| panic!("{who}: spike at {a} in the report"));
+                    assert!((e.3 - e.2 - sp.len).abs() <= 1.5);
+                }
+                // The lagometer shows server packets lost exactly when the relay dropped
+                // some that way and the vantage can know it.
+                let client = relay_client(cs, &client_flows);
+                let t = truth(
+                    &log,
+                    &client,
+                    false,
+                    cs.first_time - off,
+                    cs.last_time - off,
+                );
+                let lag = figure(s, "lagometer").unwrap();
+                let red = lag.matches("fill=\"#E00000\"").count();
+                let green = lag.matches("fill=\"#00B000\"").count();
+                let known = !lag.contains("unknown from here");
+                println!("  {who}: {} events, lagometer {green} green {red} red, s2c loss known {known}, truth {:.3}", events.len(), t.loss);
+                assert!(green > 100, "{who}: latency columns");
+                assert_eq!(red > 0, known && t.loss > 0.0, "{who}: red columns");
+            }
+        }
+    }
+}
+
+#[test]
+fn report_of_clean_captures_and_demos() {
+    for name in ["q3-basic", "qw-basic"] {
+        let html = report_of(&dir(name).join("capture.pcapng"));
+        well_formed(&html).unwrap();
+        let n = html.matches("<section class=\"player\"").count();
+        assert!(n >= 1, "{name}: players");
+        assert_eq!(html.matches("No lag events").count(), n, "{name}");
+        assert_eq!(
+            html.matches("fill=\"#E00000\"").count(),
+            0,
+            "{name}: nothing lost"
+        );
+    }
+    let demo = dir("qw-basic").join("client1-demo0.qwd");
+    let out = quakecap(&["report", demo.to_str().unwrap(), "-o", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a capture"));
+}
+
+/// Renders the report in a real browser when one is installed: one plot per figure of each
+/// player in the DOM it built, and a screenshot.
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    else {
+        println!("skipped: no chromium installed (apt-get install chromium)");
+        return;
+    };
+    let tmp = std::env::temp_dir().join(format!("netq-chromium-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let page = tmp.join("report.html");
+    std::fs::write(
+        &page,
+        report_of(&dir("q3-netquality").join("capture.pcapng")),
+    )
+    .unwrap();
+    let url = format!("file://{}", page.display());
+    let dom = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let players = dom.matches("<section class=\"player\"").count();
+    assert_eq!(players, 2);
+    assert_eq!(dom.matches("<svg").count(), players * FIGURES.len());
+    let shot = tmp.join("shot.png");
+    let out = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1000,4000",
+        ])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success());
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
