@@ -20,6 +20,8 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod check;
+pub mod diff;
 pub mod error;
 pub mod event;
 pub mod flood;

@@ -9,8 +9,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use quakecap::pipeline::{self, InputError, Options, Report, Sink};
 use quakecap::sink;
 
+#[path = "check.rs"]
+mod check;
 #[path = "demo.rs"]
 mod demo;
+#[path = "diff.rs"]
+mod diff;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -51,6 +55,11 @@ pub enum Command {
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
+    /// Compare two captures and/or demos of the same session: exit 0 same, 1 different,
+    /// 2 unusable.
+    Diff(diff::DiffArgs),
+    /// Conformance check of every connection and demo: exit 0 clean, 1 findings, 2 unusable.
+    Check(check::CheckArgs),
 }
 
 /// Run the command and return the process exit code.
@@ -64,6 +73,8 @@ pub fn run(cli: Cli) -> i32 {
             shownet,
         } => decode(&file, flows, json, shownet),
         Command::Demo(args) => demo::run(&args),
+        Command::Diff(args) => diff::run(&args),
+        Command::Check(args) => check::run(&args),
     };
     match res {
         Ok(code) => code,
