@@ -136,6 +136,8 @@ pub fn check_file(path: &Path) -> Result<FileCheck, InputError> {
         let seen = c.message_errors.get(&f.id);
         findings.extend(rules::flow(&file, f, seen, &report.warnings, demo));
     }
+    // In file order: by frame or record, then bit; findings of no position last.
+    findings.sort_by_key(|f| (f.frame.or(f.record).unwrap_or(u64::MAX), f.bit.unwrap_or(0)));
     out.findings = findings;
     Ok(out)
 }

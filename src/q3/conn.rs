@@ -9,6 +9,7 @@ use super::clc::{self, ClcContext};
 use super::message::{Body, Message};
 use super::netchan::{
     checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,
+    REORDER_WINDOW,
 };
 use super::oob::Oob;
 use super::scramble;
@@ -605,6 +606,23 @@ impl Connection {
                 h.sequence, rx_incoming
             );
             self.error(d, dir, Error::new(ErrorKind::Netchan, text));
+        }
+        if res == Rx::Dropped(DropReason::Backwards) {
+            let back = rx_incoming.wrapping_sub(h.sequence);
+            let text = if (0..REORDER_WINDOW).contains(&back) {
+                format!(
+                    "sequence {} again with other content (after {rx_incoming}): the sender \
+                     went back; dropped",
+                    h.sequence
+                )
+            } else {
+                format!(
+                    "sequence {} goes back {back} from {rx_incoming}, further than any \
+                     reordering; dropped",
+                    h.sequence
+                )
+            };
+            self.error(d, dir, Error::new(ErrorKind::Sequence, text));
         }
         if res == Rx::Dropped(DropReason::TooLong) {
             let text = format!(
