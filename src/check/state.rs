@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::Finding;
+use crate::q3::bits::BitWriter;
 use crate::q3::clc::ClientOp;
 use crate::q3::message::Message;
 use crate::q3::state::MAX_RELIABLE_COMMANDS;
@@ -138,11 +139,17 @@ fn client(fl: &mut Flow, m: &Message, c: &crate::q3::clc::ClientMessage, out: &m
         return;
     };
     let ack = c.reliable_ack;
+    // The acknowledge is the third Huffman-coded long: after serverId and messageAcknowledge.
+    let bit = [c.server_id, c.message_ack]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .map(BitWriter::byte_len_bits)
+        .sum();
     if ack > sent {
         out.push(at(
             m,
             "q3.reliable-ack-ahead",
-            64,
+            bit,
             format!(
                 "client acknowledges server command {ack} but the server sent only up to {sent}"
             ),
@@ -151,7 +158,7 @@ fn client(fl: &mut Flow, m: &Message, c: &crate::q3::clc::ClientMessage, out: &m
         out.push(at(
             m,
             "q3.reliable-ack-window",
-            64,
+            bit,
             format!(
                 "client acknowledges server command {ack}, more than {MAX_RELIABLE_COMMANDS} behind the last sent ({sent})"
             ),
