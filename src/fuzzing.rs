@@ -197,6 +197,7 @@ pub fn demo(data: &[u8]) {
         keep_raw: true,
         flows: None,
         threads: Some(1),
+        headers_only: false,
     };
     let _ = pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), &opts, &mut Discard);
 }
@@ -211,6 +212,7 @@ pub fn pipeline(data: &[u8]) {
         keep_raw: true,
         flows: None,
         threads: Some(1),
+        headers_only: false,
     };
     let _ = pipeline::run_reader(
         reader,
@@ -252,6 +254,7 @@ pub fn q3_datagrams(data: &[u8]) {
         keep_raw: true,
         flows: None,
         threads: Some(1),
+        headers_only: false,
     };
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();

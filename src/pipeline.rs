@@ -53,6 +53,9 @@ pub struct Options {
     pub flows: Option<Vec<u32>>,
     /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
     pub threads: Option<usize>,
+    /// With `emit`: Quake 3 snapshots carry their head only (time, delta base, flags,
+    /// validity) and moves no usercmd list: the cost of `flows` plus the messages' frames.
+    pub headers_only: bool,
 }
 
 /// The outcome of one input.
@@ -121,6 +124,7 @@ impl Trackers {
             emit: opts.emit,
             keep_raw: opts.keep_raw,
             detached,
+            headers_only: opts.headers_only,
         };
         let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
@@ -392,6 +396,7 @@ pub fn run_q3_demo_bytes(
         emit: opts.emit,
         keep_raw: opts.keep_raw,
         detached: false,
+        headers_only: opts.headers_only,
     };
     let mut demo = q3::demo_file::Decoder::new(&file, data, protocol, q3_opts);
     for m in &mut demo {

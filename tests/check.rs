@@ -454,6 +454,7 @@ fn reliable_acknowledges_outside_the_window_are_findings() {
         ack: 0,
         ops: vec![ServerOp::Gamestate(Box::new(gs))],
         error: None,
+        snapshot_head: None,
     };
     let client = |ack: i32| ClientMessage {
         server_id: 1,

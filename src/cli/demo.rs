@@ -155,6 +155,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         keep_raw: true,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
         threads: None,
+        ..Default::default()
     };
     let report = super::run_input(&args.file, &opts, &mut sink)?;
     super::warn(&report);

@@ -194,6 +194,7 @@ fn decode(file: &Path, flows: Vec<u32>, json: bool, shownet: bool) -> Result<i32
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows),
         threads: None,
+        ..Default::default()
     };
     let out = io::BufWriter::new(io::stdout().lock());
     let report = if json {

@@ -29,12 +29,17 @@ pub struct Options {
     /// Decoding runs elsewhere (a worker thread): the connection hands out [`Work`] instead
     /// of running its [`Decoder`].
     pub detached: bool,
+    /// With `emit`: snapshots carry their head only and client moves no usercmd list
+    /// ([`svc::Detail::Headers`]; what `quakecap check` reads).
+    pub headers_only: bool,
 }
 
 impl Options {
     /// Full op records only when someone reads them; the flow table needs the state alone.
     pub fn detail(&self) -> svc::Detail {
-        if self.emit || self.keep_raw {
+        if self.headers_only && self.emit && !self.keep_raw {
+            svc::Detail::Headers
+        } else if self.emit || self.keep_raw {
             svc::Detail::Full
         } else {
             svc::Detail::StateOnly
@@ -301,7 +306,7 @@ impl Decoder {
             checksum_feed: st.state.checksum_feed,
             acked_server_command: acked,
             last_client_command: st.last_client_cmd,
-            keep_usercmds: self.opts.emit,
+            keep_usercmds: self.opts.emit && !self.opts.headers_only,
         };
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.
