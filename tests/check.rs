@@ -551,3 +551,54 @@ fn junit_report_has_the_common_structure() {
     );
     assert!(sum("failures") >= 2);
 }
+
+/// `check` decodes with `Detail::Headers`: every message has the same error, acknowledge and
+/// ops as the full decode, its snapshot as the full snapshot's head.
+#[test]
+fn headers_only_decode_matches_the_full_decode() {
+    use quakecap::q3::conn::Options as ConnOptions;
+    use quakecap::q3::demo_file::decode_demo_file;
+    for file in [
+        "dm_68_cpma_3_matches_2_gamestates.dm_68",
+        "invalid_command_byte.dm_68",
+    ] {
+        let path = shared(&format!("demos/q3/{file}"));
+        let Ok(data) = std::fs::read(&path) else {
+            println!("skipped: {} missing", path.display());
+            continue;
+        };
+        let run = |headers_only| {
+            let mut out = Vec::new();
+            let opts = ConnOptions {
+                emit: true,
+                headers_only,
+                ..Default::default()
+            };
+            decode_demo_file(file, &data, opts, &mut out);
+            out
+        };
+        let (full, heads) = (run(false), run(true));
+        assert_eq!(full.len(), heads.len());
+        let mut snapshots = 0;
+        for (f, h) in full.iter().zip(&heads) {
+            assert_eq!(f.error, h.error);
+            let (Body::Server(fs), Body::Server(hs)) = (&f.body, &h.body) else {
+                panic!("record {}: not a server message", f.frame);
+            };
+            assert_eq!(fs.ack, hs.ack);
+            let mut want_ops = Vec::new();
+            let mut want_head = None;
+            for op in &fs.ops {
+                match op {
+                    ServerOp::Snapshot(n) => want_head = Some(n.head()),
+                    ServerOp::Eof { .. } => {}
+                    other => want_ops.push(other.clone()),
+                }
+            }
+            snapshots += usize::from(want_head.is_some());
+            assert_eq!(hs.ops, want_ops, "record {}", f.frame);
+            assert_eq!(hs.snapshot_head, want_head, "record {}", f.frame);
+        }
+        assert!(snapshots > 100, "{file}: {snapshots}");
+    }
+}
