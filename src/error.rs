@@ -31,6 +31,10 @@ pub enum ErrorKind {
     Fragment,
     /// A netchan header or fragment that cannot be read.
     Netchan,
+    /// A netchan sequence that goes backwards: the sender used a sequence number again for
+    /// other content, or went back further than any reordering path would (not a duplicate
+    /// or a late packet of the network's making).
+    Sequence,
     /// A Huffman code no engine writes (NYT), or a bad adaptive Huffman block.
     Huffman,
     /// An unknown command byte (svc / clc / temp entity / demo block type).

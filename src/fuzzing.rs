@@ -198,6 +198,7 @@ pub fn demo(data: &[u8]) {
         flows: None,
         threads: Some(1),
         samples: false,
+        headers_only: false,
     };
     let _ = pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), &opts, &mut Discard);
 }
@@ -213,6 +214,7 @@ pub fn pipeline(data: &[u8]) {
         flows: None,
         threads: Some(1),
         samples: false,
+        headers_only: false,
     };
     let _ = pipeline::run_reader(
         reader,
@@ -255,6 +257,7 @@ pub fn q3_datagrams(data: &[u8]) {
         flows: None,
         threads: Some(1),
         samples: false,
+        headers_only: false,
     };
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();

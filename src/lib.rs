@@ -21,6 +21,8 @@
 
 pub mod analysis;
 pub mod capture;
+pub mod check;
+pub mod diff;
 pub mod error;
 pub mod event;
 pub mod flood;

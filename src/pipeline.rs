@@ -56,6 +56,9 @@ pub struct Options {
     /// Hand an [`Event::NetSample`] per netchan datagram to the sink (the `net` analysis);
     /// off, no sample is built.
     pub samples: bool,
+    /// With `emit`: Quake 3 snapshots carry their head only (time, delta base, flags,
+    /// validity) and moves no usercmd list: the cost of `flows` plus the messages' frames.
+    pub headers_only: bool,
 }
 
 /// The outcome of one input.
@@ -127,6 +130,7 @@ impl Trackers {
             keep_raw: opts.keep_raw,
             detached,
             samples: opts.samples,
+            headers_only: opts.headers_only,
         };
         let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
@@ -414,6 +418,7 @@ pub fn run_q3_demo_bytes(
         keep_raw: opts.keep_raw,
         detached: false,
         samples: false,
+        headers_only: opts.headers_only,
     };
     let mut demo = q3::demo_file::Decoder::new(&file, data, protocol, q3_opts);
     for m in &mut demo {

@@ -196,10 +196,11 @@ fn random_byte_errors_everywhere_complete_and_report_per_frame() {
                 }
             }
         }
-        // The seeded damage, then what it did (all deterministic).
+        // The seeded damage, then what it did (all deterministic). 2 and 11 of the errors are
+        // damaged sequence words read as a sender going back (`sequence` errors).
         let want = match name {
-            "q3-basic" => (261, 1432, 1591),
-            _ => (704, 1346, 3532),
+            "q3-basic" => (261, 1434, 1591),
+            _ => (704, 1357, 3532),
         };
         assert_eq!(damaged, want.0, "{name}: bytes damaged");
         let d = run(&write(&recs));
@@ -348,7 +349,9 @@ fn shuffled_packets_of_one_client_leave_the_other_exact() {
         .filter(|f| f.client_ports.contains(&C2))
         .map(|f| f.out_of_order.total() + f.errors)
         .sum();
-    assert_eq!(c2, 2256, "the shuffle shows on client 2");
+    // 2256 out-of-order packets and errors, and 37 runs of packets further back than any
+    // reordering (`sequence` errors: a shuffled stream looks like a sender going back).
+    assert_eq!(c2, 2256 + 37, "the shuffle shows on client 2");
 }
 
 #[test]

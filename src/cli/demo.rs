@@ -373,7 +373,7 @@ fn write_demos(
         keep_raw: true,
         flows: (!chosen.is_empty()).then(|| chosen.to_vec()),
         threads: None,
-        samples: false,
+        ..Default::default()
     };
     let run = if window.is_open() {
         run_input(&opts, &mut sink)

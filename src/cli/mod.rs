@@ -9,6 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use quakecap::pipeline::{self, InputError, Options, Report, Sink};
 use quakecap::sink;
 
+#[path = "check.rs"]
+mod check;
 #[path = "demo.rs"]
 pub mod demo;
 #[path = "filter.rs"]
@@ -20,6 +22,8 @@ pub mod timefmt;
 
 use input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_NOTHING, EXIT_OK};
 use timefmt::TimeFormat;
+#[path = "diff.rs"]
+mod diff;
 #[path = "events.rs"]
 mod events;
 #[path = "net.rs"]
@@ -90,6 +94,11 @@ pub enum Command {
     /// One self-contained HTML file (opens offline): the flows, and per connection plots of
     /// ping, loss, jitter, rates and a lagometer strip, lag events marked.
     Report(net::ReportArgs),
+    /// Compare two captures and/or demos of the same session: exit 0 same, 1 different,
+    /// 2 unusable.
+    Diff(diff::DiffArgs),
+    /// Conformance check of every connection and demo: exit 0 clean, 1 findings, 2 unusable.
+    Check(check::CheckArgs),
 }
 
 /// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
@@ -192,6 +201,8 @@ pub fn run(cli: Cli) -> i32 {
             Command::Events(args) => events::run(&args),
             Command::Net(args) => net::run(&args),
             Command::Report(args) => net::report(&args),
+            Command::Diff(args) => diff::run(&args),
+            Command::Check(args) => check::run(&args),
         },
     };
     match res {
@@ -424,7 +435,7 @@ fn decode(
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows.clone()),
         threads: None,
-        samples: false,
+        ..Default::default()
     };
     let mut out = io::BufWriter::new(io::stdout().lock());
     if merge {

@@ -9,6 +9,7 @@ use super::clc::{self, ClcContext};
 use super::message::{Body, Message};
 use super::netchan::{
     checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,
+    REORDER_WINDOW,
 };
 use super::oob::Oob;
 use super::scramble;
@@ -31,12 +32,17 @@ pub struct Options {
     pub detached: bool,
     /// Produce a network [`Sample`] per netchan datagram (the `net` analysis).
     pub samples: bool,
+    /// With `emit`: snapshots carry their head only and client moves no usercmd list
+    /// ([`svc::Detail::Headers`]; what `quakecap check` reads).
+    pub headers_only: bool,
 }
 
 impl Options {
     /// Full op records only when someone reads them; the flow table needs the state alone.
     pub fn detail(&self) -> svc::Detail {
-        if self.emit || self.keep_raw {
+        if self.headers_only && self.emit && !self.keep_raw {
+            svc::Detail::Headers
+        } else if self.emit || self.keep_raw {
             svc::Detail::Full
         } else {
             svc::Detail::StateOnly
@@ -355,7 +361,7 @@ impl Decoder {
             checksum_feed: st.state.checksum_feed,
             acked_server_command: acked,
             last_client_command: st.last_client_cmd,
-            keep_usercmds: self.opts.emit || self.opts.samples,
+            keep_usercmds: (self.opts.emit && !self.opts.headers_only) || self.opts.samples,
         };
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.
@@ -686,6 +692,23 @@ impl Connection {
                 h.sequence, rx_incoming
             );
             self.error(d, dir, Error::new(ErrorKind::Netchan, text));
+        }
+        if res == Rx::Dropped(DropReason::Backwards) {
+            let back = rx_incoming.wrapping_sub(h.sequence);
+            let text = if (0..REORDER_WINDOW).contains(&back) {
+                format!(
+                    "sequence {} again with other content (after {rx_incoming}): the sender \
+                     went back; dropped",
+                    h.sequence
+                )
+            } else {
+                format!(
+                    "sequence {} goes back {back} from {rx_incoming}, further than any \
+                     reordering; dropped",
+                    h.sequence
+                )
+            };
+            self.error(d, dir, Error::new(ErrorKind::Sequence, text));
         }
         if res == Rx::Dropped(DropReason::TooLong) {
             let text = format!(

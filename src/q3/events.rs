@@ -694,6 +694,7 @@ mod tests {
                 ack: 0,
                 ops,
                 error: None,
+                snapshot_head: None,
             }),
             error: None,
             raw: None,

@@ -181,7 +181,16 @@ pub enum DropReason {
     TooLong,
     /// The sequence jumped more than [`MAX_SEQ_JUMP`] ahead and no packet confirmed it yet.
     Implausible,
+    /// The sequence went backwards (first packet of a run, counted as duplicate or out of
+    /// order too): a sequence accepted before arrives again with other content, or one more
+    /// than [`REORDER_WINDOW`] behind arrives. A network duplicates packets byte for byte and
+    /// delivers late packets into gaps; only a sender that went back makes these.
+    Backwards,
 }
+
+/// How far back a late packet may come and still be a reordering by the network (the
+/// receiver's window of accepted sequences).
+pub const REORDER_WINDOW: i32 = 64;
 
 /// Per-direction receiver counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -208,7 +217,29 @@ pub struct Receiver {
     seen: u64,
     /// A sequence that jumped too far ahead, waiting for a packet that follows it.
     jump_candidate: Option<i32>,
+    /// Fingerprints of the last [`REORDER_WINDOW`] accepted sequences (slot `seq % 64`):
+    /// the accepting packet's fragment offset in the top 16 bits (0xffff: unfragmented), a
+    /// hash of its payload below. Tells a network duplicate from a sequence used again.
+    prints: [u64; REORDER_WINDOW as usize],
+    /// Inside a run of backwards packets (only its first is [`DropReason::Backwards`]).
+    backwards_run: bool,
     pub stats: RxStats,
+}
+
+/// A packet's fingerprint: fragment offset and payload hash (see `Receiver::prints`).
+#[inline]
+fn fingerprint(h: &Header<'_>) -> u64 {
+    let mut x = (h.payload.len() as u64) ^ 0x9e37_79b9_7f4a_7c15;
+    let mut chunks = h.payload.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        x = (x ^ w).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        x = (x ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let marker = if h.fragmented { h.frag_start } else { 0xffff };
+    (u64::from(marker) << 48) | (x & ((1 << 48) - 1))
 }
 
 impl Default for Receiver {
@@ -219,6 +250,8 @@ impl Default for Receiver {
             frag_buf: Vec::new(),
             seen: 1,
             jump_candidate: None,
+            prints: [0; REORDER_WINDOW as usize],
+            backwards_run: false,
             stats: RxStats::default(),
         }
     }
@@ -262,6 +295,9 @@ impl Receiver {
                 DropReason::Duplicate => self.stats.duplicates += 1,
                 _ => self.stats.out_of_order += 1,
             }
+            if self.went_back(h, back, dup) && !std::mem::replace(&mut self.backwards_run, true) {
+                return Rx::Dropped(DropReason::Backwards);
+            }
             return Rx::Dropped(reason);
         }
         if self.implausible_jump(seq) {
@@ -286,6 +322,7 @@ impl Receiver {
             }
             let body = std::mem::take(&mut self.frag_buf);
             self.accept(seq);
+            self.prints[(seq & (REORDER_WINDOW - 1)) as usize] = fingerprint(h);
             self.stats.reassembled += 1;
             return Rx::Accepted {
                 seq,
@@ -294,6 +331,7 @@ impl Receiver {
             };
         }
         self.accept(seq);
+        self.prints[(seq & (REORDER_WINDOW - 1)) as usize] = fingerprint(h);
         Rx::Accepted {
             seq,
             body: Cow::Borrowed(h.payload),
@@ -322,8 +360,28 @@ impl Receiver {
         true
     }
 
+    /// True when a stale packet (`back` behind the last accepted sequence) cannot be the
+    /// network's doing: further back than [`REORDER_WINDOW`], or an accepted sequence again
+    /// with another payload at the same fragment offset. A late packet into a gap, or a
+    /// duplicate whose fragment offset differs from the accepting packet's, is not.
+    fn went_back(&self, h: &Header<'_>, back: i32, dup: bool) -> bool {
+        if self.stats.accepted == 0 {
+            return false;
+        }
+        if !(0..REORDER_WINDOW).contains(&back) {
+            return true;
+        }
+        if !dup {
+            return false;
+        }
+        let kept = self.prints[(h.sequence & (REORDER_WINDOW - 1)) as usize];
+        let now = fingerprint(h);
+        kept >> 48 == now >> 48 && kept != now
+    }
+
     #[inline]
     fn accept(&mut self, seq: i32) {
+        self.backwards_run = false;
         let gap = seq.wrapping_sub(self.incoming).wrapping_sub(1);
         if gap > 0 && self.stats.accepted > 0 {
             self.stats.dropped += gap as u64;
@@ -417,6 +475,37 @@ mod tests {
         assert_eq!(rx.stats.dropped, 2);
         assert_eq!(rx.stats.out_of_order, 1);
         assert_eq!(rx.stats.duplicates, 1);
+    }
+
+    #[test]
+    fn a_sender_going_back_is_told_from_duplicates_and_late_packets() {
+        let mut rx = Receiver::new();
+        let mut feed = |s: i32, b: u8| {
+            let mut p = (s as u32).to_le_bytes().to_vec();
+            p.extend_from_slice(&[b; 9]);
+            match rx.process(&Header::parse(&p, Dir::S2c, Protocol::V68).unwrap()) {
+                Rx::Dropped(r) => Some(r),
+                _ => None,
+            }
+        };
+        for s in [1, 2, 3, 5, 6] {
+            assert_eq!(feed(s, s as u8), None);
+        }
+        // A network duplicate (same bytes) and a late packet into the gap: not going back.
+        assert_eq!(feed(3, 3), Some(DropReason::Duplicate));
+        assert_eq!(feed(4, 4), Some(DropReason::OutOfOrder));
+        // Sequence 3 again with other content: the sender went back; the run it starts is
+        // reported once.
+        assert_eq!(feed(3, 99), Some(DropReason::Backwards));
+        assert_eq!(feed(4, 99), Some(DropReason::OutOfOrder));
+        for s in 7..200 {
+            assert_eq!(feed(s, s as u8), None);
+        }
+        // Further back than the reorder window, even with the old content.
+        assert_eq!(feed(5, 5), Some(DropReason::Backwards));
+        assert_eq!(feed(6, 6), Some(DropReason::OutOfOrder));
+        assert_eq!(feed(200, 200), None);
+        assert_eq!(feed(6, 6), Some(DropReason::Backwards));
     }
 
     #[test]

@@ -224,6 +224,39 @@ pub struct ServerMessage {
     pub ops: Vec<ServerOp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<SvcError>,
+    /// Only with [`Detail::Headers`]: the message's snapshot as its head (`ops` then holds
+    /// no snapshot and no EOF).
+    #[serde(skip)]
+    pub snapshot_head: Option<SnapshotHead>,
+}
+
+/// What a snapshot says before its playerstate: enough to check times and delta windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotHead {
+    /// Bit of the svc_snapshot op.
+    pub bit: usize,
+    pub server_time: i32,
+    pub delta_num: u8,
+    /// The base message number (-1 for a full snapshot).
+    pub delta_base: i32,
+    pub flags: u8,
+    pub valid: bool,
+    pub invalid_reason: Option<&'static str>,
+}
+
+impl Snapshot {
+    /// The snapshot's head.
+    pub fn head(&self) -> SnapshotHead {
+        SnapshotHead {
+            bit: self.bit,
+            server_time: self.server_time,
+            delta_num: self.delta_num,
+            delta_base: self.delta_base,
+            flags: self.flags,
+            valid: self.valid,
+            invalid_reason: self.invalid_reason,
+        }
+    }
 }
 
 impl Serialize for SvcError {
@@ -240,6 +273,9 @@ pub enum Detail {
     /// Only the client state and the error: `ops` stays empty. The flow table needs nothing
     /// more, and skipping the per-entity records is most of the cost of a snapshot.
     StateOnly,
+    /// Every op but EOF; a snapshot as [`ServerMessage::snapshot_head`] only (time, delta
+    /// base, flags, validity): no playerstate or entity records, no frame (`quakecap check`).
+    Headers,
 }
 
 /// Decode a (descrambled) server message body whose netchan sequence is `seq`, updating
@@ -267,6 +303,7 @@ pub fn parse_server_message_with(
         ack: ack.unwrap_or(0),
         ops: Vec::new(),
         error: None,
+        snapshot_head: None,
     };
     if ack.is_none() {
         match r.read_long() {
@@ -278,11 +315,11 @@ pub fn parse_server_message_with(
         }
     }
     loop {
-        match parse_op(r, seq, st, detail) {
+        match parse_op(r, seq, st, detail, &mut msg.snapshot_head) {
             Ok(None) => {}
             Ok(Some(op)) => {
                 let end = matches!(op, ServerOp::Eof { .. });
-                if detail == Detail::Full {
+                if detail == Detail::Full || (detail == Detail::Headers && !end) {
                     msg.ops.push(op);
                 }
                 if end {
@@ -304,11 +341,25 @@ fn parse_op(
     seq: i32,
     st: &mut ClientState,
     detail: Detail,
+    head: &mut Option<SnapshotHead>,
 ) -> Result<Option<ServerOp>, SvcError> {
     let op = r.read_byte()?;
     let bit = r.bit_pos();
     if op == SVC_SNAPSHOT && detail == Detail::StateOnly {
         parse_snapshot_with(r, seq, st, &mut ())?;
+        return Ok(None);
+    }
+    if op == SVC_SNAPSHOT && detail == Detail::Headers {
+        let h = parse_snapshot_with(r, seq, st, &mut ())?;
+        *head = Some(SnapshotHead {
+            bit,
+            server_time: h.server_time,
+            delta_num: h.delta_num,
+            delta_base: h.delta_base,
+            flags: h.flags,
+            valid: h.valid,
+            invalid_reason: h.invalid_reason,
+        });
         return Ok(None);
     }
     Ok(Some(match op {

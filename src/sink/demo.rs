@@ -399,6 +399,7 @@ mod tests {
                 ack: 0,
                 ops: vec![ServerOp::Gamestate(Box::new(g))],
                 error: None,
+                snapshot_head: None,
             }),
             error: None,
             raw: None,

@@ -53,7 +53,7 @@ pub fn decode(path: &std::path::Path, keep_raw: bool) -> (Report, Vec<Message>) 
         keep_raw,
         flows: None,
         threads: None,
-        samples: false,
+        ..Default::default()
     };
     let mut c = Collect::default();
     let report = if pipeline::demo_protocol(path).is_some() {

@@ -1,0 +1,176 @@
+//! `quakecap check`: conformance of every connection and demo. Most conditions are already
+//! found by the decoders and recorded as errors on their flows and messages; this maps them
+//! to named rules ([`rules`]) and adds the checks no decoder makes ([`state`]: serverTime
+//! going back within a gamestate, deltas from frames too old, reliable acknowledgements
+//! outside the window, a demo without its end marker).
+pub mod junit;
+pub mod rules;
+pub mod state;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::ErrorKind;
+use crate::flow::{Dir, FlowSummary};
+use crate::pipeline::{self, Event, InputError, Options, Sink};
+
+/// One violation, with where it is (taken from the decoder's [`crate::error::Error`] and its
+/// [`Position`](crate::error::Position) when a decoder found it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Finding {
+    pub file: String,
+    /// Flow id (demo files: 1); none for the input's own framing.
+    pub flow: Option<u32>,
+    /// Capture frame number (captures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame: Option<u64>,
+    /// Record number (demo files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<u64>,
+    /// Byte offset of the record in a demo file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Bit position inside the message, when the rule names one (QuakeWorld: 8 × byte).
+    pub bit: Option<u64>,
+    /// Direction of the message, when the finding is about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<Dir>,
+    /// The rule broken: `layer.name` (see [`rules::rule`] and [`state`]).
+    pub rule: &'static str,
+    /// The decoder's error kind, when a decoder found it (the check's own rules have none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+    pub message: String,
+}
+
+/// The result of checking one input.
+#[derive(Debug, Clone, Default)]
+pub struct FileCheck {
+    pub file: String,
+    pub demo: bool,
+    /// Connections and demos checked: (flow id, label).
+    pub units: Vec<(u32, String)>,
+    pub findings: Vec<Finding>,
+}
+
+/// The sink that watches every decoded message.
+struct Checker {
+    file: String,
+    demo: bool,
+    state: state::Watch,
+    findings: Vec<Finding>,
+    /// Decode errors seen on messages, per flow (so flow errors are not reported twice).
+    message_errors: HashMap<u32, HashSet<rules::ErrorKey>>,
+}
+
+impl Sink for Checker {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        let mut found = Vec::new();
+        match e {
+            Event::Q3(m) => {
+                if let Some(err) = &m.error {
+                    self.message_errors
+                        .entry(m.flow)
+                        .or_default()
+                        .insert(rules::key(err));
+                    found.push(rules::q3_message(m, err));
+                }
+                self.state.q3(m, &mut found);
+            }
+            Event::Qw(m) => {
+                if let Some(err) = &m.error {
+                    self.message_errors
+                        .entry(m.flow)
+                        .or_default()
+                        .insert(rules::key(err));
+                    found.push(rules::qw_message(m, err, self.demo));
+                }
+            }
+            _ => {}
+        }
+        for mut f in found {
+            f.file = self.file.clone();
+            self.findings.push(f);
+        }
+        Ok(())
+    }
+}
+
+/// Check one capture or demo file.
+pub fn check_file(path: &Path) -> Result<FileCheck, InputError> {
+    let file = path.display().to_string();
+    let demo = pipeline::is_demo(path);
+    let mut c = Checker {
+        file: file.clone(),
+        demo,
+        state: state::Watch::default(),
+        findings: Vec::new(),
+        message_errors: HashMap::new(),
+    };
+    // The checks read snapshot heads, not their entities: the cost stays near `flows`'.
+    let opts = Options {
+        emit: true,
+        headers_only: true,
+        ..Default::default()
+    };
+    let report = if demo {
+        pipeline::run_demo(path, &opts, &mut c)?
+    } else {
+        pipeline::run_capture(path, &opts, &mut c, &mut |_| {})?
+    };
+    let mut out = FileCheck {
+        file: file.clone(),
+        demo,
+        ..Default::default()
+    };
+    let mut findings = std::mem::take(&mut c.findings);
+    findings.extend(rules::report(&file, &report, demo));
+    for f in report
+        .flows
+        .iter()
+        .filter(|f| f.kind == "connection" || f.kind == "demo")
+    {
+        out.units.push((f.id, unit_label(f)));
+        let seen = c.message_errors.get(&f.id);
+        findings.extend(rules::flow(&file, f, seen, &report.warnings, demo));
+    }
+    // In file order: by frame or record, then bit; findings of no position last.
+    findings.sort_by_key(|f| (f.frame.or(f.record).unwrap_or(u64::MAX), f.bit.unwrap_or(0)));
+    out.findings = findings;
+    Ok(out)
+}
+
+fn unit_label(f: &FlowSummary) -> String {
+    let who = f.name.clone().unwrap_or_else(|| "?".into());
+    if f.kind == "demo" {
+        format!("demo {}", f.server)
+    } else {
+        format!("flow {} {} {} ({who})", f.id, f.game, f.server)
+    }
+}
+
+/// One finding as a line: `file: flow N frame F (or record R @offset) bit B: rule: message`.
+pub fn line(f: &Finding) -> String {
+    let mut s = f.file.clone();
+    if let Some(v) = f.flow {
+        let _ = write!(s, ": flow {v}");
+    }
+    if let Some(v) = f.frame {
+        let _ = write!(s, " frame {v}");
+    }
+    if let Some(v) = f.record {
+        let _ = write!(s, " record {v}");
+    }
+    if let Some(v) = f.offset {
+        let _ = write!(s, " offset {v}");
+    }
+    if let Some(v) = f.bit {
+        let _ = write!(s, " bit {v}");
+    }
+    let _ = write!(s, ": {}: {}", f.rule, f.message);
+    s
+}

@@ -1,0 +1,71 @@
+//! `quakecap check FILE...`: conformance of every connection and demo. Exit 0 clean,
+//! 1 findings, 2 unusable.
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use quakecap::check::{self, FileCheck};
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Captures (pcap/pcapng) and demo files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// JSON Lines: one object per finding.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a JUnit XML report (one testcase per connection or demo) to this file.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+}
+
+pub fn run(args: &CheckArgs) -> Result<i32> {
+    let mut results: Vec<FileCheck> = Vec::new();
+    let mut unusable = 0;
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    for f in &args.files {
+        match check::check_file(f) {
+            Ok(r) => {
+                for g in &r.findings {
+                    if args.json {
+                        serde_json::to_writer(&mut out, g)?;
+                        writeln!(out)?;
+                    } else {
+                        writeln!(out, "{}", check::line(g))?;
+                    }
+                }
+                results.push(r);
+            }
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                unusable += 1;
+            }
+        }
+    }
+    let findings: usize = results.iter().map(|r| r.findings.len()).sum();
+    let units: usize = results.iter().map(|r| r.units.len()).sum();
+    if !args.json {
+        writeln!(
+            out,
+            "{} files, {units} connections/demos checked, {findings} findings{}",
+            results.len(),
+            if unusable > 0 {
+                format!(", {unusable} files unusable")
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    out.flush()?;
+    if let Some(path) = &args.junit {
+        std::fs::write(path, check::junit::render(&results))?;
+    }
+    Ok(if unusable > 0 && results.is_empty() {
+        2
+    } else if findings > 0 || unusable > 0 {
+        1
+    } else {
+        0
+    })
+}

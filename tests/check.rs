@@ -1,0 +1,604 @@
+//! Issue 15: `check` — conformance findings on stored captures, demos and hand-made faults.
+mod q3common;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use q3common::{cap, shared};
+use quakecap::capture::{CaptureReader, LinkType, PcapNgWriter};
+use quakecap::check::{self, junit, state::Watch, Finding};
+use quakecap::error::ErrorKind;
+use quakecap::flow::Dir;
+use quakecap::net::NetDecoder;
+use quakecap::q3::bits::{BitReader, BitWriter};
+use quakecap::q3::clc::ClientMessage;
+use quakecap::q3::message::{Body, Message};
+use quakecap::q3::netchan::{
+    Header, Protocol, FRAGMENT_BIT, FRAGMENT_SIZE, MAX_MSGLEN, REORDER_WINDOW,
+};
+use quakecap::q3::svc::{Gamestate, ServerMessage, ServerOp};
+
+fn files_in(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            exts.iter().any(|x| name.ends_with(x))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+const BROKEN: [&str; 4] = [
+    "truncated.dm_68",
+    "invalid_command_byte.dm_68",
+    "invalid_area_mask_length.dm_68",
+    "invalid_entity_state_field_count_2.dm_68",
+];
+
+/// Every stored capture and every intact demo, both games.
+fn clean_inputs() -> Vec<PathBuf> {
+    let exts = [".pcapng", ".pcap", ".dm_68", ".dm_71", ".qwd", ".mvd"];
+    let mut v = Vec::new();
+    for root in [cap(""), shared("captures")] {
+        for d in files_in(&root, &[""]).into_iter().filter(|p| p.is_dir()) {
+            v.extend(files_in(&d, &exts));
+        }
+    }
+    v.extend(
+        files_in(&shared("demos/q3"), &[".dm_68"])
+            .into_iter()
+            .filter(|p| !BROKEN.iter().any(|b| p.ends_with(b))),
+    );
+    v.extend(files_in(&shared("demos/qw"), &[".mvd", ".qwd"]));
+    v
+}
+
+#[test]
+fn every_stored_capture_and_intact_demo_is_clean() {
+    let inputs = clean_inputs();
+    assert!(inputs.len() > 60, "{}", inputs.len());
+    let mut units = 0;
+    for p in &inputs {
+        let r = check::check_file(p).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = r.findings.iter().map(check::line).collect();
+        assert!(lines.is_empty(), "{}: {lines:#?}", p.display());
+        units += r.units.len();
+    }
+    assert!(units >= inputs.len());
+}
+
+/// One record of a Quake 3 demo file as its framing says: (index from 1, offset, length).
+fn demo_framing(data: &[u8]) -> (Vec<(u64, u64, i32)>, bool) {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Some(h) = data.get(at..at + 8) {
+        let seq = i32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+        let len = i32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        if seq == -1 && len == -1 {
+            return (out, true);
+        }
+        let Ok(n) = usize::try_from(len) else {
+            break;
+        };
+        if at + 8 + n > data.len() || n > 16384 {
+            break;
+        }
+        out.push((out.len() as u64 + 1, at as u64, len));
+        at += 8 + n;
+    }
+    (out, false)
+}
+
+#[test]
+fn broken_demos_report_their_fault_with_record_and_offset() {
+    // The documented fault of each broken demo (../shared/demos/README.md) and its rule.
+    let want = [
+        ("truncated.dm_68", "demo.truncated"),
+        ("invalid_command_byte.dm_68", "q3.op-unknown"),
+        ("invalid_area_mask_length.dm_68", "q3.bounds"),
+        ("invalid_entity_state_field_count_2.dm_68", "q3.field-count"),
+    ];
+    for (file, rule) in want {
+        let path = shared(&format!("demos/q3/{file}"));
+        let Ok(data) = std::fs::read(&path) else {
+            println!("skipped: {} missing", path.display());
+            continue;
+        };
+        let r = check::check_file(&path).unwrap();
+        assert_eq!(r.units.len(), 1);
+        let first = r
+            .findings
+            .first()
+            .unwrap_or_else(|| panic!("{file}: no finding"));
+        assert_eq!(first.rule, rule, "{file}: {}", check::line(first));
+        assert_eq!(first.flow, Some(1));
+        // The record and offset agree with the file's own framing, walked here.
+        let (records, end_marker) = demo_framing(&data);
+        if file == "truncated.dm_68" {
+            // Every record whole, no end marker: the fault is after the last record.
+            assert!(!end_marker);
+            let (last, off, len) = *records.last().unwrap();
+            assert_eq!(off + 8 + len as u64, data.len() as u64);
+            assert_eq!(
+                (first.record, first.offset),
+                (Some(last), Some(data.len() as u64)),
+                "{}",
+                check::line(first)
+            );
+            assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
+            continue;
+        }
+        let rec = first.record.expect("a record");
+        let (_, off, _) = records
+            .get(rec as usize - 1)
+            .unwrap_or_else(|| panic!("{file}: record {rec} is past the readable framing"));
+        assert_eq!(first.offset, Some(*off), "{}", check::line(first));
+        assert!(first.bit.is_some());
+        // The record is the first whose message the decoder could not read to its end.
+        let (_, msgs) = q3common::decode(&path, false);
+        let failed = msgs.iter().find(|m| m.error.is_some()).unwrap();
+        assert_eq!(
+            (Some(failed.frame), failed.file_offset),
+            (first.record, first.offset)
+        );
+        // The documented values.
+        let numbers: Vec<u64> = first
+            .message
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        match file {
+            "invalid_command_byte.dm_68" => assert!(numbers.contains(&0), "{}", first.message),
+            "invalid_area_mask_length.dm_68" => {
+                assert!(numbers.contains(&131), "{}", first.message)
+            }
+            _ => assert!(numbers.iter().any(|&n| n > 51), "{}", first.message),
+        }
+    }
+}
+
+/// A UDP datagram of a capture: endpoints, time, payload.
+#[derive(Debug, Clone)]
+struct Dg {
+    src: SocketAddr,
+    dst: SocketAddr,
+    ts_ns: i64,
+    payload: Vec<u8>,
+}
+
+/// The datagrams of a stored capture, read with the crate's reader (None, after saying
+/// "skipped", when the capture is not there).
+fn datagrams(path: &Path) -> Option<Vec<Dg>> {
+    let Ok(mut r) = CaptureReader::open(path) else {
+        println!("skipped: {} missing", path.display());
+        return None;
+    };
+    let mut net = NetDecoder::new();
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        if let Some(d) = net.decode(&f).unwrap() {
+            out.push(Dg {
+                src: d.src,
+                dst: d.dst,
+                ts_ns: d.ts_ns,
+                payload: d.payload.to_vec(),
+            });
+        }
+    }
+    Some(out)
+}
+
+/// An IPv4/UDP packet (link type RAW) carrying `payload`.
+fn udp_frame(src: SocketAddr, dst: SocketAddr, payload: &[u8]) -> Vec<u8> {
+    let ip = |a: SocketAddr| match a.ip() {
+        IpAddr::V4(v) => v.octets(),
+        IpAddr::V6(_) => panic!("the stored Quake 3 captures are IPv4"),
+    };
+    let total = 20 + 8 + payload.len();
+    let mut p = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ];
+    p.extend_from_slice(&ip(src));
+    p.extend_from_slice(&ip(dst));
+    p.extend_from_slice(&src.port().to_be_bytes());
+    p.extend_from_slice(&dst.port().to_be_bytes());
+    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    p
+}
+
+/// Write `dgs` as a capture through the crate's pcapng writer (frame n = `dgs[n - 1]`) and
+/// check it.
+fn check_datagrams(name: &str, dgs: &[Dg]) -> check::FileCheck {
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    for d in dgs {
+        w.write_packet(
+            LinkType::RAW,
+            d.ts_ns,
+            &udp_frame(d.src, d.dst, &d.payload),
+            0,
+        )
+        .unwrap();
+    }
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("check-{name}.pcapng"));
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    let r = check::check_file(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    r
+}
+
+const OOB: [u8; 4] = [0xff; 4];
+
+/// The server's address: where the client sent its getchallenge.
+fn server_of(dgs: &[Dg]) -> SocketAddr {
+    dgs.iter()
+        .find(|d| d.payload.starts_with(&OOB) && d.payload[4..].starts_with(b"getchallenge"))
+        .expect("a getchallenge")
+        .dst
+}
+
+/// Netchan sequence and fragment flag of a sequenced packet.
+fn seq_of(d: &Dg) -> Option<(i32, bool)> {
+    if d.payload.starts_with(&OOB) || d.payload.len() < 4 {
+        return None;
+    }
+    let w = u32::from_le_bytes(d.payload[..4].try_into().unwrap());
+    Some(((w & !FRAGMENT_BIT) as i32, w & FRAGMENT_BIT != 0))
+}
+
+/// `dgs` with `extra` inserted after index `after` (at its time): the inserted packets are
+/// frames `after + 2`, `after + 3`, ...
+fn inserted(dgs: &[Dg], after: usize, extra: &[Dg]) -> Vec<Dg> {
+    let mut v = dgs[..=after].to_vec();
+    v.extend(extra.iter().map(|d| Dg {
+        ts_ns: dgs[after].ts_ns,
+        ..d.clone()
+    }));
+    v.extend_from_slice(&dgs[after + 1..]);
+    v
+}
+
+/// The one finding of `rule`, and no other finding.
+fn only<'a>(r: &'a check::FileCheck, rule: &str) -> &'a Finding {
+    let lines: Vec<String> = r.findings.iter().map(check::line).collect();
+    assert_eq!(r.findings.len(), 1, "{lines:#?}");
+    assert_eq!(r.findings[0].rule, rule, "{lines:#?}");
+    &r.findings[0]
+}
+
+/// q3-basic rewritten through the crate's writer, the server's unfragmented sequenced
+/// packets (indices), and the connection's flow id. The rewrite is clean.
+fn q3_basic() -> Option<(Vec<Dg>, SocketAddr, Vec<usize>, u32)> {
+    let dgs = datagrams(&cap("q3-basic/capture.pcapng"))?;
+    let server = server_of(&dgs);
+    let s2c: Vec<usize> = (0..dgs.len())
+        .filter(|&i| dgs[i].src == server && seq_of(&dgs[i]).is_some_and(|(_, frag)| !frag))
+        .collect();
+    let control = check_datagrams("q3-basic-control", &dgs);
+    assert!(control.findings.is_empty(), "{:?}", control.findings);
+    assert_eq!(control.units.len(), 1);
+    Some((dgs, server, s2c, control.units[0].0))
+}
+
+/// A server that goes back: a sequence sent again with other content, and a sequence from
+/// far behind, each inserted into a real capture, are the rule's findings at their frames;
+/// the same sequence again with the same bytes (a network duplicate) is not.
+#[test]
+fn hand_made_sequence_going_backwards() {
+    let Some((dgs, _, s2c, flow)) = q3_basic() else {
+        return;
+    };
+    let a = s2c[s2c.len() / 3];
+    let (sa, _) = seq_of(&dgs[a]).unwrap();
+    let find = |pred: &dyn Fn(i32) -> bool| {
+        *s2c.iter()
+            .find(|&&i| pred(seq_of(&dgs[i]).unwrap().0))
+            .unwrap()
+    };
+    let near = find(&|s| s == sa + 5);
+    let far = find(&|s| s > sa + REORDER_WINDOW + 10);
+    let mut other = dgs[a].clone();
+    *other.payload.last_mut().unwrap() ^= 0x55;
+
+    let dup = check_datagrams("seq-dup", &inserted(&dgs, near, &[dgs[a].clone()]));
+    assert!(dup.findings.is_empty(), "{:?}", dup.findings);
+
+    for (name, after, packet) in [("seq-reused", near, &other), ("seq-far", far, &dgs[a])] {
+        let r = check_datagrams(name, &inserted(&dgs, after, std::slice::from_ref(packet)));
+        let f = only(&r, "netchan.sequence-backwards");
+        assert_eq!(f.kind, Some(ErrorKind::Sequence));
+        assert_eq!(
+            (f.flow, f.frame, f.dir),
+            (Some(flow), Some(after as u64 + 2), Some(Dir::S2c)),
+            "{name}: {}",
+            check::line(f)
+        );
+    }
+}
+
+/// A server message whose fragments pass MAX_MSGLEN, inserted into a real capture (the next
+/// sequence, sent as full fragments): one finding, at the fragment that passes it.
+#[test]
+fn hand_made_fragment_past_max_msglen() {
+    let Some((dgs, server, s2c, flow)) = q3_basic() else {
+        return;
+    };
+    let a = s2c[s2c.len() / 2];
+    let (sa, _) = seq_of(&dgs[a]).unwrap();
+    let client = dgs[a].dst;
+    // Full fragments until the one that no longer fits.
+    let over = (0..)
+        .find(|k| (k + 1) * FRAGMENT_SIZE > MAX_MSGLEN)
+        .unwrap();
+    let frags: Vec<Dg> = (0..=over)
+        .map(|k| {
+            let mut p = ((sa + 1) as u32 | FRAGMENT_BIT).to_le_bytes().to_vec();
+            p.extend_from_slice(&((k * FRAGMENT_SIZE) as u16).to_le_bytes());
+            p.extend_from_slice(&(FRAGMENT_SIZE as u16).to_le_bytes());
+            p.extend(std::iter::repeat_n(k as u8, FRAGMENT_SIZE));
+            Dg {
+                src: server,
+                dst: client,
+                ts_ns: 0,
+                payload: p,
+            }
+        })
+        .collect();
+    let r = check_datagrams("max-msglen", &inserted(&dgs, a, &frags));
+    let f = only(&r, "netchan.max-msglen");
+    assert_eq!(f.kind, Some(ErrorKind::Bounds));
+    assert_eq!(
+        (f.flow, f.frame, f.dir),
+        (Some(flow), Some((a + 2 + over) as u64), Some(Dir::S2c)),
+        "{}",
+        check::line(f)
+    );
+}
+
+/// A real protocol-71 client packet whose reliable acknowledge is changed (by a multiple of
+/// the 64-command ring, so the rest of the packet keeps its meaning): acknowledging a
+/// command the server never sent, and one far outside the window, are the rules' findings
+/// at that packet and at the acknowledge's bit.
+#[test]
+fn hand_made_reliable_acknowledges() {
+    let Some(dgs) = datagrams(&cap("q3-proto71/capture.pcapng")) else {
+        return;
+    };
+    let server = server_of(&dgs);
+    let control = check_datagrams("ack-control", &dgs);
+    assert!(control.findings.is_empty(), "{:?}", control.findings);
+    let c2s: Vec<usize> = (0..dgs.len())
+        .filter(|&i| dgs[i].dst == server && seq_of(&dgs[i]).is_some_and(|(_, frag)| !frag))
+        .collect();
+    let i = c2s[c2s.len() * 3 / 4];
+    let h = Header::parse(&dgs[i].payload, Dir::C2s, Protocol::V71).unwrap();
+    let head = &dgs[i].payload[..h.header_len()];
+    let body = &dgs[i].payload[h.header_len()..];
+    // The header as the server reads it; the acknowledge starts after two longs.
+    let mut r = BitReader::new(body);
+    let server_id = r.read_long().unwrap();
+    let message_ack = r.read_long().unwrap();
+    let ack_bit = r.bit_pos() as u64;
+    let ack = r.read_long().unwrap();
+    let rest = r.bit_pos();
+    for (name, new_ack, rule) in [
+        ("ack-ahead", ack + 64, "q3.reliable-ack-ahead"),
+        ("ack-window", ack - 128, "q3.reliable-ack-window"),
+    ] {
+        let mut w = BitWriter::new();
+        w.write_long(server_id);
+        w.write_long(message_ack);
+        w.write_long(new_ack);
+        for b in rest..body.len() * 8 {
+            w.put_raw(u32::from(body[b >> 3] >> (b & 7) & 1), 1);
+        }
+        let mut edited = dgs.clone();
+        edited[i].payload = [head, &w.finish()].concat();
+        let r = check_datagrams(name, &edited);
+        let f = only(&r, rule);
+        assert_eq!(
+            (f.frame, f.bit, f.dir),
+            (Some(i as u64 + 1), Some(ack_bit), Some(Dir::C2s)),
+            "{name}: {}",
+            check::line(f)
+        );
+    }
+}
+
+fn q3_message(dir: Dir, seq: i32, frame: u64, body: Body) -> Message {
+    Message {
+        flow: 1,
+        game: "q3",
+        dir,
+        frame,
+        time: 0.0,
+        seq: Some(seq),
+        fragmented: false,
+        kind: if dir == Dir::S2c { "server" } else { "client" },
+        body,
+        error: None,
+        raw: None,
+        client_gone: false,
+        protocol: 68,
+        file_offset: None,
+    }
+}
+
+/// A connection whose client acknowledges a server command never sent, then one far
+/// outside the reliable window: two findings of the acknowledgement rules.
+#[test]
+fn reliable_acknowledges_outside_the_window_are_findings() {
+    let gs = Gamestate {
+        bit: 8,
+        server_command_seq: 100,
+        configstrings: Vec::new(),
+        baselines: Vec::new(),
+        client_num: 0,
+        checksum_feed: 0,
+    };
+    let server = ServerMessage {
+        ack: 0,
+        ops: vec![ServerOp::Gamestate(Box::new(gs))],
+        error: None,
+        snapshot_head: None,
+    };
+    let client = |ack: i32| ClientMessage {
+        server_id: 1,
+        message_ack: 1,
+        reliable_ack: ack,
+        ops: Vec::new(),
+        error: None,
+    };
+    let mut w = Watch::default();
+    let mut out = Vec::new();
+    w.q3(&q3_message(Dir::S2c, 1, 1, Body::Server(server)), &mut out);
+    w.q3(
+        &q3_message(Dir::C2s, 1, 2, Body::Client(client(100))),
+        &mut out,
+    );
+    assert!(out.is_empty(), "{out:?}");
+    w.q3(
+        &q3_message(Dir::C2s, 2, 3, Body::Client(client(101))),
+        &mut out,
+    );
+    w.q3(
+        &q3_message(Dir::C2s, 3, 4, Body::Client(client(20))),
+        &mut out,
+    );
+    let rules: Vec<(&str, Option<u64>)> = out.iter().map(|f| (f.rule, f.frame)).collect();
+    assert_eq!(
+        rules,
+        [
+            ("q3.reliable-ack-ahead", Some(3)),
+            ("q3.reliable-ack-window", Some(4))
+        ]
+    );
+}
+
+#[test]
+fn junit_report_has_the_common_structure() {
+    let files = [
+        cap("q3-two-clients/capture.pcapng"),
+        shared("demos/q3/truncated.dm_68"),
+        shared("demos/q3/invalid_area_mask_length.dm_68"),
+    ];
+    let results: Vec<_> = files
+        .iter()
+        .map(|p| check::check_file(p).unwrap())
+        .collect();
+    let xml = junit::render(&results);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 3);
+    let mut total_failures = 0;
+    for (s, r) in suites.iter().zip(&results) {
+        assert_eq!(s.tag_name().name(), "testsuite");
+        assert_eq!(s.attribute("name"), Some(r.file.as_str()));
+        let cases: Vec<_> = s
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert_eq!(s.attribute("tests"), Some(cases.len().to_string().as_str()));
+        let failed = cases
+            .iter()
+            .filter(|c| c.children().any(|f| f.has_tag_name("failure")))
+            .count();
+        assert_eq!(s.attribute("failures"), Some(failed.to_string().as_str()));
+        for c in &cases {
+            assert!(c.attribute("name").is_some());
+            for f in c.children().filter(|f| f.has_tag_name("failure")) {
+                assert!(f.attribute("type").is_some() && f.attribute("message").is_some());
+                total_failures += 1;
+            }
+        }
+    }
+    // The clean capture's cases pass; every finding is one failure; the root sums the suites.
+    assert_eq!(suites[0].attribute("failures"), Some("0"));
+    assert!(results[0].findings.is_empty());
+    assert_eq!(
+        total_failures,
+        results.iter().map(|r| r.findings.len()).sum::<usize>()
+    );
+    let sum = |attr: &str| -> usize {
+        suites
+            .iter()
+            .map(|s| s.attribute(attr).unwrap().parse::<usize>().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        root.attribute("failures"),
+        Some(sum("failures").to_string().as_str())
+    );
+    assert_eq!(
+        root.attribute("tests"),
+        Some(sum("tests").to_string().as_str())
+    );
+    assert!(sum("failures") >= 2);
+}
+
+/// `check` decodes with `Detail::Headers`: every message has the same error, acknowledge and
+/// ops as the full decode, its snapshot as the full snapshot's head.
+#[test]
+fn headers_only_decode_matches_the_full_decode() {
+    use quakecap::q3::conn::Options as ConnOptions;
+    use quakecap::q3::demo_file::decode_demo_file;
+    for file in [
+        "dm_68_cpma_3_matches_2_gamestates.dm_68",
+        "invalid_command_byte.dm_68",
+    ] {
+        let path = shared(&format!("demos/q3/{file}"));
+        let Ok(data) = std::fs::read(&path) else {
+            println!("skipped: {} missing", path.display());
+            continue;
+        };
+        let run = |headers_only| {
+            let mut out = Vec::new();
+            let opts = ConnOptions {
+                emit: true,
+                headers_only,
+                ..Default::default()
+            };
+            decode_demo_file(file, &data, opts, &mut out);
+            out
+        };
+        let (full, heads) = (run(false), run(true));
+        assert_eq!(full.len(), heads.len());
+        let mut snapshots = 0;
+        for (f, h) in full.iter().zip(&heads) {
+            assert_eq!(f.error, h.error);
+            let (Body::Server(fs), Body::Server(hs)) = (&f.body, &h.body) else {
+                panic!("record {}: not a server message", f.frame);
+            };
+            assert_eq!(fs.ack, hs.ack);
+            let mut want_ops = Vec::new();
+            let mut want_head = None;
+            for op in &fs.ops {
+                match op {
+                    ServerOp::Snapshot(n) => want_head = Some(n.head()),
+                    ServerOp::Eof { .. } => {}
+                    other => want_ops.push(other.clone()),
+                }
+            }
+            snapshots += usize::from(want_head.is_some());
+            assert_eq!(hs.ops, want_ops, "record {}", f.frame);
+            assert_eq!(hs.snapshot_head, want_head, "record {}", f.frame);
+        }
+        assert!(snapshots > 100, "{file}: {snapshots}");
+    }
+}

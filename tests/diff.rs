@@ -1,0 +1,363 @@
+//! Issue 15: `diff` — semantic comparison of captures and demos.
+mod q3common;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use q3common::{cap, shared, Q3_CAPTURES};
+use quakecap::diff::{self, Difference, Kind, Side};
+use quakecap::pipeline::{self, Event, Options, Report, Sink};
+use quakecap::q3::bits::{BitReader, BitWriter};
+use quakecap::q3::delta::{write_delta_entity, EntityState};
+use quakecap::q3::state::ClientState;
+use quakecap::q3::svc::{emit, parse_server_message, Gamestate, ServerOp};
+use quakecap::sink::demo::{DemoOptions, DemoOutput, DemoSink, DemoStats};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("quakecap-diff-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// Demos written from a capture, by flow.
+#[derive(Default)]
+struct Mem(BTreeMap<u32, Vec<u8>>);
+impl DemoOutput for Mem {
+    type W = Vec<u8>;
+    fn open(
+        &mut self,
+        _: u32,
+        _: u32,
+        _: u32,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> io::Result<Vec<u8>> {
+        Ok(Vec::new())
+    }
+    fn closed(&mut self, flow: u32, _: u32, w: Vec<u8>, _: &DemoStats) -> io::Result<()> {
+        self.0.insert(flow, w);
+        Ok(())
+    }
+}
+
+/// Write the demos of a capture as `quakecap demo` does (both games).
+fn written_demos(capture: &Path) -> BTreeMap<u32, Vec<u8>> {
+    let mut sink = DemoSink::new(Mem::default(), DemoOptions::default());
+    let o = Options {
+        keep_raw: true,
+        ..Default::default()
+    };
+    pipeline::run_capture(capture, &o, &mut sink, &mut |_| {}).unwrap();
+    sink.into_output().0
+}
+
+fn run(a: &Path, b: &Path) -> diff::Outcome {
+    diff::diff_files(a, b, &diff::Options::default())
+        .unwrap_or_else(|e| panic!("{} vs {}: {e}", a.display(), b.display()))
+}
+
+fn show(o: &diff::Outcome) -> Vec<&Difference> {
+    o.differences.iter().take(5).collect()
+}
+
+/// Each client's own demo against the demo quakecap writes from the capture for the same
+/// connection: the same over the span both cover, for every stored capture of both games.
+#[test]
+fn client_demo_equals_written_demo_for_every_capture() {
+    // (folder, client demo, flow of that client's connection)
+    let mut cases: Vec<(String, String, u32)> = Vec::new();
+    for f in Q3_CAPTURES {
+        for d in q3common::client_demos(f) {
+            let name = d.file_name().unwrap().to_string_lossy().to_string();
+            cases.push((
+                f.to_string(),
+                name.clone(),
+                q3common::client_number(&d) as u32,
+            ));
+        }
+    }
+    for (f, d, flow) in [
+        ("qw-basic", "client1-demo0.qwd", 2),
+        ("qw-noext", "client1-demo0.qwd", 2),
+        ("qw-impaired", "client1-demo0.qwd", 2),
+        ("qw-impaired", "client2-demo0.qwd", 3),
+        ("qw-mapchange-reconnect", "client1-demo0.qwd", 2),
+        ("qw-mapchange-reconnect", "client2-demo0.qwd", 3),
+    ] {
+        cases.push((f.into(), d.into(), flow));
+    }
+    let mut compared = 0;
+    for (folder, demo, flow) in &cases {
+        let written = written_demos(&cap(&format!("{folder}/capture.pcapng")));
+        let ext = demo.rsplit_once('.').unwrap().1;
+        // Quake 3 flow ids of clients are 1 and 2 in these captures.
+        let bytes = &written[flow];
+        let out = tmp(&format!("{folder}-{flow}.{ext}"));
+        std::fs::write(&out, bytes).unwrap();
+        let o = run(&cap(&format!("{folder}/{demo}")), &out);
+        assert!(o.same, "{folder}/{demo}: {:?}", show(&o));
+        assert!(
+            o.compared > 200,
+            "{folder}/{demo}: only {} compared",
+            o.compared
+        );
+        compared += o.compared;
+    }
+    assert_eq!(cases.len(), 14);
+    assert!(compared > 10_000, "{compared}");
+}
+
+/// Accepted messages' sequences per (player, direction), as the decoders give them.
+#[derive(Default)]
+struct Seqs {
+    seqs: BTreeMap<(u32, &'static str), BTreeSet<i64>>,
+}
+impl Sink for Seqs {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Q3(m) if m.kind != "oob" => {
+                self.seqs
+                    .entry((m.flow, m.dir.as_str()))
+                    .or_default()
+                    .insert(i64::from(m.seq.unwrap()));
+            }
+            Event::Qw(m)
+                if !m.connectionless
+                    && m.netchan == Some(quakecap::qw::NetchanStatus::Accepted)
+                    && m.ops
+                        .iter()
+                        .any(|o| !matches!(o.name(), "svc_nop" | "svc_download")) =>
+            {
+                self.seqs
+                    .entry((m.flow, m.dir.as_str()))
+                    .or_default()
+                    .insert(m.seq.unwrap());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn seqs_by_player(path: &Path) -> BTreeMap<(String, &'static str), BTreeSet<i64>> {
+    let mut s = Seqs::default();
+    let o = Options {
+        emit: true,
+        ..Default::default()
+    };
+    let report: Report = pipeline::run_capture(path, &o, &mut s, &mut |_| {}).unwrap();
+    let name = |flow: u32| {
+        let f = report.flows.iter().find(|f| f.id == flow).unwrap();
+        f.name.clone().unwrap_or_default().to_lowercase()
+    };
+    s.seqs
+        .into_iter()
+        .map(|((flow, dir), v)| ((name(flow), dir), v))
+        .collect()
+}
+
+/// The client-side capture against the server side: exactly the messages the path lost
+/// (sequences accepted on one side only, inside the span the other covers), nothing else.
+fn lost_only(dir: &Path) {
+    let a = dir.join("capture.pcapng");
+    let b = dir.join("server-side.pcapng");
+    let (sa, sb) = (seqs_by_player(&a), seqs_by_player(&b));
+    let mut want = BTreeSet::new();
+    for (key, va) in &sa {
+        let Some(vb) = sb.get(key) else { continue };
+        let inside = |v: &BTreeSet<i64>, s: i64| *v.first().unwrap() < s && s < *v.last().unwrap();
+        for s in va.difference(vb).filter(|s| inside(vb, **s)) {
+            want.insert((key.0.clone(), key.1, *s, "b"));
+        }
+        for s in vb.difference(va).filter(|s| inside(va, **s)) {
+            want.insert((key.0.clone(), key.1, *s, "a"));
+        }
+    }
+    let o = diff::diff_files(
+        &a,
+        &b,
+        &diff::Options {
+            keep: usize::MAX,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut got = BTreeSet::new();
+    for d in &o.differences {
+        assert_eq!(
+            (d.kind, d.what.as_str()),
+            (Kind::Missing, "message"),
+            "{d:?}"
+        );
+        let player = d.conn.rsplit_once('#').unwrap().0.to_lowercase();
+        let side = if d.side == Some(Side::A) { "a" } else { "b" };
+        got.insert((player, d.dir.as_str(), d.seq, side));
+    }
+    assert_eq!(o.total as usize, got.len());
+    assert_eq!(got, want, "{}", dir.display());
+    let lost_s2c = want.iter().filter(|w| w.1 == "s2c" && w.3 == "a").count();
+    assert!(lost_s2c > 10, "{lost_s2c}");
+    assert!(!o.same);
+}
+
+#[test]
+fn q3_impaired_client_side_lacks_exactly_what_the_path_lost() {
+    lost_only(&cap("q3-impaired"));
+}
+
+#[test]
+fn qw_netquality_client_side_lacks_exactly_what_the_path_lost() {
+    let dir = shared("captures/qw-netquality");
+    if !dir.exists() {
+        panic!("missing {}", dir.display());
+    }
+    lost_only(&dir);
+}
+
+/// Write a gamestate op (the test's own encoder, through quakecap's bit and delta writers).
+fn write_gamestate(w: &mut BitWriter, g: &Gamestate, cs_edit: Option<(u16, &str)>) {
+    w.write_byte(2);
+    w.write_long(g.server_command_seq);
+    for c in &g.configstrings {
+        w.write_byte(3);
+        w.write_short(c.index as i16);
+        match cs_edit {
+            Some((i, v)) if i == c.index => w.write_big_string(v),
+            _ => w.write_big_string(&c.value),
+        }
+    }
+    let zero = EntityState::default();
+    for b in &g.baselines {
+        w.write_byte(4);
+        write_delta_entity(w, &zero, Some(&b.state), true);
+    }
+    w.write_byte(8);
+    w.write_long(g.client_num);
+    w.write_long(g.checksum_feed);
+}
+
+/// A client demo re-written through `q3::demo::Writer` with every snapshot full, and four
+/// edits: one configstring, one entity field of one snapshot, one server command removed,
+/// one snapshot dropped. `diff` finds exactly those, at their sequence and serverTime.
+#[test]
+fn edited_demo_shows_exactly_the_edits() {
+    let src = cap("q3-basic/client1-demo0.dm_68");
+    let data = std::fs::read(&src).unwrap();
+    let mut st = ClientState::default();
+    let mut out = quakecap::q3::demo::Writer::new(Vec::new());
+    let mut baselines = vec![EntityState::default(); 1024];
+    let mut expect = Vec::new();
+    let mut cmd_removed = false;
+    for (i, rec) in quakecap::q3::demo::Reader::new(&data).enumerate() {
+        let rec = rec.unwrap();
+        let m = parse_server_message(&mut BitReader::new(rec.body), None, rec.seq, &mut st);
+        assert!(m.error.is_none());
+        let time = m.ops.iter().find_map(|o| match o {
+            ServerOp::Snapshot(s) => Some(s.server_time as i64),
+            _ => None,
+        });
+        let mut w = BitWriter::new();
+        emit::ack(&mut w, m.ack);
+        for op in &m.ops {
+            match op {
+                ServerOp::Gamestate(g) => {
+                    for b in &g.baselines {
+                        baselines[b.state.number as usize] = b.state.clone();
+                    }
+                    let edit = (i == 0).then_some((0u16, "\\edited\\1"));
+                    if edit.is_some() {
+                        let old = &g.configstrings.iter().find(|c| c.index == 0).unwrap().value;
+                        expect.push((
+                            Kind::Changed,
+                            None,
+                            rec.seq,
+                            "configstring 0".to_string(),
+                            Some(old.clone()),
+                        ));
+                    }
+                    write_gamestate(&mut w, g, edit);
+                }
+                ServerOp::ServerCommand { seq, text, .. } => {
+                    if i >= 50 && !cmd_removed {
+                        cmd_removed = true;
+                        expect.push((
+                            Kind::Missing,
+                            Some(Side::B),
+                            rec.seq,
+                            format!("server command {seq}"),
+                            Some(text.clone()),
+                        ));
+                        continue;
+                    }
+                    emit::server_command(&mut w, *seq, text);
+                }
+                ServerOp::Snapshot(s) => {
+                    if i == 200 {
+                        expect.push((
+                            Kind::Missing,
+                            Some(Side::B),
+                            rec.seq,
+                            "snapshot".into(),
+                            None,
+                        ));
+                        continue;
+                    }
+                    let mut frame = (*s.frame).clone();
+                    if i == 100 {
+                        let e = &mut frame.entities[0];
+                        let v = f32::from_bits(e.fields[1] as u32) + 8.5;
+                        e.fields[1] = v.to_bits() as i32;
+                        expect.push((
+                            Kind::Changed,
+                            None,
+                            rec.seq,
+                            format!("entity {} pos.trBase[0]", e.number),
+                            None,
+                        ));
+                    }
+                    emit::full_snapshot(&mut w, &frame, &baselines);
+                }
+                ServerOp::Eof { .. } => emit::eof(&mut w),
+                other => panic!("op {other:?} in this demo"),
+            }
+        }
+        // The expected game time: the record's own snapshot (record 0 has none).
+        for e in expect.iter_mut().filter(|e| e.2 == rec.seq) {
+            if e.4.is_none() {
+                e.4 = time.map(|t| t.to_string());
+            }
+        }
+        out.record(rec.seq, &w.finish()).unwrap();
+    }
+    assert!(cmd_removed);
+    let edited = tmp("edited.dm_68");
+    std::fs::write(&edited, out.finish().unwrap()).unwrap();
+    let o = run(&src, &edited);
+    assert!(!o.same);
+    let got: Vec<(Kind, Option<Side>, i64, String)> = o
+        .differences
+        .iter()
+        .map(|d| (d.kind, d.side, d.seq, d.what.clone()))
+        .collect();
+    let mut want: Vec<(Kind, Option<Side>, i64, String)> = expect
+        .iter()
+        .map(|e| (e.0, e.1, i64::from(e.2), e.3.clone()))
+        .collect();
+    let mut got_sorted = got.clone();
+    got_sorted.sort_by_key(|g| (g.2, g.3.clone()));
+    want.sort_by_key(|g| (g.2, g.3.clone()));
+    assert_eq!(got_sorted, want, "{:?}", o.differences);
+    // Game times: snapshot edits carry their snapshot's serverTime.
+    for d in &o.differences {
+        if d.what == "snapshot" || d.what.starts_with("entity") {
+            let e = expect
+                .iter()
+                .find(|e| i64::from(e.2) == d.seq && e.3 == d.what)
+                .unwrap();
+            assert_eq!(d.game_time.map(|t| t.to_string()), e.4, "{d:?}");
+        }
+    }
+    // The same demo against itself re-encoded without edits would be "same": the original
+    // against the original is.
+    assert!(run(&src, &src).same);
+}
