@@ -100,7 +100,9 @@ fn an_unusable_capture_names_the_frame_once() {
 /// A protocol-68 demo of one record whose message has an unknown op after the ack; returns
 /// the file and the bit the error names: just after the op byte, where the engine's read
 /// position stands when it finds the op illegible.
-fn bad_op_demo() -> (PathBuf, usize) {
+/// A one-record demo whose message has an unknown op; `name` is the caller's own file (tests
+/// run in parallel: a shared one could be rewritten while another test reads it).
+fn bad_op_demo(name: &str) -> (PathBuf, usize) {
     let mut w = BitWriter::new();
     emit::ack(&mut w, 0);
     w.write_byte(200); // no svc op has this number
@@ -112,7 +114,7 @@ fn bad_op_demo() -> (PathBuf, usize) {
     file.extend_from_slice(&body);
     file.extend_from_slice(&(-1i32).to_le_bytes());
     file.extend_from_slice(&(-1i32).to_le_bytes());
-    let path = tmp("badop.dm_68");
+    let path = tmp(name);
     std::fs::write(&path, file).unwrap();
     (path, bit)
 }
@@ -134,7 +136,7 @@ fn assert_bad_op_object(e: &Value, bit: usize) {
 
 #[test]
 fn decode_json_errors_are_objects() {
-    let (path, bit) = bad_op_demo();
+    let (path, bit) = bad_op_demo("badop-decode.dm_68");
     let out = quakecap(&["decode", "--json", s(&path)]);
     assert_eq!(out.status.code(), Some(0));
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
@@ -156,7 +158,7 @@ fn decode_json_errors_are_objects() {
 
 #[test]
 fn flows_json_error_details_are_objects() {
-    let (path, bit) = bad_op_demo();
+    let (path, bit) = bad_op_demo("badop-flows.dm_68");
     let out = quakecap(&["flows", "--json", s(&path)]);
     assert_eq!(out.status.code(), Some(0));
     let flows: Value = serde_json::from_slice(&out.stdout).unwrap();
