@@ -602,3 +602,47 @@ fn headers_only_decode_matches_the_full_decode() {
         assert!(snapshots > 100, "{file}: {snapshots}");
     }
 }
+
+/// `check` takes inputs as every command does: a folder is walked, gzip is undone, and the
+/// JUnit report counts the same units as the library's check of the plain files.
+#[test]
+fn check_cli_takes_folders_and_gzip() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-cli");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = root.join("captures/q3-basic/capture.pcapng");
+    let gz = dir.join("basic.pcapng.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut enc, &std::fs::read(&plain).unwrap()).unwrap();
+    enc.finish().unwrap();
+    let folder = root.join("captures/qw-basic");
+    let want: usize = std::iter::once(plain.clone())
+        .chain(files_in(&folder, &["pcapng", "qwd", "mvd"]))
+        .map(|f| check::check_file(&f).expect("check").units.len())
+        .sum();
+    let junit_path = dir.join("report.xml");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(["check", "--junit"])
+        .arg(&junit_path)
+        .arg(&gz)
+        .arg(&folder)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains(&format!("{want} connections/demos checked, 0 findings")),
+        "{out}"
+    );
+    let xml = std::fs::read_to_string(&junit_path).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), want, "{xml}");
+}

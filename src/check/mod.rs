@@ -102,8 +102,25 @@ impl Sink for Checker {
 
 /// Check one capture or demo file.
 pub fn check_file(path: &Path) -> Result<FileCheck, InputError> {
-    let file = path.display().to_string();
     let demo = pipeline::is_demo(path);
+    check_input(&path.display().to_string(), demo, |opts, sink| {
+        if demo {
+            pipeline::run_demo(path, opts, sink)
+        } else {
+            pipeline::run_capture(path, opts, sink, &mut |_| {})
+        }
+    })
+}
+
+/// Check one input that `run` feeds to the checker with the options it is given (how the
+/// command line reads stdin, compressed files and the like); `demo` says whether it is a
+/// demo file (its framing rules apply).
+pub fn check_input(
+    file: &str,
+    demo: bool,
+    run: impl FnOnce(&Options, &mut dyn pipeline::Sink) -> Result<pipeline::Report, InputError>,
+) -> Result<FileCheck, InputError> {
+    let file = file.to_string();
     let mut c = Checker {
         file: file.clone(),
         demo,
@@ -117,11 +134,7 @@ pub fn check_file(path: &Path) -> Result<FileCheck, InputError> {
         headers_only: true,
         ..Default::default()
     };
-    let report = if demo {
-        pipeline::run_demo(path, &opts, &mut c)?
-    } else {
-        pipeline::run_capture(path, &opts, &mut c, &mut |_| {})?
-    };
+    let report = run(&opts, &mut c)?;
     let mut out = FileCheck {
         file: file.clone(),
         demo,

@@ -9,7 +9,8 @@ use quakecap::check::{self, FileCheck};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Captures (pcap/pcapng) and demo files.
+    /// Captures (pcap/pcapng) and demo files; `-` reads stdin, gzip/zstd are undone, a folder
+    /// is walked.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// JSON Lines: one object per finding.
@@ -24,8 +25,16 @@ pub fn run(args: &CheckArgs) -> Result<i32> {
     let mut results: Vec<FileCheck> = Vec::new();
     let mut unusable = 0;
     let mut out = io::BufWriter::new(io::stdout().lock());
-    for f in &args.files {
-        match check::check_file(f) {
+    let files = super::input::expand(&args.files)?;
+    for f in &files {
+        let name = super::input::logical_name(f);
+        let demo = quakecap::pipeline::is_demo(std::path::Path::new(&name));
+        let pb = super::progress_for(f);
+        let checked = check::check_input(&name, demo, |opts, sink| {
+            super::input::run(f, opts, sink, &mut |b| pb.set_position(b))
+        });
+        pb.finish_and_clear();
+        match checked {
             Ok(r) => {
                 for g in &r.findings {
                     if args.json {
@@ -59,7 +68,10 @@ pub fn run(args: &CheckArgs) -> Result<i32> {
     }
     out.flush()?;
     if let Some(path) = &args.junit {
-        std::fs::write(path, check::junit::render(&results))?;
+        // Written whole or not at all: a CI system must never read half a report.
+        let mut part = super::demo::PartFile::create(path.clone())?;
+        part.write_all(check::junit::render(&results).as_bytes())?;
+        part.commit()?;
     }
     Ok(if unusable > 0 && results.is_empty() {
         2
