@@ -390,8 +390,8 @@ fn flows_table(
         writeln!(
             out,
             "{} other UDP datagrams in {} flows (--all lists them)",
-            thousands(datagrams),
-            thousands(other.len() as u64)
+            sink::table::grouped(datagrams),
+            sink::table::grouped(other.len() as u64)
         )?;
     }
     Ok(())
@@ -411,19 +411,6 @@ fn table_width() -> Option<u16> {
         return None;
     }
     comfy_table::Table::new().width()
-}
-
-/// `412345` as `412,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn decode(

@@ -206,8 +206,8 @@ fn players(f: &FlowSummary) -> String {
     s.join(", ")
 }
 
-/// Thousands separated by commas (the summary lines are read by people).
-fn grouped(n: u64) -> String {
+/// Thousands separated by commas (the summary lines are read by people): `412,345`.
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
