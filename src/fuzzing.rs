@@ -183,6 +183,7 @@ pub fn client_message(data: &[u8]) {
         acked_server_command: data.get(..data.len().min(40)).unwrap_or(&[]),
         last_client_command: hdr.1,
         keep_usercmds: true,
+        commands_only: false,
     };
     let m = q3::clc::parse_client_ops(&mut r, hdr, &ctx);
     let _ = serde_json::to_string(&m);
@@ -199,6 +200,7 @@ pub fn demo(data: &[u8]) {
         threads: Some(1),
         samples: false,
         headers_only: false,
+        events_only: false,
     };
     let _ = pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), &opts, &mut Discard);
 }
@@ -215,6 +217,7 @@ pub fn pipeline(data: &[u8]) {
         threads: Some(1),
         samples: false,
         headers_only: false,
+        events_only: false,
     };
     let _ = pipeline::run_reader(
         reader,
@@ -258,6 +261,7 @@ pub fn q3_datagrams(data: &[u8]) {
         threads: Some(1),
         samples: false,
         headers_only: false,
+        events_only: false,
     };
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();

@@ -59,6 +59,9 @@ pub struct Options {
     /// With `emit`: Quake 3 snapshots carry their head only (time, delta base, flags,
     /// validity) and moves no usercmd list: the cost of `flows` plus the messages' frames.
     pub headers_only: bool,
+    /// With `emit`: Quake 3 snapshots carry only the event entities of their frame (no delta
+    /// records, no playerstate) and moves no usercmd list: what the game events read.
+    pub events_only: bool,
 }
 
 /// The outcome of one input.
@@ -131,6 +134,7 @@ impl Trackers {
             detached,
             samples: opts.samples,
             headers_only: opts.headers_only,
+            events_only: opts.events_only,
         };
         let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
@@ -419,6 +423,7 @@ pub fn run_q3_demo_bytes(
         detached: false,
         samples: false,
         headers_only: opts.headers_only,
+        events_only: opts.events_only,
     };
     let mut demo = q3::demo_file::Decoder::new(&file, data, protocol, q3_opts);
     for m in &mut demo {

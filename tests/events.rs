@@ -210,11 +210,17 @@ fn is_console(e: &GameEvent, text: &str) -> bool {
     matches!(&e.detail, Detail::Chat(c) if c.mode == "console" && c.text == text)
 }
 
+/// The events of an input as `quakecap events` decodes it (event entities only).
 fn events_of(path: &Path) -> Vec<GameEvent> {
+    events_with(path, true)
+}
+
+fn events_with(path: &Path, events_only: bool) -> Vec<GameEvent> {
     let demo = pipeline::is_demo(path);
     let mut sink = EventSink::new();
     let opts = Options {
         emit: true,
+        events_only,
         ..Default::default()
     };
     if demo {
@@ -785,4 +791,35 @@ fn ktx_mvds_match_ktx_statistics() {
     }
     eprintln!("{} MVDs, {with_stats} with KTX statistics", files.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The light decode `events` uses (snapshots carry only their event entities) gives exactly
+/// the events of the full decode, on every stored capture and every shared demo.
+#[test]
+fn events_only_decode_gives_the_full_decodes_events() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    for dir in std::fs::read_dir(root.join("captures")).expect("captures") {
+        let dir = dir.expect("entry").path();
+        for name in ["capture.pcapng", "server-side.pcapng"] {
+            if dir.join(name).exists() {
+                inputs.push(dir.join(name));
+            }
+        }
+    }
+    match std::fs::read_dir(DEMOS) {
+        Ok(rd) => inputs.extend(
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| pipeline::is_demo(p)),
+        ),
+        Err(_) => eprintln!("skipped the shared demos: {DEMOS} is missing"),
+    }
+    let mut compared = 0;
+    for f in &inputs {
+        let light = events_with(f, true);
+        let full = events_with(f, false);
+        assert_eq!(light, full, "{}", f.display());
+        compared += usize::from(!full.is_empty());
+    }
+    assert!(compared >= 10, "only {compared} inputs gave events");
 }

@@ -41,6 +41,8 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
         emit: true,
         keep_raw: false,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        // The events read commands, gamestates and the frames' event entities only.
+        events_only: true,
         ..Options::default()
     };
     let window = args.select.window(false)?;

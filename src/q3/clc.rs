@@ -95,6 +95,10 @@ pub struct ClcContext<'a> {
     /// Keep the decoded usercmds of move ops (off for the flow table: they are still read,
     /// to stay in step and find errors, but a list per move is not built).
     pub keep_usercmds: bool,
+    /// Stop at the first move op, as if the message ended there ([`walk_client_ops`] only):
+    /// a client sends its reliable commands before its moves, so a reader that wants the
+    /// commands alone (the game events) skips decoding the usercmds.
+    pub commands_only: bool,
 }
 
 /// Decode the ops after the three header longs (already read into `hdr`).
@@ -271,6 +275,7 @@ fn parse_op<'s>(
                 new,
             }
         }
+        CLC_MOVE | CLC_MOVE_NODELTA if ctx.commands_only => OpView::Eof { bit },
         CLC_MOVE | CLC_MOVE_NODELTA => {
             let count = r.read_byte()?;
             if !(1..=MAX_PACKET_USERCMDS).contains(&count) {
@@ -542,6 +547,7 @@ mod tests {
                     acked_server_command: &acked,
                     last_client_command: last,
                     keep_usercmds: keep,
+                    commands_only: false,
                 };
                 let mut r = BitReader::new(&body);
                 let mut want = None;

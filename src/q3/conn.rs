@@ -35,6 +35,9 @@ pub struct Options {
     /// With `emit`: snapshots carry their head only and client moves no usercmd list
     /// ([`svc::Detail::Headers`]; what `quakecap check` reads).
     pub headers_only: bool,
+    /// With `emit`: snapshots carry only their frame's event entities and client messages
+    /// no usercmd list ([`svc::Detail::Events`]; what `quakecap events` reads).
+    pub events_only: bool,
 }
 
 impl Options {
@@ -42,6 +45,8 @@ impl Options {
     pub fn detail(&self) -> svc::Detail {
         if self.headers_only && self.emit && !self.keep_raw {
             svc::Detail::Headers
+        } else if self.events_only && self.emit && !self.keep_raw {
+            svc::Detail::Events
         } else if self.emit || self.keep_raw {
             svc::Detail::Full
         } else {
@@ -361,7 +366,9 @@ impl Decoder {
             checksum_feed: st.state.checksum_feed,
             acked_server_command: acked,
             last_client_command: st.last_client_cmd,
-            keep_usercmds: (self.opts.emit && !self.opts.headers_only) || self.opts.samples,
+            keep_usercmds: (self.opts.emit && !self.opts.headers_only && !self.opts.events_only)
+                || self.opts.samples,
+            commands_only: self.opts.events_only && self.opts.emit && !self.opts.samples,
         };
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.

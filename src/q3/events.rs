@@ -24,7 +24,7 @@ const MAX_CLIENTS: usize = 64;
 const MAX_CONFIGSTRINGS: usize = 1024;
 
 /// Entity field indices (the order of `fields::ENTITY_FIELDS`; checked by a test).
-const F_ETYPE: usize = 11;
+const F_ETYPE: usize = crate::q3::fields::ENTITY_ETYPE;
 const F_EVENT_PARM: usize = 13;
 const F_OTHER: usize = 18;
 const F_OTHER2: usize = 30;
@@ -131,6 +131,10 @@ impl Extractor {
     }
 
     fn emit(&mut self, out: &mut Vec<GameEvent>) {
+        // Most messages give no event: skip the level-start parse for them.
+        if self.pending.is_empty() {
+            return;
+        }
         let level_start: Option<i64> = self.cs[CS_LEVEL_START_TIME].trim().parse().ok();
         for (kind, detail, st) in self.pending.drain(..) {
             let st = st.or(self.server_time);

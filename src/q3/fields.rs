@@ -34,6 +34,8 @@ pub const ENTITYNUM_NONE: i32 = MAX_GENTITIES - 1;
 pub const ENTITYNUM_WORLD: i32 = MAX_GENTITIES - 2;
 /// Width of the entity `powerups` field and size of `playerState_t.powerups`.
 pub const MAX_POWERUPS: i32 = 16;
+/// Index of `eType` in the entity field table (checked against the table by a test).
+pub const ENTITY_ETYPE: usize = 11;
 /// `MAX_STATS`, `MAX_PERSISTANT`, `MAX_WEAPONS`: sizes of the other playerstate arrays.
 pub const MAX_STATS: usize = 16;
 /// See [`MAX_STATS`].

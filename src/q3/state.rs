@@ -387,6 +387,28 @@ impl ClientState {
         }
     }
 
+    /// As [`Self::snap_frame`] with only the entities of an event type (`eType` past
+    /// `ET_EVENTS`: obituaries, sounds, ...) and no playerstate or area mask: what game
+    /// events read, without copying the whole frame.
+    pub fn event_frame(&self, f: &HistFrame) -> SnapFrame {
+        SnapFrame {
+            message_num: f.message_num,
+            server_time: f.server_time,
+            delta_num: f.delta_num,
+            flags: f.flags,
+            areamask: Vec::new(),
+            ps: PlayerState::default(),
+            entities: f
+                .ents
+                .iter()
+                .map(|&e| self.pool.get(e))
+                .filter(|s| s.fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS)
+                .cloned()
+                .collect(),
+            parse_entities_num: f.parse_entities_num,
+        }
+    }
+
     /// An empty frame to build the next snapshot in (buffers reused). Entity states no
     /// history frame holds are collected here, between snapshots, when the pool is full.
     pub fn new_frame(&mut self) -> Box<HistFrame> {

@@ -276,6 +276,9 @@ pub enum Detail {
     /// Every op but EOF; a snapshot as [`ServerMessage::snapshot_head`] only (time, delta
     /// base, flags, validity): no playerstate or entity records, no frame (`quakecap check`).
     Headers,
+    /// Every op but EOF; a snapshot with its head and, as its frame, only the entities of
+    /// an event type (obituaries and the like): no delta records (`quakecap events`).
+    Events,
 }
 
 /// Decode a (descrambled) server message body whose netchan sequence is `seq`, updating
@@ -301,7 +304,12 @@ pub fn parse_server_message_with(
 ) -> ServerMessage {
     let mut msg = ServerMessage {
         ack: ack.unwrap_or(0),
-        ops: Vec::new(),
+        // A message holds a few ops (commands, a snapshot, EOF): one allocation, not three.
+        ops: if detail == Detail::StateOnly {
+            Vec::new()
+        } else {
+            Vec::with_capacity(4)
+        },
         error: None,
         snapshot_head: None,
     };
@@ -319,7 +327,8 @@ pub fn parse_server_message_with(
             Ok(None) => {}
             Ok(Some(op)) => {
                 let end = matches!(op, ServerOp::Eof { .. });
-                if detail == Detail::Full || (detail == Detail::Headers && !end) {
+                let partial = matches!(detail, Detail::Headers | Detail::Events);
+                if detail == Detail::Full || (partial && !end) {
                     msg.ops.push(op);
                 }
                 if end {
@@ -361,6 +370,11 @@ fn parse_op(
             invalid_reason: h.invalid_reason,
         });
         return Ok(None);
+    }
+    if op == SVC_SNAPSHOT && detail == Detail::Events {
+        return Ok(Some(ServerOp::Snapshot(Box::new(parse_snapshot_events(
+            r, bit, seq, st,
+        )?))));
     }
     Ok(Some(match op {
         SVC_EOF => ServerOp::Eof { bit },
@@ -674,6 +688,52 @@ fn parse_snapshot(
         entity_count: frame.entities.len(),
         frame: Arc::new(frame),
     })
+}
+
+/// A snapshot for [`Detail::Events`]: the head, and a frame holding only the entities of an
+/// event type (`eType` past `ET_EVENTS`), without delta records or playerstate.
+fn parse_snapshot_events(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    seq: i32,
+    st: &mut ClientState,
+) -> Result<Snapshot, SvcError> {
+    let mut rec = EventFrame::default();
+    let h = parse_snapshot_with(r, seq, st, &mut rec)?;
+    let entity_count = rec.frame.entities.len();
+    Ok(Snapshot {
+        bit,
+        server_time: h.server_time,
+        delta_num: h.delta_num,
+        delta_base: h.delta_base,
+        flags: h.flags,
+        areamask: Vec::new(),
+        valid: h.valid,
+        invalid_reason: h.invalid_reason,
+        ps_bit: 0,
+        entities_bit: 0,
+        playerstate: PlayerDelta::default(),
+        entities: Vec::new(),
+        entity_count,
+        frame: Arc::new(rec.frame),
+    })
+}
+
+/// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities.
+#[derive(Default)]
+struct EventFrame {
+    frame: SnapFrame,
+}
+
+impl Recorder for EventFrame {
+    type Changes = ();
+    #[inline(always)]
+    fn playerstate(&mut self, _: &PlayerState, _: PlayerWire, _: (), _: (usize, usize)) {}
+    #[inline(always)]
+    fn entity(&mut self, _: EntityWire<()>, _: Option<&EntityState>) {}
+    fn frame(&mut self, st: &ClientState, f: &HistFrame) {
+        self.frame = st.event_frame(f);
+    }
 }
 
 /// `CL_ParsePacketEntities`: merge the old frame's sorted list with the transmitted deltas.

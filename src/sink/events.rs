@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::io;
 
 use crate::error::Error;
+use crate::flow::FlowMap;
 use crate::gameevent::{merge::merge, GameEvent};
 use crate::pipeline::{Event, Report, Sink};
 use crate::q3;
@@ -42,7 +43,7 @@ impl Extractor {
 /// Collects game events over one or more inputs.
 #[derive(Default)]
 pub struct EventSink {
-    flows: HashMap<u32, Extractor>,
+    flows: FlowMap<u32, Extractor>,
     /// Events of the current input, each with the flow that saw it.
     raw: Vec<(u32, GameEvent)>,
     scratch: Vec<GameEvent>,
