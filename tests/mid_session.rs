@@ -350,3 +350,83 @@ fn check_game(prefix: &str, expect_connections: bool) {
 fn quakeworld_cuts_decode_as_the_full_capture() {
     check_game("qw-", true);
 }
+
+/// Quake 3: every cut of every stored capture finds its connections mid-session. Protocol 71
+/// channels get their challenge from the checksums (equal to the handshake's in the full
+/// capture); protocol 68 ones stay counted, not decoded. No message of a mid-session
+/// connection carries decoded ops, and no connection is invented or reversed.
+#[test]
+fn quake3_cuts_are_recognised_and_71_challenges_solved() {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("captures"))
+        .expect("captures")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("q3-"))
+        .collect();
+    names.sort();
+    let mut solved = 0;
+    for name in names {
+        let src = root().join("captures").join(&name).join("capture.pcapng");
+        let (_, full_rows) = flows(&src);
+        let n = frame_count(&src);
+        for pct in CUTS {
+            let skip = n * u64::from(pct) / 100;
+            let dir = scratch(&format!("{name}-{pct}"));
+            let cap = dir.join("cut.pcap");
+            cut(&src, skip, &cap);
+            let (_, rows) = flows(&cap);
+            let mids: Vec<&Value> = rows
+                .iter()
+                .filter(|f| f["kind"] == "connection" && is_mid(f))
+                .collect();
+            for f in &mids {
+                let same = full_rows.iter().find(|g| {
+                    g["kind"] == "connection"
+                        && g["server"] == f["server"]
+                        && g["client_ip"] == f["client_ip"]
+                        && g["qport"] == f["qport"]
+                });
+                let same = same.unwrap_or_else(|| {
+                    panic!(
+                        "{name} {pct}%: connection {} {} not in the full capture",
+                        f["server"], f["qport"]
+                    )
+                });
+                if f["protocol"] == 71 {
+                    assert_eq!(same["protocol"], 71, "{name} {pct}%");
+                    assert_eq!(
+                        f["challenge"], same["challenge"],
+                        "{name} {pct}%: challenge"
+                    );
+                    assert_eq!(f["errors"], 1, "{name} {pct}%: every checksum verifies");
+                    solved += 1;
+                } else {
+                    assert!(f["protocol"].is_null(), "{name} {pct}%: {}", f["protocol"]);
+                    assert_ne!(
+                        same["protocol"], 71,
+                        "{name} {pct}%: a 71 channel taken for 68"
+                    );
+                    assert!(f["challenge"].is_null(), "{name} {pct}%");
+                }
+            }
+            let ids: Vec<u64> = mids.iter().filter_map(|f| f["id"].as_u64()).collect();
+            for m in messages(&cap) {
+                if ids.contains(&m["flow"].as_u64().unwrap_or(0)) {
+                    assert!(
+                        m["ops"].as_array().is_none_or(|o| o.is_empty()),
+                        "{name} {pct}%: a mid-session Quake 3 message was decoded: {m}"
+                    );
+                }
+            }
+            eprintln!(
+                "{name} cut {pct}%: {} mid-session connections, protocols {:?}",
+                mids.len(),
+                mids.iter()
+                    .map(|f| f["protocol"].clone())
+                    .collect::<Vec<_>>()
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    assert!(solved >= CUTS.len(), "q3-proto71 cuts solved: {solved}");
+}
