@@ -430,3 +430,60 @@ fn quake3_cuts_are_recognised_and_71_challenges_solved() {
     }
     assert!(solved >= CUTS.len(), "q3-proto71 cuts solved: {solved}");
 }
+
+/// A QuakeWorld connection seen mid-session gets a demo from its first serverdata (a map
+/// change) on, starting with a dem_set; the demo reads back without errors. Without a map
+/// change, no demo and the reason.
+#[test]
+fn quakeworld_mid_session_demo_starts_at_the_map_change() {
+    let dir = scratch("qwdemo");
+    let src = root().join("captures/qw-mapchange-reconnect/capture.pcapng");
+    let cap = dir.join("cut.pcap");
+    cut(&src, frame_count(&src) / 10, &cap);
+    let out = dir.join("out");
+    run(&[
+        "demo",
+        "--out-dir",
+        &out.to_string_lossy(),
+        &cap.to_string_lossy(),
+    ]);
+    let (_, rows) = flows(&cap);
+    let mids: Vec<u64> = rows
+        .iter()
+        .filter(|f| is_mid(f))
+        .filter_map(|f| f["id"].as_u64())
+        .collect();
+    assert_eq!(mids.len(), 2);
+    for id in mids {
+        let file = std::fs::read_dir(&out)
+            .expect("out dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().contains(&format!("-flow{id}-")))
+            .unwrap_or_else(|| panic!("no demo of mid-session flow {id}"));
+        let (_, demo_rows) = flows(&file);
+        assert_eq!(demo_rows[0]["errors"], 0, "{}", demo_rows[0]);
+        let msgs = messages(&file);
+        assert_eq!(msgs[0]["block"], "set", "{}", msgs[0]);
+        assert!(
+            msgs.iter()
+                .any(|m| m.to_string().contains("\"serverdata\"")),
+            "no serverdata in the demo of flow {id}"
+        );
+    }
+    // No map change after the cut: nothing written, and why.
+    let src = root().join("captures/qw-basic/capture.pcapng");
+    cut(&src, frame_count(&src) / 2, &cap);
+    let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args([
+            "demo",
+            "--out-dir",
+            &dir.join("none").to_string_lossy(),
+            &cap.to_string_lossy(),
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("started after the client loaded the map"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1050,6 +1050,7 @@ impl Tracker {
                 cmd: raw_cmd,
                 drop,
                 lost_s2c,
+                pre_signon: f.state.as_ref().is_some_and(|st| !st.baselines_known),
             };
             if (dir == Dir::S2c && accepted) || raw.cmd.is_some() || drop || lost_s2c.is_some() {
                 out.push(Event::Raw(raw));
