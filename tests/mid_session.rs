@@ -95,13 +95,9 @@ fn messages(cap: &Path) -> Vec<Value> {
 }
 
 fn is_mid(f: &Value) -> bool {
-    f["error_details"].as_array().is_some_and(|es| {
-        es.iter().any(|e| {
-            e["kind"] == "mid-session"
-                || e["kind"] == "MidSession"
-                || e.to_string().contains("handshake")
-        })
-    })
+    f["error_details"]
+        .as_array()
+        .is_some_and(|es| es.iter().any(|e| e["kind"] == "mid_session"))
 }
 
 fn undecoded(m: &Value) -> bool {
