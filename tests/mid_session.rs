@@ -12,7 +12,7 @@ use serde_json::Value;
 
 const CUTS: [u32; 4] = [10, 30, 50, 80];
 /// Lock-on within this many packets of the connection (both directions) in every cut.
-const LOCK_WITHIN_PACKETS: u64 = 40;
+const LOCK_WITHIN_PACKETS: u64 = 16;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

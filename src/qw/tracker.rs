@@ -178,7 +178,7 @@ struct MidSession {
     first_frame: u64,
     /// Extension sets every server message so far decoded with, to its end; one left (or a
     /// serverdata seen) settles them.
-    survivors: Vec<Ext>,
+    survivors: Vec<(Ext, u8)>,
     settled: bool,
     /// Netchan state taken from the first packet of each direction.
     started: [bool; 2],
@@ -198,7 +198,7 @@ impl MidSession {
     fn new(frame: u64) -> Self {
         MidSession {
             first_frame: frame,
-            survivors: ext_candidates(),
+            survivors: ext_candidates().into_iter().map(|e| (e, 0)).collect(),
             settled: false,
             started: [false; 2],
             packets: 0,
@@ -250,9 +250,14 @@ type Decoded = (
     Option<crate::qw::cursor::DecodeError>,
 );
 
+/// Extension sets that fail this many messages other sets read are dropped (one damaged
+/// packet does not drop the right set).
+const EXT_STRIKES: u8 = 2;
+
 /// Decode a server message of a connection whose extensions are not settled: with every
-/// surviving set, dropping the sets that fail. The message is decoded (for real, once) only
-/// when every survivor gives the same ops; else None and the state is as before.
+/// surviving set; a set that fails a message another set reads gets a strike, and is dropped
+/// at [`EXT_STRIKES`]. The message is decoded (for real, once) only when every remaining set
+/// reads it to its end and gives the same ops; else None and the state is as before.
 fn decode_unsettled(
     st: &mut ServerState,
     mid: &mut MidSession,
@@ -267,8 +272,8 @@ fn decode_unsettled(
     );
     let mut first: Option<Vec<(usize, ServerOp)>> = None;
     let mut agree = true;
-    let mut kept = Vec::with_capacity(mid.survivors.len());
-    for &e in &mid.survivors {
+    let mut failed = vec![false; mid.survivors.len()];
+    for (&(e, _), fail) in mid.survivors.iter().zip(failed.iter_mut()) {
         st.players = saved.0;
         st.baselines_known = saved.1;
         st.serverdata.clone_from(&saved.2);
@@ -276,9 +281,9 @@ fn decode_unsettled(
         let mut r = Reader::with_base(payload, base);
         let (ops, err) = svc::parse_message(st, &mut r);
         if err.is_some() {
+            *fail = true;
             continue;
         }
-        kept.push(e);
         match &first {
             None => first = Some(ops),
             Some(f) => agree &= *f == ops,
@@ -288,15 +293,22 @@ fn decode_unsettled(
     st.baselines_known = saved.1;
     st.serverdata = saved.2;
     st.ext = saved.3;
-    if kept.is_empty() {
-        // No set reads this message (a damaged packet): keep the survivors.
+    if first.is_none() {
+        // No set reads this message (a damaged packet): no strikes.
         return None;
     }
-    mid.survivors = kept;
-    if !agree {
+    let mut all_read = true;
+    for ((_, strikes), fail) in mid.survivors.iter_mut().zip(&failed) {
+        if *fail {
+            *strikes += 1;
+            all_read &= *strikes >= EXT_STRIKES;
+        }
+    }
+    mid.survivors.retain(|(_, s)| *s < EXT_STRIKES);
+    if !agree || !all_read {
         return None;
     }
-    let e = *mid.survivors.first()?;
+    let (e, _) = *mid.survivors.first()?;
     st.ext = e;
     let mut r = Reader::with_base(payload, base);
     let out = svc::parse_message(st, &mut r);
@@ -894,7 +906,7 @@ impl Tracker {
                         let mut res = None;
                         let mut agree = true;
                         let mut tried: Vec<bool> = Vec::new();
-                        for e in &mid.survivors {
+                        for (e, _) in &mid.survivors {
                             if tried.contains(&e.big_coords()) {
                                 continue;
                             }
