@@ -293,10 +293,8 @@ fn decode_unsettled(
     st.baselines_known = saved.1;
     st.serverdata = saved.2;
     st.ext = saved.3;
-    if first.is_none() {
-        // No set reads this message (a damaged packet): no strikes.
-        return None;
-    }
+    // No set reads this message (a damaged packet): no strikes.
+    first.as_ref()?;
     let mut all_read = true;
     for ((_, strikes), fail) in mid.survivors.iter_mut().zip(&failed) {
         if *fail {
