@@ -1107,7 +1107,63 @@ fn info_value(info: &str, key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::RelTrack;
+    use super::*;
+
+    /// Client-shaped packets from ever new addresses, and server-shaped answers: candidates
+    /// stay bounded, nothing is claimed without a checksummed move (every datagram is left to
+    /// the table), and no panic.
+    #[test]
+    fn mid_session_candidates_are_bounded() {
+        let mut t = Tracker::new(Options {
+            decode: true,
+            keep_raw: false,
+        });
+        let mut table = FlowTable::default();
+        let mut out = Vec::new();
+        let server: SocketAddr = "10.0.0.1:27500".parse().unwrap();
+        let mut x: u32 = 1;
+        for i in 0..10_000u32 {
+            let client =
+                SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 27001 + (i % 7) as u16));
+            for k in 0..3u32 {
+                // seq, ack, qport, clc_move with a checksum that will not hold, padding.
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let mut p = Vec::new();
+                p.extend_from_slice(&(100 + k).to_le_bytes());
+                p.extend_from_slice(&(50 + k).to_le_bytes());
+                p.extend_from_slice(&1234u16.to_le_bytes());
+                p.extend_from_slice(&[3, (x >> 24) as u8, 0, 0, 0, 0]);
+                // clc_nop padding: the packet reads to its end.
+                p.extend(std::iter::repeat_n(1u8, 1200));
+                let d = Datagram {
+                    frame: u64::from(i),
+                    ts_ns: i64::from(i),
+                    src: client,
+                    dst: server,
+                    payload: &p,
+                };
+                assert!(!t.offer(&d, &mut table, &mut out));
+                let ans = [
+                    &(60 + k).to_le_bytes()[..],
+                    &(100 + k).to_le_bytes()[..],
+                    &[1u8; 600][..],
+                ]
+                .concat();
+                let d = Datagram {
+                    frame: u64::from(i),
+                    ts_ns: i64::from(i),
+                    src: server,
+                    dst: client,
+                    payload: &ans,
+                };
+                t.offer(&d, &mut table, &mut out);
+            }
+            assert!(t.candidates.len() <= MAX_CANDIDATES);
+            assert!(t.held_bytes <= CANDIDATE_BYTES);
+        }
+        assert!(t.flows.is_empty(), "{} flows claimed", t.flows.len());
+        assert!(t.held_bytes > 0, "the client packets were never candidates");
+    }
 
     #[test]
     fn reliable_lost_then_retransmitted() {
