@@ -840,6 +840,26 @@ impl Connection {
         );
     }
 
+    /// As [`Self::mark_mid_session`] for a protocol-71 channel whose challenge was solved from
+    /// its checksums: the netchan is followed with checksums verified, messages are counted.
+    pub fn mark_mid_session71(&mut self, frame: u64, challenge: i32) {
+        self.mid_session = true;
+        self.connected = true;
+        self.proto = Protocol::V71;
+        self.challenge = Some(challenge);
+        self.summary.kind = "connection";
+        self.summary.protocol = Some(71);
+        let id = self.summary.id;
+        self.summary.push_error(
+            Error::new(
+                ErrorKind::MidSession,
+                format!("capture starts after the connection's handshake: protocol 71, challenge {challenge} solved from the netchan checksums (every packet verified with it); messages counted but not decoded: without a gamestate the snapshot bases, entity baselines and usercmd key (checksumFeed) are unknown"),
+            )
+            .flow(id)
+            .frame(frame),
+        );
+    }
+
     /// True while the decode state is released for idleness.
     pub fn released(&self) -> bool {
         self.released

@@ -151,6 +151,23 @@ pub fn checksum71(challenge: i32, sequence: i32) -> u32 {
     (challenge ^ sequence.wrapping_mul(challenge)) as u32
 }
 
+/// The challenge behind a protocol-71 checksum, from a packet with an even sequence (§8.2):
+/// bit k of `sequence * challenge` then depends only on the challenge's bits below k, so the
+/// challenge is solved bit by bit from the lowest. None for an odd sequence (the challenge's
+/// own bit cancels there: such packets only verify).
+pub fn solve_challenge71(sequence: i32, checksum: u32) -> Option<i32> {
+    if sequence % 2 != 0 {
+        return None;
+    }
+    let mut c: u32 = 0;
+    for k in 0..32 {
+        let p = (c as i32).wrapping_mul(sequence) as u32;
+        c |= ((checksum ^ p) >> k & 1) << k;
+    }
+    let c = c as i32;
+    (checksum71(c, sequence) == checksum).then_some(c)
+}
+
 /// What the receiver did with one packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rx<'a> {
@@ -553,6 +570,18 @@ mod tests {
             Header::parse(&f, Dir::S2c, Protocol::V68),
             Err(HeaderError::BadFragment { .. })
         ));
+    }
+
+    #[test]
+    fn challenge_71_is_solved_from_even_sequences() {
+        for (ch, seq) in [(5, 2), (-410_434_374, 1234), (0x7abc_def1, 4096), (1, 0)] {
+            assert_eq!(
+                solve_challenge71(seq, checksum71(ch, seq)),
+                Some(ch),
+                "{ch} {seq}"
+            );
+        }
+        assert_eq!(solve_challenge71(3, checksum71(5, 3)), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use super::bits::BitReader;
 use super::conn::{Connection, DecodeLog, Options, WorkQueue};
 use super::message::Message;
-use super::netchan::{Header, Protocol};
+use super::netchan::{checksum71, solve_challenge71, Header, Protocol};
 use super::oob;
 use crate::flow::index::{self, Pair, QportIndex};
 use crate::flow::table::{self, FlowTable};
@@ -68,15 +68,8 @@ pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
         return None;
     }
     let small = |v: i32, max: i32| (0..max).contains(&v);
-    if let Ok(h) = Header::parse(p, Dir::C2s, Protocol::V68) {
-        let mut r = BitReader::new(h.payload);
-        if let (false, Ok(sid), Ok(ack), Ok(rel)) =
-            (h.fragmented, r.read_long(), r.read_long(), r.read_long())
-        {
-            if sid >= 0 && small(ack, 1 << 26) && small(rel, 1 << 16) && h.sequence > 0 {
-                return Some(Dir::C2s);
-            }
-        }
+    if c2s_body_shape(p, Protocol::V68).is_some() {
+        return Some(Dir::C2s);
     }
     let h = Header::parse(p, Dir::S2c, Protocol::V68).ok()?;
     if h.fragmented || h.sequence <= 0 {
@@ -87,6 +80,42 @@ pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
     let op = r.read_byte().ok()?;
     (small(ack, 1 << 16) && matches!(op, 1 | 5 | 6 | 7 | 8) && r.bit_pos() <= 32)
         .then_some(Dir::S2c)
+}
+
+/// A client packet's shape on a channel of `proto` (see [`netchan_shape`]): its header, when
+/// the body starts with three plausible Huffman-coded longs.
+fn c2s_shape(p: &[u8], proto: Protocol) -> Option<Header<'_>> {
+    if p.len() < 8 || oob::is_oob(p) {
+        return None;
+    }
+    c2s_body_shape(p, proto)
+}
+
+/// [`c2s_shape`] once the length and the connectionless prefix are checked.
+#[inline]
+fn c2s_body_shape(p: &[u8], proto: Protocol) -> Option<Header<'_>> {
+    let small = |v: i32, max: i32| (0..max).contains(&v);
+    let h = Header::parse(p, Dir::C2s, proto).ok()?;
+    let mut r = BitReader::new(h.payload);
+    let (sid, ack, rel) = (
+        r.read_long().ok()?,
+        r.read_long().ok()?,
+        r.read_long().ok()?,
+    );
+    (!h.fragmented && sid >= 0 && small(ack, 1 << 26) && small(rel, 1 << 16) && h.sequence > 0)
+        .then_some(h)
+}
+
+/// Cheap test before [`c2s_shape`] on a 71 channel: a QuakeWorld packet (the other
+/// sequenced traffic that reaches the candidate test) has its acknowledgement, a sequence
+/// near its own, where a 71 client packet has its qport and half its checksum.
+fn maybe_71(p: &[u8]) -> bool {
+    let word = |at: usize| {
+        p.get(at..at + 4).map_or(0, |b| {
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff
+        })
+    };
+    p.len() >= 14 && word(0).abs_diff(word(4)) >= 4096
 }
 
 /// The request a server reply answers (the aggregate it counts in).
@@ -124,6 +153,44 @@ struct Candidate {
     qport: u16,
     seq: i32,
     hits: u8,
+    /// Protocol 71: the challenge solved from an even sequence's checksum, the packets it
+    /// verified (with the one it came from), and whether some packet ruled 71 out.
+    ch71: Option<i32>,
+    ok71: u8,
+    not71: bool,
+}
+
+impl Candidate {
+    fn new(qport: u16, seq: i32) -> Self {
+        Candidate {
+            qport,
+            seq,
+            hits: 0,
+            ch71: None,
+            ok71: 0,
+            not71: false,
+        }
+    }
+
+    /// Weigh one client packet as protocol 71 (`h`: its V71 header, when it has that shape).
+    fn evidence71(&mut self, h: Option<&Header<'_>>) {
+        let Some((seq, sum)) = h.and_then(|h| Some((h.sequence, h.checksum?))) else {
+            self.not71 = true;
+            return;
+        };
+        match self.ch71 {
+            Some(ch) if checksum71(ch, seq) == sum => self.ok71 = self.ok71.saturating_add(1),
+            Some(_) => {
+                self.not71 = true;
+                self.ch71 = None;
+            }
+            None if !self.not71 => {
+                self.ch71 = solve_challenge71(seq, sum);
+                self.ok71 = u8::from(self.ch71.is_some());
+            }
+            None => {}
+        }
+    }
 }
 
 /// The flows of an address pair `(a, b)`.
@@ -296,7 +363,10 @@ impl Tracker {
         d: &Datagram<'_>,
         table: &mut FlowTable,
     ) -> Option<(usize, Dir)> {
-        if netchan_shape(d.payload) != Some(Dir::C2s) {
+        let h71 = maybe_71(d.payload)
+            .then(|| c2s_shape(d.payload, Protocol::V71))
+            .flatten();
+        if h71.is_none() && netchan_shape(d.payload) != Some(Dir::C2s) {
             return None;
         }
         let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
@@ -305,26 +375,28 @@ impl Tracker {
             self.candidates.clear();
         }
         let key = (d.dst, d.src);
-        let c = self.candidates.entry(key).or_insert(Candidate {
-            qport,
-            seq: h.sequence,
-            hits: 0,
-        });
+        let c = self
+            .candidates
+            .entry(key)
+            .or_insert(Candidate::new(qport, h.sequence));
         if c.hits > 0 && (c.qport != qport || h.sequence <= c.seq) {
-            *c = Candidate {
-                qport,
-                seq: h.sequence,
-                hits: 0,
-            };
+            *c = Candidate::new(qport, h.sequence);
         }
         c.hits += 1;
         c.seq = h.sequence;
-        if c.hits < MID_SESSION_CONFIRM {
+        c.evidence71(h71.as_ref());
+        // Protocol 71 once one challenge verified two packets; 68 once 71 is ruled out (or
+        // never settled over many packets: an odd-only run cannot last).
+        let ch71 = c.ch71.filter(|_| c.ok71 >= 2);
+        if c.hits < MID_SESSION_CONFIRM || (ch71.is_none() && !c.not71 && c.hits < 8) {
             return None;
         }
         self.candidates.remove(&key);
         let i = self.new_flow(d.dst, d.src, true, table)?;
-        self.flows[i].mark_mid_session(d.frame);
+        match ch71 {
+            Some(ch) => self.flows[i].mark_mid_session71(d.frame, ch),
+            None => self.flows[i].mark_mid_session(d.frame),
+        }
         Some((i, Dir::C2s))
     }
 

@@ -16,6 +16,9 @@
 //!   connectionless `FF FF FF FF 02 "EndOfDemo"` block.
 //!
 //! A recording that starts with the connection has no dem_set: both netchans start at 0.
+//! A connection seen mid-session ([`RawPacket::pre_signon`]) is recorded from its first
+//! serverdata (a map change) on, after a dem_set naming both netchans' sequences there, as
+//! ezQuake's own `record` in the middle of a connection does; without a serverdata, nothing.
 //!
 //! On a capture taken at the server's side, a reliable packet lost after the tap is left out
 //! once the client's ack proves the loss (its block comes again in a later packet; written
@@ -50,6 +53,9 @@ pub struct RawPacket {
     /// c2s: this packet's ack proves that the reliable s2c packet with this sequence never
     /// reached the client (spec §2.4.3; only seen on captures taken on the server's side).
     pub lost_s2c: Option<u32>,
+    /// A packet of a connection seen mid-session, before its first serverdata: not recorded
+    /// (the demo starts at the serverdata, after a dem_set).
+    pub pre_signon: bool,
 }
 
 const SVC_DISCONNECT: u8 = 2;
@@ -58,6 +64,7 @@ const SVC_SERVERDATA: u8 = 11;
 const SVC_MODELLIST: u8 = 45;
 const DEM_CMD: u8 = 0;
 const DEM_READ: u8 = 1;
+const DEM_SET: u8 = 2;
 /// Client frames a block is held back before it is written (about 1–2 s of play).
 pub const HOLD_CMDS: usize = 128;
 /// ezQuake rejects dem_read blocks larger than this.
@@ -84,6 +91,9 @@ pub struct Writer<W: Write = Vec<u8>> {
     held_cmds: usize,
     ended: bool,
     block: Vec<u8>,
+    /// Mid-session stream: the sequences before its serverdata (client's last sent, last
+    /// accepted server packet) for the dem_set; None once written or never needed.
+    skipped: Option<(Option<u32>, Option<u32>)>,
 }
 
 #[derive(Debug)]
@@ -115,6 +125,7 @@ impl<W: Write> Writer<W> {
             held_cmds: 0,
             ended: false,
             block: Vec::with_capacity(MAX_DEM_READ + 16),
+            skipped: None,
         }
     }
 
@@ -190,6 +201,24 @@ impl<W: Write> Writer<W> {
     pub fn push(&mut self, p: &RawPacket) -> io::Result<()> {
         if self.ended {
             return Ok(());
+        }
+        if p.pre_signon {
+            let (out_seq, in_seq) = self.skipped.get_or_insert((None, None));
+            match p.dir {
+                Dir::C2s => *out_seq = Some(out_seq.map_or(p.seq, |s| s.max(p.seq))),
+                Dir::S2c if p.accepted => *in_seq = Some(p.seq),
+                Dir::S2c => {}
+            }
+            return Ok(());
+        }
+        if let Some((out_seq, in_seq)) = self.skipped.take() {
+            // ezQuake's dem_set: the client's next outgoing sequence, its last incoming one.
+            let out_next = out_seq.map_or(0, |s| s.wrapping_add(1));
+            let incoming = in_seq.unwrap_or_else(|| p.seq.saturating_sub(1));
+            let t = self.time(p.ts_ns);
+            let body = [out_next.to_le_bytes(), incoming.to_le_bytes()].concat();
+            self.write_block(t, DEM_SET, &[&body])?;
+            self.next_cmd_seq = out_next;
         }
         match p.dir {
             Dir::C2s => {

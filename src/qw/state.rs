@@ -28,6 +28,9 @@ pub struct ServerState {
     pub players: [Option<PlayerInfo>; 32],
     /// A problem that did not stop the message (reported after the message is read).
     pub(super) soft_error: Option<DecodeError>,
+    /// False for a connection seen mid-session until its first `svc_serverdata`: baselines
+    /// and entity frames are unknown, so packet entities are read but given no values.
+    pub baselines_known: bool,
 }
 
 impl ServerState {
@@ -43,6 +46,7 @@ impl ServerState {
             mvd_players: [PlayerInfo::default(); 32],
             players: [None; 32],
             soft_error: None,
+            baselines_known: true,
         }
     }
 
@@ -57,6 +61,7 @@ impl ServerState {
     /// Every serverdata starts a new level: forget baselines, frames and players.
     pub(super) fn new_level(&mut self, sd: &ServerData) {
         self.ext = sd.ext;
+        self.baselines_known = true;
         self.baselines
             .iter_mut()
             .for_each(|b| *b = EntityState::default());

@@ -760,7 +760,16 @@ fn parse_op(st: &mut ServerState, r: &mut Reader<'_>) -> Result<ServerOp> {
                     });
                 }
             }
-            if !delta || base.is_some() {
+            if !st.baselines_known {
+                // Mid-session, before any serverdata: neither the baselines nor the base
+                // frames were captured. The bytes are read (their length does not depend on
+                // the base); the values are unknown, never guessed.
+                pe.entities.clear();
+                pe.removed.clear();
+                pe.count = 0;
+                pe.approximate = false;
+                pe.base_missing = true;
+            } else if !delta || base.is_some() {
                 st.store_frame(ents, !pe.approximate);
             } else {
                 // Like ezQuake's FlushEntityPacket: the bytes are read (their length does not

@@ -7,12 +7,19 @@
 //!   `getchallenge` after an accepted connection starts a new flow.
 //! * Netchan packets belong to the newest accepted connection of server + client IP + qport
 //!   (c2s; a new client port is NAT rebinding) or server + client address (s2c).
+//! * A connection whose handshake the capture missed is recognised by its netchan shape
+//!   ([`MID_SESSION_CONFIRM`] client packets with one qport and rising sequences, and a server
+//!   packet to the same address acknowledging one of them); its first packets are held
+//!   (bounded) and replayed, so the netchan is emulated from the first packet. Its protocol
+//!   extensions are found by decoding (see [`MidSession`]); entity values stay unknown until a
+//!   serverdata gives the baselines.
 //! * Flow ids and limits belong to [`FlowTable`]: past [`MAX_QUERY_FLOWS`] queries (and past
 //!   [`MAX_CONNECTIONS`] handshakes) a client command is summed into its server's aggregate
 //!   for that command; replies of a server with aggregates to unknown clients count as
 //!   answered there.
 use super::clc;
 use super::cursor::Reader;
+use super::ext::{self, Ext};
 use super::message::{Message, NetchanStatus, Op, OpKind};
 use super::netchan::{Header, Receiver, Verdict};
 use super::oob::{self, Oob};
@@ -21,7 +28,9 @@ use super::svc::{self, ServerOp, ServerState};
 use super::{Event, Options};
 use crate::error::{Error, ErrorKind};
 use crate::flow::index::{PairIndex, QportIndex};
-use crate::flow::table::{FlowTable, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS};
+use crate::flow::table::{
+    FlowTable, MAX_CANDIDATES, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS,
+};
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
 use std::net::SocketAddr;
@@ -71,6 +80,242 @@ impl RelTrack {
     }
 }
 
+/// Client packets in a row (one qport, rising sequences) before a connection without
+/// handshake is claimed; a server packet acknowledging one of them is needed too.
+pub const MID_SESSION_CONFIRM: u8 = 3;
+/// Packets one candidate holds for replay once confirmed (the server acknowledges a client
+/// sequence one round trip after it: a quarter second of both directions at 77 packets/s).
+const CANDIDATE_HELD: usize = 64;
+/// Bytes all candidates hold together at most (past it they hold nothing more: the lock-on
+/// comes later, memory stays bounded).
+const CANDIDATE_BYTES: usize = 1 << 22;
+/// Largest step between two client sequences of one candidate (losses in between).
+const CANDIDATE_MAX_STEP: u32 = 64;
+
+/// A packet held by a candidate.
+#[derive(Debug)]
+struct Held {
+    dir: Dir,
+    frame: u64,
+    ts_ns: i64,
+    src: SocketAddr,
+    dst: SocketAddr,
+    payload: Vec<u8>,
+}
+
+/// A (server, client) pair that may be a connection seen mid-session, not yet confirmed.
+#[derive(Debug)]
+struct Candidate {
+    qport: u16,
+    first_seq: u32,
+    seq: u32,
+    hits: u8,
+    /// A server packet to the client acknowledged one of the sequences seen.
+    answered: bool,
+    /// Client packets with a checksummed move that holds, since the last reset.
+    moves: u8,
+    held: Vec<Held>,
+}
+
+/// A client packet's netchan shape: a non-zero sequence, the qport, then client ops that read
+/// to the end. The flag: a `clc_move` whose checksum (over the moves and the sequence) holds,
+/// which a server packet or other UDP passes about once in 256 tries at best.
+fn c2s_shape(p: &[u8]) -> Option<(Header<'_>, bool)> {
+    let h = Header::new_checked(p, Dir::C2s)?;
+    let op = *h.payload().first()?;
+    if h.sequence() == 0 || !matches!(op, 1 | 3..=7 | 83) {
+        return None;
+    }
+    let mut r = Reader::with_base(h.payload(), h.header_len());
+    let (ops, err) = clc::parse_message(&mut r, h.sequence(), &Ext::default());
+    if err.is_some() {
+        return None;
+    }
+    let checked = ops.iter().any(|(_, op)| {
+        matches!(
+            op,
+            clc::ClientOp::Move {
+                checksum_ok: true,
+                ..
+            }
+        )
+    });
+    Some((h, checked))
+}
+
+/// The extension bits that change how a message is framed or read (everything the decoders
+/// consult): each candidate set is one combination of them.
+fn ext_candidates() -> Vec<Ext> {
+    const FTE_BITS: [u32; 5] = [
+        ext::FTE_TRANS,
+        ext::FTE_MODELDBL,
+        ext::FTE_ENTITYDBL,
+        ext::FTE_FLOATCOORDS,
+        ext::FTE_COLOURMOD,
+    ];
+    let mut ftes = vec![0u32];
+    for m in 0u32..32 {
+        let bits = FTE_BITS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| m & (1 << i) != 0)
+            .fold(0, |a, (_, b)| a | b);
+        // Any FTE bit at all changes entity flags (the evenmore byte).
+        ftes.push(bits | ext::FTE_CHUNKEDDOWNLOADS);
+    }
+    let mut v = Vec::with_capacity(ftes.len() * 4);
+    for mvd1 in 0..4 {
+        for &fte in &ftes {
+            v.push(Ext { fte, fte2: 0, mvd1 });
+        }
+    }
+    v
+}
+
+/// What a connection seen mid-session recovered.
+#[derive(Debug)]
+struct MidSession {
+    first_frame: u64,
+    /// Extension sets every server message so far decoded with, to its end; one left (or a
+    /// serverdata seen) settles them.
+    survivors: Vec<(Ext, u8)>,
+    settled: bool,
+    /// Netchan state taken from the first packet of each direction.
+    started: [bool; 2],
+    /// Packets of the flow up to and with the first decoded server message.
+    packets: u64,
+    lock: Option<(u64, u64)>,
+    /// Server messages left undecoded while the extension sets disagreed.
+    undecoded: u64,
+    serverdata_frame: Option<u64>,
+    /// Packets of the flow seen when it was recognised (all of them decoded by replay).
+    recognised_after: usize,
+    /// Frame where one extension set was left (or a serverdata named it).
+    settled_frame: Option<u64>,
+}
+
+impl MidSession {
+    fn new(frame: u64) -> Self {
+        MidSession {
+            first_frame: frame,
+            survivors: ext_candidates().into_iter().map(|e| (e, 0)).collect(),
+            settled: false,
+            started: [false; 2],
+            packets: 0,
+            lock: None,
+            undecoded: 0,
+            serverdata_frame: None,
+            settled_frame: None,
+            recognised_after: 0,
+        }
+    }
+
+    fn report(&self) -> String {
+        let mut s = format!(
+            "capture starts after the connection's handshake (first packet frame {}, recognised at packet {}): netchan followed from its first packet, client messages decoded from it; ",
+            self.first_frame, self.recognised_after
+        );
+        match self.lock {
+            Some((frame, n)) => s.push_str(&format!(
+                "server messages decoded from frame {frame} (packet {n} of the flow)"
+            )),
+            None => s.push_str("no server message could be decoded"),
+        }
+        match self.settled_frame {
+            Some(f) => s.push_str(&format!(", protocol extensions determined at frame {f}")),
+            None => s.push_str(&format!(
+                ", protocol extensions narrowed to {} candidate sets that read every message alike",
+                self.survivors.len()
+            )),
+        }
+        if self.undecoded > 0 {
+            s.push_str(&format!(
+                ", {} left undecoded while the protocol extensions were undetermined",
+                self.undecoded
+            ));
+        }
+        match self.serverdata_frame {
+            Some(f) => s.push_str(&format!(
+                "; entity values unknown until the serverdata at frame {f}"
+            )),
+            None => s.push_str("; entity values unknown (no serverdata in the capture)"),
+        }
+        s
+    }
+}
+
+/// A decoded server message: its ops, and the error that stopped it.
+type Decoded = (
+    Vec<(usize, ServerOp)>,
+    Option<crate::qw::cursor::DecodeError>,
+);
+
+/// Extension sets that fail this many messages other sets read are dropped (one damaged
+/// packet does not drop the right set).
+const EXT_STRIKES: u8 = 2;
+
+/// Decode a server message of a connection whose extensions are not settled: with every
+/// surviving set; a set that fails a message another set reads gets a strike, and is dropped
+/// at [`EXT_STRIKES`]. The message is decoded (for real, once) only when every remaining set
+/// reads it to its end and gives the same ops; else None and the state is as before.
+fn decode_unsettled(
+    st: &mut ServerState,
+    mid: &mut MidSession,
+    payload: &[u8],
+    base: usize,
+) -> Option<Decoded> {
+    let saved = (
+        st.players,
+        st.baselines_known,
+        st.serverdata.clone(),
+        st.ext,
+    );
+    let mut first: Option<Vec<(usize, ServerOp)>> = None;
+    let mut agree = true;
+    let mut failed = vec![false; mid.survivors.len()];
+    for (&(e, _), fail) in mid.survivors.iter().zip(failed.iter_mut()) {
+        st.players = saved.0;
+        st.baselines_known = saved.1;
+        st.serverdata.clone_from(&saved.2);
+        st.ext = e;
+        let mut r = Reader::with_base(payload, base);
+        let (ops, err) = svc::parse_message(st, &mut r);
+        if err.is_some() {
+            *fail = true;
+            continue;
+        }
+        match &first {
+            None => first = Some(ops),
+            Some(f) => agree &= *f == ops,
+        }
+    }
+    st.players = saved.0;
+    st.baselines_known = saved.1;
+    st.serverdata = saved.2;
+    st.ext = saved.3;
+    // No set reads this message (a damaged packet): no strikes.
+    first.as_ref()?;
+    let mut all_read = true;
+    for ((_, strikes), fail) in mid.survivors.iter_mut().zip(&failed) {
+        if *fail {
+            *strikes += 1;
+            all_read &= *strikes >= EXT_STRIKES;
+        }
+    }
+    mid.survivors.retain(|(_, s)| *s < EXT_STRIKES);
+    if !agree || !all_read {
+        return None;
+    }
+    let (e, _) = *mid.survivors.first()?;
+    st.ext = e;
+    let mut r = Reader::with_base(payload, base);
+    let out = svc::parse_message(st, &mut r);
+    if mid.survivors.len() == 1 {
+        mid.settled = true;
+    }
+    Some(out)
+}
+
 struct Flow {
     id: u32,
     client_port: u16,
@@ -86,6 +331,8 @@ struct Flow {
     /// Decoder state of the server stream; allocated at the `j` reply (a query never needs it,
     /// and it holds 2048 baselines).
     state: Option<Box<ServerState>>,
+    /// Set for a connection recognised without its handshake.
+    mid: Option<Box<MidSession>>,
 }
 
 impl Flow {
@@ -110,6 +357,7 @@ impl Flow {
             rx_c2s: Receiver::default(),
             rel: [RelTrack::default(), RelTrack::default()],
             state: None,
+            mid: None,
         }
     }
 }
@@ -130,6 +378,10 @@ pub struct Tracker {
     /// Servers with summed queries (their replies to unknown clients count as answered);
     /// bounded by the table's aggregate limit.
     summarised_servers: FlowMap<SocketAddr, ()>,
+    /// (server, client) pairs that may be connections seen mid-session (bounded by
+    /// [`MAX_CANDIDATES`] pairs and [`CANDIDATE_BYTES`] held bytes).
+    candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
+    held_bytes: usize,
 }
 
 /// Client commands that are QuakeWorld connectionless requests (spec §3.1).
@@ -165,6 +417,8 @@ impl Tracker {
             connections: 0,
             queries: 0,
             summarised_servers: FlowMap::default(),
+            candidates: FlowMap::default(),
+            held_bytes: 0,
         }
     }
 
@@ -186,14 +440,175 @@ impl Tracker {
             return self.summarised_reply(d, b"ping", table);
         }
         if let Some(i) = self.find_netchan_c2s(d) {
-            self.netchan(i, Dir::C2s, d, out);
+            self.netchan(i, Dir::C2s, d, out, true);
             return true;
         }
         if let Some(i) = self.find_netchan_s2c(d) {
-            self.netchan(i, Dir::S2c, d, out);
+            self.netchan(i, Dir::S2c, d, out, true);
             return true;
         }
-        false
+        self.mid_session(d, table, out)
+    }
+
+    /// A netchan packet of no known connection: a candidate connection seen mid-session
+    /// (see the module docs). Unconfirmed packets are left to the table (false) and held for
+    /// replay; at confirmation the flow adopts the table's counts and replays what it held.
+    fn mid_session(
+        &mut self,
+        d: &Datagram<'_>,
+        table: &mut FlowTable,
+        out: &mut Vec<Event>,
+    ) -> bool {
+        // A packet from the server of a candidate is that candidate's server packet, whatever
+        // its bytes look like (a server packet can pass the client shape).
+        let from_server = !self.candidates.is_empty()
+            && self
+                .candidates
+                .get(&(d.src, d.dst))
+                .is_some_and(|c| c.hits > 0);
+        let (key, dir) = if let Some((h, checked)) = c2s_shape(d.payload).filter(|_| !from_server) {
+            let (seq, qport) = (h.sequence(), h.qport().unwrap_or(0));
+            let key = (d.dst, d.src);
+            if !self.candidates.contains_key(&key) && self.candidates.len() >= MAX_CANDIDATES {
+                self.candidates.clear();
+                self.held_bytes = 0;
+            }
+            let c = self.candidates.entry(key).or_insert(Candidate {
+                qport,
+                first_seq: seq,
+                seq,
+                hits: 0,
+                answered: false,
+                moves: 0,
+                held: Vec::new(),
+            });
+            if c.hits > 0 && (c.qport != qport || seq <= c.seq || seq - c.seq > CANDIDATE_MAX_STEP)
+            {
+                let freed: usize = c.held.iter().map(|p| p.payload.len()).sum();
+                self.held_bytes = self.held_bytes.saturating_sub(freed);
+                *c = Candidate {
+                    qport,
+                    first_seq: seq,
+                    seq,
+                    hits: 0,
+                    answered: false,
+                    moves: 0,
+                    held: Vec::new(),
+                };
+            }
+            if c.hits == 0 {
+                // Held server packets (if any) came first; the client packet names the qport.
+                c.qport = qport;
+                c.first_seq = seq;
+            }
+            c.hits = c.hits.saturating_add(1);
+            c.moves = c.moves.saturating_add(u8::from(checked));
+            c.seq = seq;
+            (key, Dir::C2s)
+        } else {
+            let key = (d.src, d.dst);
+            if oob::is_oob(d.payload) {
+                return false;
+            }
+            let Some(h) = Header::new_checked(d.payload, Dir::S2c) else {
+                return false;
+            };
+            if !self.candidates.contains_key(&key) {
+                // A server packet before any client packet: held (a few) in case the client
+                // turns out to be a connection, so that decoding starts at the first packet.
+                if self.candidates.len() >= MAX_CANDIDATES || h.sequence() == 0 {
+                    return false;
+                }
+                self.candidates.insert(
+                    key,
+                    Candidate {
+                        qport: 0,
+                        first_seq: 0,
+                        seq: 0,
+                        hits: 0,
+                        answered: false,
+                        moves: 0,
+                        held: Vec::new(),
+                    },
+                );
+            }
+            let Some(c) = self.candidates.get_mut(&key) else {
+                return false;
+            };
+            if c.hits > 0 && (c.first_seq..=c.seq).contains(&h.ack()) {
+                c.answered = true;
+            }
+            (key, Dir::S2c)
+        };
+        let Some(c) = self.candidates.get_mut(&key) else {
+            return false;
+        };
+        if c.hits < MID_SESSION_CONFIRM || !c.answered || c.moves < MID_SESSION_CONFIRM - 1 {
+            let room = if c.hits == 0 { 2 } else { CANDIDATE_HELD };
+            if c.held.len() < room && self.held_bytes + d.payload.len() <= CANDIDATE_BYTES {
+                self.held_bytes += d.payload.len();
+                c.held.push(Held {
+                    dir,
+                    frame: d.frame,
+                    ts_ns: d.ts_ns,
+                    src: d.src,
+                    dst: d.dst,
+                    payload: d.payload.to_vec(),
+                });
+            }
+            return false;
+        }
+        let Some(c) = self.candidates.remove(&key) else {
+            return false;
+        };
+        let freed: usize = c.held.iter().map(|p| p.payload.len()).sum();
+        self.held_bytes = self.held_bytes.saturating_sub(freed);
+        if self.connections >= MAX_CONNECTIONS {
+            return false;
+        }
+        self.connections += 1;
+        let (server, client) = key;
+        let claim = table.claim(server, client, true);
+        let mut f = Flow::new(claim.id, server, client, true);
+        // The flow starts at the adopted counts (the held packets are in them).
+        let first_frame = c.held.first().map_or(d.frame, |p| p.frame);
+        f.sum = FlowSummary {
+            packets: Default::default(),
+            bytes: Default::default(),
+            client_ports: Vec::new(),
+            ..f.sum
+        };
+        if let Some((prior, swapped)) = &claim.prior {
+            f.sum.absorb(prior, *swapped);
+        }
+        f.sum.add_client_port(client.port());
+        f.accepted = true;
+        f.qport = Some(c.qport);
+        f.sum.qport = Some(c.qport);
+        f.state = Some(Box::new(ServerState {
+            baselines_known: false,
+            ..ServerState::new(false)
+        }));
+        let mut mid = MidSession::new(first_frame);
+        mid.recognised_after = c.held.len() + 1;
+        f.mid = Some(Box::new(mid));
+        self.flows.push(f);
+        let i = self.flows.len() - 1;
+        self.by_pair.insert(key, Some(i));
+        self.by_accepted_pair.insert(key, Some(i));
+        self.by_qport.insert(server, client.ip(), c.qport, i);
+        for p in &c.held {
+            let dg = Datagram {
+                frame: p.frame,
+                ts_ns: p.ts_ns,
+                src: p.src,
+                dst: p.dst,
+                payload: &p.payload,
+            };
+            self.netchan(i, p.dir, &dg, out, false);
+        }
+        self.netchan(i, dir, d, out, true);
+        true
     }
 
     /// Newest flow with this server and client address.
@@ -378,16 +793,38 @@ impl Tracker {
         }
     }
 
-    fn netchan(&mut self, i: usize, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Event>) {
+    fn netchan(&mut self, i: usize, dir: Dir, d: &Datagram<'_>, out: &mut Vec<Event>, count: bool) {
         let decoding = self.decoding();
         let (emit, keep_raw) = (self.opts.decode, self.opts.keep_raw);
         let Some(f) = self.flows.get_mut(i) else {
             return;
         };
-        f.sum.count_packet(dir, d.payload.len(), d.ts_ns);
+        if count {
+            f.sum.count_packet(dir, d.payload.len(), d.ts_ns);
+        }
         let Some(h) = Header::new_checked(d.payload, dir) else {
             return;
         };
+        if let Some(mid) = &mut f.mid {
+            if mid.lock.is_none() {
+                mid.packets += 1;
+            }
+            let di = dir_index(dir);
+            if let Some(false) = mid.started.get(di).copied() {
+                // The netchan is taken up at the first packet of each direction: no drops
+                // before it, and the peer's reliable parity as its acks say.
+                mid.started[di] = true;
+                let rx = match dir {
+                    Dir::C2s => &mut f.rx_c2s,
+                    Dir::S2c => &mut f.rx_s2c,
+                };
+                rx.incoming = h.sequence().saturating_sub(1);
+                if let Some(t) = f.rel.get_mut(1 - di) {
+                    t.parity = h.ack_reliable();
+                    t.pending = None;
+                }
+            }
+        }
         if dir == Dir::C2s
             && f.client_port != d.src.port()
             && f.sum.client_ports.len() < MAX_CLIENT_PORTS
@@ -460,7 +897,38 @@ impl Tracker {
                 // (their moves are still checksummed).
                 let mut r = Reader::with_base(h.payload(), base);
                 let ext = f.state.as_ref().map(|st| st.ext).unwrap_or_default();
-                let (ops, err) = clc::parse_message(&mut r, h.sequence(), &ext);
+                let (ops, err) = match f.mid.as_deref().filter(|m| !m.settled) {
+                    // Only clc_tmove reads by the extensions (coordinate size): decoded with
+                    // both sizes when the survivors differ, and kept only when they agree.
+                    Some(mid) => {
+                        let mut res = None;
+                        let mut agree = true;
+                        let mut tried: Vec<bool> = Vec::new();
+                        for (e, _) in &mid.survivors {
+                            if tried.contains(&e.big_coords()) {
+                                continue;
+                            }
+                            tried.push(e.big_coords());
+                            let mut rr = r.clone();
+                            let got = clc::parse_message(&mut rr, h.sequence(), e);
+                            match &res {
+                                None => res = Some(got),
+                                Some(x) => agree &= *x == got,
+                            }
+                        }
+                        match res {
+                            Some(x) if agree => x,
+                            _ => (
+                                Vec::new(),
+                                Some(crate::qw::cursor::DecodeError {
+                                    what: "client message left undecoded: coordinate size not yet determined".into(),
+                                    at: base,
+                                }),
+                            ),
+                        }
+                    }
+                    None => clc::parse_message(&mut r, h.sequence(), &ext),
+                };
                 for (_, op) in &ops {
                     if matches!(op, clc::ClientOp::Stringcmd { text } if text == "drop") {
                         drop = true;
@@ -496,8 +964,36 @@ impl Tracker {
                     .state
                     .get_or_insert_with(|| Box::new(ServerState::new(false)));
                 st.seq = h.sequence();
-                let mut r = Reader::with_base(h.payload(), base);
-                let (ops, err) = svc::parse_message(st, &mut r);
+                let decoded = match f.mid.as_deref_mut() {
+                    Some(mid) if !mid.settled => {
+                        let got = decode_unsettled(st, mid, h.payload(), base);
+                        if got.is_none() {
+                            mid.undecoded += 1;
+                        }
+                        got
+                    }
+                    _ => {
+                        let mut r = Reader::with_base(h.payload(), base);
+                        Some(svc::parse_message(st, &mut r))
+                    }
+                };
+                if let Some(mid) = f.mid.as_deref_mut() {
+                    if decoded.is_some() && mid.lock.is_none() {
+                        mid.lock = Some((d.frame, mid.packets));
+                    }
+                    if mid.settled && mid.settled_frame.is_none() {
+                        mid.settled_frame = Some(d.frame);
+                    }
+                }
+                let (ops, err) = decoded.unwrap_or_else(|| {
+                    (
+                        Vec::new(),
+                        Some(crate::qw::cursor::DecodeError {
+                            what: "server message left undecoded: protocol extensions not yet determined".into(),
+                            at: base,
+                        }),
+                    )
+                });
                 let ends: Vec<usize> = ops
                     .iter()
                     .skip(1)
@@ -509,6 +1005,11 @@ impl Tracker {
                     match op {
                         ServerOp::Serverdata(sd) => {
                             f.sum.protocol = u32::try_from(sd.protocol).ok();
+                            if let Some(mid) = f.mid.as_deref_mut() {
+                                mid.settled = true;
+                                mid.settled_frame.get_or_insert(d.frame);
+                                mid.serverdata_frame.get_or_insert(d.frame);
+                            }
                         }
                         ServerOp::Modellist(l) | ServerOp::FteModellistshort(l) => {
                             if let Some(map) = l.map_name() {
@@ -534,7 +1035,12 @@ impl Tracker {
             e.pos.flow = Some(f.id);
             e.pos.frame = Some(d.frame);
             e.pos.dir = Some(dir);
-            f.sum.push_error(Error::clone(e));
+            if e.message.ends_with("not yet determined") {
+                // Counted in the flow's one mid-session report, not once per message.
+                e.kind = ErrorKind::MidSession;
+            } else {
+                f.sum.push_error(Error::clone(e));
+            }
         }
         if keep_raw {
             let raw = RawPacket {
@@ -554,6 +1060,7 @@ impl Tracker {
                 cmd: raw_cmd,
                 drop,
                 lost_s2c,
+                pre_signon: f.state.as_ref().is_some_and(|st| !st.baselines_known),
             };
             if (dir == Dir::S2c && accepted) || raw.cmd.is_some() || drop || lost_s2c.is_some() {
                 out.push(Event::Raw(raw));
@@ -570,6 +1077,13 @@ impl Tracker {
             .iter()
             .map(|f| {
                 let mut s = f.sum.clone();
+                if let Some(mid) = &f.mid {
+                    s.push_error(
+                        Error::new(ErrorKind::MidSession, mid.report())
+                            .flow(f.id)
+                            .frame(mid.first_frame),
+                    );
+                }
                 if f.handshake && !f.accepted {
                     // A handshake that was never accepted is not a connection.
                     s.kind = "query";
@@ -593,7 +1107,63 @@ fn info_value(info: &str, key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::RelTrack;
+    use super::*;
+
+    /// Client-shaped packets from ever new addresses, and server-shaped answers: candidates
+    /// stay bounded, nothing is claimed without a checksummed move (every datagram is left to
+    /// the table), and no panic.
+    #[test]
+    fn mid_session_candidates_are_bounded() {
+        let mut t = Tracker::new(Options {
+            decode: true,
+            keep_raw: false,
+        });
+        let mut table = FlowTable::default();
+        let mut out = Vec::new();
+        let server: SocketAddr = "10.0.0.1:27500".parse().unwrap();
+        let mut x: u32 = 1;
+        for i in 0..10_000u32 {
+            let client =
+                SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 27001 + (i % 7) as u16));
+            for k in 0..3u32 {
+                // seq, ack, qport, clc_move with a checksum that will not hold, padding.
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let mut p = Vec::new();
+                p.extend_from_slice(&(100 + k).to_le_bytes());
+                p.extend_from_slice(&(50 + k).to_le_bytes());
+                p.extend_from_slice(&1234u16.to_le_bytes());
+                p.extend_from_slice(&[3, (x >> 24) as u8, 0, 0, 0, 0]);
+                // clc_nop padding: the packet reads to its end.
+                p.extend(std::iter::repeat_n(1u8, 1200));
+                let d = Datagram {
+                    frame: u64::from(i),
+                    ts_ns: i64::from(i),
+                    src: client,
+                    dst: server,
+                    payload: &p,
+                };
+                assert!(!t.offer(&d, &mut table, &mut out));
+                let ans = [
+                    &(60 + k).to_le_bytes()[..],
+                    &(100 + k).to_le_bytes()[..],
+                    &[1u8; 600][..],
+                ]
+                .concat();
+                let d = Datagram {
+                    frame: u64::from(i),
+                    ts_ns: i64::from(i),
+                    src: server,
+                    dst: client,
+                    payload: &ans,
+                };
+                t.offer(&d, &mut table, &mut out);
+            }
+            assert!(t.candidates.len() <= MAX_CANDIDATES);
+            assert!(t.held_bytes <= CANDIDATE_BYTES);
+        }
+        assert!(t.flows.is_empty(), "{} flows claimed", t.flows.len());
+        assert!(t.held_bytes > 0, "the client packets were never candidates");
+    }
 
     #[test]
     fn reliable_lost_then_retransmitted() {
