@@ -22,6 +22,8 @@ use input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_NOTHING, EXIT_OK};
 use timefmt::TimeFormat;
 #[path = "events.rs"]
 mod events;
+#[path = "export.rs"]
+mod export;
 #[path = "net.rs"]
 mod net;
 
@@ -90,6 +92,9 @@ pub enum Command {
     /// One self-contained HTML file (opens offline): the flows, and per connection plots of
     /// ping, loss, jitter, rates and a lagometer strip, lag events marked.
     Report(net::ReportArgs),
+    /// Apache Parquet tables (flows, messages, usercmds, player_states, server_commands,
+    /// events, samples) of every input, one Hive partition per input, for DuckDB or Spark.
+    Export(export::ExportArgs),
 }
 
 /// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
@@ -192,6 +197,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Events(args) => events::run(&args),
             Command::Net(args) => net::run(&args),
             Command::Report(args) => net::report(&args),
+            Command::Export(args) => export::run(&args),
         },
     };
     match res {
