@@ -22,6 +22,10 @@ pub struct ExportArgs {
     /// Output folder: `<table>/source=<input name>/part-0.parquet` under it.
     #[arg(long)]
     pub out: PathBuf,
+    /// The partition name of the one input (`source=NAME`) instead of its file stem: for
+    /// drivers that run one export per input (scripts/spark_export.py).
+    #[arg(long, value_name = "NAME")]
+    pub source: Option<String>,
     /// Inputs exported at once (default: `QUAKECAP_THREADS`, else one per core).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -41,7 +45,21 @@ pub fn run(args: &ExportArgs) -> Result<i32> {
     let files = super::input::expand(&args.files)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create the output folder", args.out.display()))?;
-    let names = partition::source_names(&files);
+    let names = match &args.source {
+        None => partition::source_names(&files),
+        Some(name) => {
+            if files.len() != 1 {
+                anyhow::bail!("--source names one input; {} were given", files.len());
+            }
+            let clean = partition::clean(name);
+            if clean != *name {
+                anyhow::bail!(
+                    "--source {name:?}: use letters, digits, '.', '-' and '_' (e.g. {clean:?})"
+                );
+            }
+            vec![clean]
+        }
+    };
     let jobs = args
         .jobs
         .unwrap_or_else(quakecap::parallel::worker_threads)

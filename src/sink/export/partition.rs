@@ -19,7 +19,7 @@ pub const PART_FILE: &str = "part-0.parquet";
 pub const STAGING_DIR: &str = "_staging";
 
 /// Keep a partition value safe in paths and globs: letters, digits, `.`, `-` and `_`.
-fn clean(s: &str) -> String {
+pub fn clean(s: &str) -> String {
     let c: String = s
         .chars()
         .map(|c| {

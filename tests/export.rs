@@ -1,0 +1,503 @@
+//! Issue 16, items 3–4: `quakecap export` to Parquet. Every stored capture and the shared demos
+//! (`../shared/demos`, skipped with a note when absent) are exported, read back with the
+//! `parquet` crate, and their row counts compared with what `quakecap decode --json` shows for
+//! the same input (counted here from decode's output). Bad inputs are skipped (exit 2), a
+//! re-run replaces a partition, a failed export leaves the old partition whole. The README's
+//! DuckDB queries and the Spark script run when DuckDB / pyspark and Java are installed.
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use quakecap::pipeline::{Event, Report, Sink, Tee};
+use quakecap::sink::export::{self, partition, schema, ExportSink};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_quakecap"));
+    c.env_remove("QUAKECAP_THREADS");
+    c
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh empty folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("quakecap-export-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn captures() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(repo().join("captures"))
+        .expect("captures/")
+        .filter_map(|e| e.ok().map(|e| e.path().join("capture.pcapng")))
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The demos of `../shared/demos/{q3,qw}`, or None (with a note) when the folder is absent.
+fn shared_demos() -> Option<Vec<PathBuf>> {
+    let dir = repo().join("../shared/demos");
+    if !dir.is_dir() {
+        eprintln!("skipped: ../shared/demos is not there (shared demos not exported)");
+        return None;
+    }
+    let mut v = Vec::new();
+    for game in ["q3", "qw"] {
+        let Ok(rd) = fs::read_dir(dir.join(game)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let n = p.to_string_lossy().to_ascii_lowercase();
+            let demo = n.ends_with(".mvd")
+                || n.ends_with(".qwd")
+                || p.extension()
+                    .is_some_and(|x| x.to_string_lossy().starts_with("dm_"));
+            if p.is_file() && demo {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    Some(v)
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("quakecap runs")
+}
+
+/// Rows of one partition file, from its footer.
+fn rows(out: &Path, table: &str, source: &str) -> i64 {
+    let p = partition::partition_dir(out, table, source).join(partition::PART_FILE);
+    let f = fs::File::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let r = SerializedFileReader::new(f).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    r.metadata().file_metadata().num_rows()
+}
+
+/// What `decode --json` shows for one input, counted per table.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Expected {
+    messages: i64,
+    usercmds: i64,
+    player_states: i64,
+    server_commands: i64,
+}
+
+fn expected_from_decode(input: &Path) -> Expected {
+    let out = run(bin().arg("decode").arg("--json").arg(input));
+    assert!(
+        out.status.code() == Some(0),
+        "decode --json {}: {:?}",
+        input.display(),
+        out.status
+    );
+    let mut e = Expected::default();
+    for line in out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let m: serde_json::Value = serde_json::from_slice(line).expect("a JSON line");
+        e.messages += 1;
+        let kind = m["kind"].as_str().unwrap_or("");
+        let game = m["game"].as_str().unwrap_or("");
+        let Some(ops) = m["ops"].as_array() else {
+            continue;
+        };
+        for op in ops {
+            let name = op["op"].as_str().unwrap_or("");
+            match (kind, game, name) {
+                ("client", _, _) => {
+                    if let Some(cmds) = op["cmds"].as_array() {
+                        e.usercmds += cmds.len() as i64;
+                    } else if op.get("cmd").is_some() {
+                        e.usercmds += 1;
+                    }
+                }
+                ("server", "q3", "serverCommand") => e.server_commands += 1,
+                ("server", "q3", "snapshot") => e.player_states += 1,
+                ("server", "qw", "print" | "stufftext" | "centerprint") => e.server_commands += 1,
+                ("server", "qw", "playerinfo") => e.player_states += 1,
+                _ => {}
+            }
+        }
+    }
+    e
+}
+
+/// Export `inputs` into a fresh folder and check every table of every input against decode.
+fn export_and_compare(name: &str, inputs: &[PathBuf]) {
+    let out = scratch(name);
+    let res = run(bin().arg("export").args(inputs).arg("--out").arg(&out));
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "export: {}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let names = partition::source_names(inputs);
+    // Decode runs two at a time beside each other (the machine is shared).
+    let expected: Vec<Expected> = std::thread::scope(|s| {
+        let half = inputs.len().div_ceil(2);
+        let parts: Vec<_> = inputs
+            .chunks(half.max(1))
+            .map(|c| {
+                s.spawn(move || {
+                    c.iter()
+                        .map(|p| expected_from_decode(p))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().expect("decode thread"))
+            .collect()
+    });
+    let mut checked = 0;
+    for ((input, source), want) in inputs.iter().zip(&names).zip(expected) {
+        let got = Expected {
+            messages: rows(&out, "messages", source),
+            usercmds: rows(&out, "usercmds", source),
+            player_states: rows(&out, "player_states", source),
+            server_commands: rows(&out, "server_commands", source),
+        };
+        assert_eq!(got, want, "{}: export vs decode --json", input.display());
+        assert!(got.messages > 0, "{}: no message", input.display());
+        // The tables decode does not show are there too, with their schema.
+        for t in schema::TABLES {
+            rows(&out, t.name, source);
+        }
+        assert!(rows(&out, "flows", source) > 0);
+        checked += 1;
+    }
+    eprintln!("{name}: {checked} inputs, row counts equal decode --json's");
+    assert!(!out.join(partition::STAGING_DIR).exists(), "staging left");
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn stored_captures_match_decode_json() {
+    let caps = captures();
+    assert!(caps.len() >= 10, "the stored captures are in captures/");
+    export_and_compare("captures", &caps);
+}
+
+#[test]
+fn shared_demos_match_decode_json() {
+    let Some(demos) = shared_demos() else { return };
+    assert!(
+        demos.iter().any(|p| p.to_string_lossy().contains("/q3/"))
+            && demos.iter().any(|p| p.to_string_lossy().contains("/qw/")),
+        "demos of both games"
+    );
+    export_and_compare("demos", &demos);
+}
+
+/// The files read back whole: every column of every row of a small export, and the values of
+/// a few cells against decode.
+#[test]
+fn files_read_back_with_their_schema() {
+    let out = scratch("readback");
+    let cap = repo().join("captures/q3-basic/capture.pcapng");
+    let res = run(bin().arg("export").arg(&cap).arg("--out").arg(&out));
+    assert_eq!(res.status.code(), Some(0));
+    for t in schema::TABLES {
+        let p = partition::partition_dir(&out, t.name, "capture").join(partition::PART_FILE);
+        let r = SerializedFileReader::new(fs::File::open(&p).expect("part file")).expect("parquet");
+        let names: Vec<String> = r
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        let want: Vec<&str> = t.columns.iter().map(|c| c.name).collect();
+        assert_eq!(names, want, "{} columns", t.name);
+        let mut n = 0;
+        for row in r.get_row_iter(None).expect("rows") {
+            let row = row.expect("a row");
+            assert_eq!(row.len(), t.columns.len());
+            n += 1;
+        }
+        assert_eq!(n, r.metadata().file_metadata().num_rows(), "{}", t.name);
+    }
+    // The first message equals decode's first line.
+    let dec = run(bin().arg("decode").arg("--json").arg(&cap));
+    let first: serde_json::Value =
+        serde_json::from_slice(dec.stdout.split(|b| *b == b'\n').next().expect("a line"))
+            .expect("json");
+    let p = partition::partition_dir(&out, "messages", "capture").join(partition::PART_FILE);
+    let r = SerializedFileReader::new(fs::File::open(&p).expect("messages")).expect("parquet");
+    let row = r
+        .get_row_iter(None)
+        .expect("rows")
+        .next()
+        .expect("a row")
+        .expect("ok");
+    let cols: BTreeMap<String, Field> = row
+        .get_column_iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(
+        cols["flow"],
+        Field::Long(first["flow"].as_i64().expect("flow"))
+    );
+    assert_eq!(
+        cols["frame"],
+        Field::Long(first["frame"].as_i64().expect("frame"))
+    );
+    assert_eq!(
+        cols["time"],
+        Field::Double(first["time"].as_f64().expect("time"))
+    );
+    assert_eq!(
+        cols["kind"],
+        Field::Str(first["kind"].as_str().expect("kind").into())
+    );
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn unreadable_input_is_reported_skipped_and_exits_2() {
+    let dir = scratch("bad-input");
+    let junk = dir.join("junk.pcap");
+    fs::write(&junk, b"this is not a capture at all, just some text\n").expect("junk");
+    let missing = dir.join("missing.pcapng");
+    let good = repo().join("captures/q3-basic/capture.pcapng");
+    let good2 = repo().join("captures/qw-basic/capture.pcapng");
+    let out = dir.join("out");
+    let res = run(bin()
+        .arg("export")
+        .arg(&good)
+        .arg(&junk)
+        .arg(&missing)
+        .arg(&good2)
+        .arg("--out")
+        .arg(&out));
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        err.contains("junk.pcap") && err.contains("skipped"),
+        "{err}"
+    );
+    assert!(err.contains("missing.pcapng"), "{err}");
+    for t in schema::TABLES {
+        // The good inputs (distinct names from their folders) are there, the bad ones not.
+        for s in ["q3-basic_capture", "qw-basic_capture"] {
+            assert!(partition::partition_dir(&out, t.name, s)
+                .join("part-0.parquet")
+                .is_file());
+        }
+        for s in ["junk", "missing"] {
+            assert!(!partition::partition_dir(&out, t.name, s).exists(), "{s}");
+        }
+    }
+    assert!(rows(&out, "messages", "q3-basic_capture") > 0);
+    assert!(!out.join(partition::STAGING_DIR).exists());
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// The partition files of one source, with their bytes.
+fn snapshot(out: &Path, source: &str) -> BTreeMap<String, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for t in schema::TABLES {
+        let d = partition::partition_dir(out, t.name, source);
+        for e in fs::read_dir(&d).expect("partition").flatten() {
+            let name = format!("{}/{}", t.name, e.file_name().to_string_lossy());
+            m.insert(name, fs::read(e.path()).expect("file"));
+        }
+    }
+    m
+}
+
+#[test]
+fn rerun_replaces_a_partition_atomically() {
+    let dir = scratch("rerun");
+    let out = dir.join("out");
+    let a = repo().join("captures/q3-basic/capture.pcapng");
+    let b = repo().join("captures/q3-proto71/capture.pcapng");
+    let export_as = |input: &Path| {
+        let r = run(bin()
+            .arg("export")
+            .arg(input)
+            .arg("--source")
+            .arg("match")
+            .arg("--out")
+            .arg(&out));
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    };
+    export_as(&a);
+    let first = snapshot(&out, "match");
+    let first_rows = rows(&out, "messages", "match");
+    // Same input again: the same files, one each.
+    export_as(&a);
+    assert_eq!(
+        snapshot(&out, "match").keys().collect::<Vec<_>>(),
+        first.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(rows(&out, "messages", "match"), first_rows);
+    // Another input under the same name replaces every table's partition.
+    export_as(&b);
+    let second = snapshot(&out, "match");
+    assert_eq!(second.len(), schema::TABLES.len(), "one file per table");
+    assert_ne!(second, first);
+    assert_ne!(rows(&out, "messages", "match"), first_rows);
+    assert!(!out.join(partition::STAGING_DIR).exists());
+
+    // A failed export (the output fails midway) leaves the old partition as it was.
+    struct FailAfter(usize);
+    impl Sink for FailAfter {
+        fn event(&mut self, _e: Event<'_>) -> io::Result<()> {
+            if self.0 == 0 {
+                return Err(io::Error::other("disk full (simulated)"));
+            }
+            self.0 -= 1;
+            Ok(())
+        }
+        fn finish(&mut self, _r: &Report) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut sink = ExportSink::new(&out, "match").expect("export sink");
+    let mut fail = FailAfter(500);
+    {
+        let mut tee = Tee(vec![&mut sink, &mut fail]);
+        let r = quakecap::pipeline::run_capture(&a, &export::options(), &mut tee, &mut |_| {});
+        assert!(r.is_err(), "the failing sink stops the run");
+    }
+    assert!(
+        out.join(partition::STAGING_DIR).exists(),
+        "staging while writing"
+    );
+    drop(sink);
+    assert_eq!(snapshot(&out, "match"), second, "old partition untouched");
+    assert!(
+        !out.join(partition::STAGING_DIR).exists(),
+        "staging removed"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// A Python interpreter with `module`, if any.
+fn python_with(module: &str) -> Option<String> {
+    for py in ["python3", "python"] {
+        let ok = Command::new(py)
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py.to_string());
+        }
+    }
+    None
+}
+
+/// Export the stored captures and the shared demos once for the query tests.
+fn export_all(name: &str) -> PathBuf {
+    let out = scratch(name);
+    let mut inputs = captures();
+    inputs.extend(shared_demos().unwrap_or_default());
+    let r = run(bin().arg("export").args(&inputs).arg("--out").arg(&out));
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    out
+}
+
+fn duckdb_results(out: &Path) -> Option<serde_json::Value> {
+    let py = python_with("duckdb")?;
+    let r = run(Command::new(py)
+        .arg(repo().join("scripts/duckdb_export.py"))
+        .arg(out)
+        .arg("--json"));
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    Some(serde_json::from_slice(&r.stdout).expect("json results"))
+}
+
+#[test]
+fn duckdb_queries_run_over_the_export() {
+    if python_with("duckdb").is_none() {
+        eprintln!("skipped: the duckdb Python package is not installed (pip install duckdb)");
+        return;
+    }
+    let out = export_all("duckdb");
+    let res = duckdb_results(&out).expect("duckdb");
+    let ping = res["players_by_median_ping"].as_array().expect("ping rows");
+    assert!(!ping.is_empty(), "players with a ping");
+    for row in ping {
+        let ms = row[2].as_f64().expect("median ping");
+        assert!((0.0..2000.0).contains(&ms), "{row}");
+    }
+    let frags = res["frags_per_player"].as_array().expect("frag rows");
+    assert!(!frags.is_empty(), "kills in the captures and demos");
+    eprintln!(
+        "duckdb: {} players with a ping, {} with frags",
+        ping.len(),
+        frags.len()
+    );
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn spark_script_runs_the_same_queries() {
+    let java = Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let Some(py) = python_with("pyspark").filter(|_| java) else {
+        eprintln!(
+            "skipped: pyspark and Java are needed for the Spark test (pip install pyspark; a JRE)"
+        );
+        return;
+    };
+    let mut inputs = captures();
+    inputs.extend(shared_demos().unwrap_or_default());
+    let out = scratch("spark");
+    let list = out.join("inputs.txt");
+    let text: String = inputs
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+    fs::write(&list, text).expect("list");
+    let parts = out.join("parquet");
+    let r = run(Command::new(py)
+        .arg(repo().join("scripts/spark_export.py"))
+        .arg("--quakecap")
+        .arg(env!("CARGO_BIN_EXE_quakecap"))
+        .arg("--out")
+        .arg(&parts)
+        .arg("--json")
+        .arg(&list));
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8_lossy(&r.stdout);
+    let last = text.lines().last().expect("results");
+    let spark: serde_json::Value = serde_json::from_str(last).expect("json results");
+    for name in ["players_by_median_ping", "frags_per_player"] {
+        assert!(
+            spark[name].as_array().is_some_and(|a| !a.is_empty()),
+            "{name}"
+        );
+    }
+    // Same export, same queries: DuckDB and Spark agree.
+    if let Some(duck) = duckdb_results(&parts) {
+        assert_eq!(spark, duck, "Spark SQL and DuckDB results");
+    } else {
+        eprintln!("duckdb not installed: Spark results not compared");
+    }
+    let _ = fs::remove_dir_all(&out);
+}
