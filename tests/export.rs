@@ -9,6 +9,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
@@ -27,7 +28,7 @@ fn repo() -> PathBuf {
 
 /// A fresh empty folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("quakecap-export-{name}-{}", std::process::id()));
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("export-{name}"));
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).expect("temp dir");
     d
@@ -130,22 +131,50 @@ fn expected_from_decode(input: &Path) -> Expected {
     e
 }
 
-/// Export `inputs` into a fresh folder and check every table of every input against decode.
-fn export_and_compare(name: &str, inputs: &[PathBuf]) {
-    let out = scratch(name);
-    let res = run(bin().arg("export").args(inputs).arg("--out").arg(&out));
-    assert_eq!(
-        res.status.code(),
-        Some(0),
-        "export: {}",
-        String::from_utf8_lossy(&res.stderr)
-    );
-    let names = partition::source_names(inputs);
-    // Decode runs two at a time beside each other (the machine is shared).
+/// Every stored capture and shared demo, in the order they are exported.
+fn all_inputs() -> Vec<PathBuf> {
+    let mut v = captures();
+    v.extend(shared_demos().unwrap_or_default());
+    v
+}
+
+/// One export of [`all_inputs`] shared by the tests that only read it (under the target's
+/// temporary folder, replaced by the next run).
+fn full_export() -> &'static Path {
+    static OUT: OnceLock<PathBuf> = OnceLock::new();
+    OUT.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("export-all");
+        let _ = fs::remove_dir_all(&out);
+        let r = run(bin()
+            .arg("export")
+            .args(all_inputs())
+            .arg("--out")
+            .arg(&out));
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "export: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        assert!(!out.join(partition::STAGING_DIR).exists(), "staging left");
+        out
+    })
+}
+
+/// Check every table of `inputs` (part of [`all_inputs`]) in the shared export against decode.
+fn compare_with_decode(name: &str, inputs: &[PathBuf]) {
+    let out = full_export();
+    let all = all_inputs();
+    let names = partition::source_names(&all);
+    let source = |p: &PathBuf| -> String {
+        let i = all.iter().position(|a| a == p).expect("an exported input");
+        names[i].clone()
+    };
+    // Decode runs two at a time (the machine is shared).
     let expected: Vec<Expected> = std::thread::scope(|s| {
-        let half = inputs.len().div_ceil(2);
+        let half = inputs.len().div_ceil(2).max(1);
         let parts: Vec<_> = inputs
-            .chunks(half.max(1))
+            .chunks(half)
             .map(|c| {
                 s.spawn(move || {
                     c.iter()
@@ -160,32 +189,31 @@ fn export_and_compare(name: &str, inputs: &[PathBuf]) {
             .collect()
     });
     let mut checked = 0;
-    for ((input, source), want) in inputs.iter().zip(&names).zip(expected) {
+    for (input, want) in inputs.iter().zip(expected) {
+        let source = source(input);
         let got = Expected {
-            messages: rows(&out, "messages", source),
-            usercmds: rows(&out, "usercmds", source),
-            player_states: rows(&out, "player_states", source),
-            server_commands: rows(&out, "server_commands", source),
+            messages: rows(out, "messages", &source),
+            usercmds: rows(out, "usercmds", &source),
+            player_states: rows(out, "player_states", &source),
+            server_commands: rows(out, "server_commands", &source),
         };
         assert_eq!(got, want, "{}: export vs decode --json", input.display());
         assert!(got.messages > 0, "{}: no message", input.display());
-        // The tables decode does not show are there too, with their schema.
+        // The tables decode does not show are there too.
         for t in schema::TABLES {
-            rows(&out, t.name, source);
+            rows(out, t.name, &source);
         }
-        assert!(rows(&out, "flows", source) > 0);
+        assert!(rows(out, "flows", &source) > 0);
         checked += 1;
     }
     eprintln!("{name}: {checked} inputs, row counts equal decode --json's");
-    assert!(!out.join(partition::STAGING_DIR).exists(), "staging left");
-    let _ = fs::remove_dir_all(&out);
 }
 
 #[test]
 fn stored_captures_match_decode_json() {
     let caps = captures();
     assert!(caps.len() >= 10, "the stored captures are in captures/");
-    export_and_compare("captures", &caps);
+    compare_with_decode("captures", &caps);
 }
 
 #[test]
@@ -196,7 +224,7 @@ fn shared_demos_match_decode_json() {
             && demos.iter().any(|p| p.to_string_lossy().contains("/qw/")),
         "demos of both games"
     );
-    export_and_compare("demos", &demos);
+    compare_with_decode("demos", &demos);
 }
 
 /// The files read back whole: every column of every row of a small export, and the values of
@@ -404,21 +432,6 @@ fn python_with(module: &str) -> Option<String> {
     None
 }
 
-/// Export the stored captures and the shared demos once for the query tests.
-fn export_all(name: &str) -> PathBuf {
-    let out = scratch(name);
-    let mut inputs = captures();
-    inputs.extend(shared_demos().unwrap_or_default());
-    let r = run(bin().arg("export").args(&inputs).arg("--out").arg(&out));
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
-    out
-}
-
 fn duckdb_results(out: &Path) -> Option<serde_json::Value> {
     let py = python_with("duckdb")?;
     let r = run(Command::new(py)
@@ -435,8 +448,7 @@ fn duckdb_queries_run_over_the_export() {
         eprintln!("skipped: the duckdb Python package is not installed (pip install duckdb)");
         return;
     }
-    let out = export_all("duckdb");
-    let res = duckdb_results(&out).expect("duckdb");
+    let res = duckdb_results(full_export()).expect("duckdb");
     let ping = res["players_by_median_ping"].as_array().expect("ping rows");
     assert!(!ping.is_empty(), "players with a ping");
     for row in ping {
@@ -450,7 +462,6 @@ fn duckdb_queries_run_over_the_export() {
         ping.len(),
         frags.len()
     );
-    let _ = fs::remove_dir_all(&out);
 }
 
 #[test]
@@ -465,8 +476,7 @@ fn spark_script_runs_the_same_queries() {
         );
         return;
     };
-    let mut inputs = captures();
-    inputs.extend(shared_demos().unwrap_or_default());
+    let inputs = all_inputs();
     let out = scratch("spark");
     let list = out.join("inputs.txt");
     let text: String = inputs
@@ -500,4 +510,33 @@ fn spark_script_runs_the_same_queries() {
         eprintln!("duckdb not installed: Spark results not compared");
     }
     let _ = fs::remove_dir_all(&out);
+}
+
+/// The Spark driver names partitions as `quakecap export` does (it passes `--source`).
+#[test]
+fn spark_script_names_sources_like_quakecap() {
+    let Some(py) = python_with("json") else {
+        eprintln!("skipped: no python3");
+        return;
+    };
+    let paths = [
+        "captures/q3-basic/capture.pcapng",
+        "captures/qw-basic/capture.pcapng",
+        "demos/1on1[tron].mvd.gz",
+        "a/x.dm_68",
+        "b/a_x.dm_68",
+        "a/x.dm_68",
+        "solo.qwd",
+    ];
+    let code = format!(
+        "import sys, json; sys.path.insert(0, {:?}); import spark_export; print(json.dumps(spark_export.source_names(json.loads(sys.argv[1]))))",
+        repo().join("scripts").display().to_string()
+    );
+    let r = run(Command::new(py)
+        .args(["-c", &code])
+        .arg(serde_json::to_string(&paths).expect("json")));
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let py_names: Vec<String> = serde_json::from_slice(&r.stdout).expect("names");
+    let rust: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+    assert_eq!(py_names, partition::source_names(&rust));
 }

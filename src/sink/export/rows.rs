@@ -75,7 +75,7 @@ pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<(
         time,
         m.seq.into(),
         Cell::Str(m.kind),
-        Cell::Null,
+        m.size.into(),
         Cell::I32(i32::try_from(ops).unwrap_or(i32::MAX)),
         m.fragmented.into(),
         error.as_deref().into(),

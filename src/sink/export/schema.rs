@@ -114,7 +114,7 @@ pub const MESSAGES: Table = Table {
         req("time", F64),
         opt("seq", I64),
         req("kind", Str),
-        opt("size", I64),
+        req("size", I64),
         req("ops", I32),
         req("fragmented", Bool),
         opt("error", Str),
