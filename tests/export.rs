@@ -405,16 +405,15 @@ fn rerun_replaces_a_partition_atomically() {
         let r = quakecap::pipeline::run_capture(&a, &export::options(), &mut tee, &mut |_| {});
         assert!(r.is_err(), "the failing sink stops the run");
     }
-    assert!(
-        out.join(partition::STAGING_DIR).exists(),
-        "staging while writing"
-    );
+    let staged = || {
+        fs::read_dir(out.join(partition::STAGING_DIR))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(staged(), 1, "the source is staged while it is written");
     drop(sink);
     assert_eq!(snapshot(&out, "match"), second, "old partition untouched");
-    assert!(
-        !out.join(partition::STAGING_DIR).exists(),
-        "staging removed"
-    );
+    assert_eq!(staged(), 0, "the failed source's staging folder is removed");
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -470,10 +469,14 @@ fn spark_script_runs_the_same_queries() {
         .arg("-version")
         .output()
         .is_ok_and(|o| o.status.success());
-    let Some(py) = python_with("pyspark").filter(|_| java) else {
-        eprintln!(
-            "skipped: pyspark and Java are needed for the Spark test (pip install pyspark; a JRE)"
-        );
+    let pyspark = python_with("pyspark");
+    let Some(py) = pyspark.clone().filter(|_| java) else {
+        let missing = match (pyspark.is_some(), java) {
+            (false, false) => "pyspark and Java are",
+            (false, true) => "pyspark is",
+            _ => "Java is",
+        };
+        eprintln!("skipped: {missing} not installed (the Spark test needs pyspark and a JRE)");
         return;
     };
     let inputs = all_inputs();
@@ -539,4 +542,23 @@ fn spark_script_names_sources_like_quakecap() {
     let py_names: Vec<String> = serde_json::from_slice(&r.stdout).expect("names");
     let rust: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     assert_eq!(py_names, partition::source_names(&rust));
+}
+
+#[test]
+fn nothing_to_export_exits_3() {
+    let dir = scratch("nothing");
+    fs::write(dir.join("notes.txt"), "no capture here\n").expect("notes");
+    let r = run(bin()
+        .arg("export")
+        .arg(&dir)
+        .arg("--out")
+        .arg(dir.join("out")));
+    assert_eq!(
+        r.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("no capture or demo"));
+    let _ = fs::remove_dir_all(&dir);
 }

@@ -11,7 +11,7 @@ use clap::Args;
 use quakecap::pipeline::InputError;
 use quakecap::sink::export::{self, partition, ExportSink};
 
-use super::input::{EXIT_FAILURE, EXIT_INPUT, EXIT_OK};
+use super::input::{NothingDone, EXIT_FAILURE, EXIT_INPUT, EXIT_OK};
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -43,6 +43,17 @@ enum Outcome {
 /// Run the command.
 pub fn run(args: &ExportArgs) -> Result<i32> {
     let files = super::input::expand(&args.files)?;
+    if files.is_empty() {
+        return Err(NothingDone(format!(
+            "no capture or demo in {}",
+            args.files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into());
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create the output folder", args.out.display()))?;
     let names = match &args.source {
@@ -82,6 +93,7 @@ pub fn run(args: &ExportArgs) -> Result<i32> {
             });
         }
     });
+    partition::remove_staging(&args.out);
     let results = results.into_inner().unwrap_or_default();
     let (mut bad_input, mut bad_output) = (0, 0);
     for ((file, name), r) in files.iter().zip(&names).zip(results) {

@@ -4,8 +4,8 @@
 //! A source is written into a staging folder `OUT/_staging/<name>.<pid>/<table>/` (engines skip
 //! folders starting with `_`), and only once every table of the source is complete is each
 //! table's folder renamed into place (an older partition is moved aside first and removed
-//! after). A failed or interrupted source leaves its staging folder at worst (removed when the
-//! [`Staging`] is dropped), never a half-written partition.
+//! after). A failed source's staging folder is removed when its [`Staging`] is dropped (an
+//! interrupted run leaves it at worst), never a half-written partition.
 use std::collections::HashSet;
 use std::fs;
 use std::io;
@@ -97,6 +97,12 @@ pub fn partition_dir(out: &Path, table: &str, source: &str) -> PathBuf {
     out.join(table).join(format!("source={source}"))
 }
 
+/// Remove the output's staging folder when no source is left in it (at the end of a run,
+/// once every source is committed or dropped: sources of one run share the folder).
+pub fn remove_staging(out: &Path) {
+    let _ = fs::remove_dir(out.join(STAGING_DIR));
+}
+
 /// A source being written: its staging folder, removed on drop unless committed.
 pub struct Staging {
     out: PathBuf,
@@ -158,8 +164,6 @@ impl Staging {
 
     fn cleanup(&self) {
         let _ = fs::remove_dir_all(&self.dir);
-        // The shared staging folder goes when the last source leaves it.
-        let _ = fs::remove_dir(self.out.join(STAGING_DIR));
     }
 }
 

@@ -36,7 +36,13 @@ struct PsFields {
     client_num: usize,
 }
 
-fn ps_fields() -> Option<PsFields> {
+/// The indices, looked up on first use.
+fn ps_fields() -> Option<&'static PsFields> {
+    static FIELDS: std::sync::OnceLock<Option<PsFields>> = std::sync::OnceLock::new();
+    FIELDS.get_or_init(find_ps_fields).as_ref()
+}
+
+fn find_ps_fields() -> Option<PsFields> {
     let f = q3::fields::player_field_index;
     Some(PsFields {
         origin: [f("origin[0]")?, f("origin[1]")?, f("origin[2]")?],
@@ -126,7 +132,7 @@ pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<(
                         ])?;
                     }
                     Q3ServerOp::Snapshot(snap) => {
-                        let Some(f) = &fields else { continue };
+                        let Some(f) = fields else { continue };
                         let ps = &snap.playerstate.state;
                         let fl = |i: usize| Cell::from(ps.float(i));
                         let int = |i: usize| Cell::from(ps.fields.get(i).copied().unwrap_or(0));
