@@ -15,8 +15,11 @@ use super::schema::{ColType, Column, Table};
 
 /// Rows per row group at most.
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
-/// Buffered bytes (strings counted by length) that close a row group early.
+/// Buffered bytes that close a row group early (8 per value, strings by length plus
+/// [`STRING_OVERHEAD`]).
 pub const ROW_GROUP_BYTES: usize = 8 << 20;
+/// What a buffered string costs beside its bytes (its `ByteArray` handle and allocation).
+const STRING_OVERHEAD: usize = 48;
 
 fn perr(e: parquet::errors::ParquetError) -> io::Error {
     io::Error::other(e)
@@ -199,7 +202,8 @@ impl TableWriter {
                 (Values::F64(v), Cell::F64(x)) => v.push(x),
                 (Values::Bool(v), Cell::Bool(x)) => v.push(x),
                 (Values::Str(v), Cell::Str(x)) => {
-                    self.bytes += x.len();
+                    // The value's own allocation and its `ByteArray` handle.
+                    self.bytes += x.len() + STRING_OVERHEAD;
                     v.push(ByteArray::from(x.as_bytes().to_vec()));
                 }
                 _ => {}
