@@ -11,8 +11,9 @@ collide (the rule `quakecap export` applies to one list). Then every table of DI
 Hive partition discovery (column `source`) and the queries of scripts/export_queries.sql run
 with Spark SQL; their rows are printed, or with --json as one JSON object on the last line.
 
-Spark does the distribution (no cluster code here): `--master local[*]` runs on this machine,
-`spark-submit --master yarn|k8s://... scripts/spark_export.py ...` on a cluster.
+Spark does the distribution (no cluster code here): `--master local[*]` (the default when run
+with plain python3) runs on this machine, `spark-submit --master yarn|k8s://...
+scripts/spark_export.py ...` on a cluster.
 Exit status: 0, or 2 when an input could not be exported (the others are).
 """
 import argparse
@@ -109,19 +110,25 @@ def export_task(quakecap, out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("inputs", nargs="+")
     ap.add_argument("--out", required=True)
     ap.add_argument("--quakecap", default="quakecap")
-    ap.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
+    ap.add_argument(
+        "--master", default=None, help="Spark master (default: spark-submit's, else local[*])"
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
     from pyspark.sql import SparkSession
 
     b = SparkSession.builder.appName("quakecap-export")
-    if a.master or not os.environ.get("SPARK_MASTER"):
-        b = b.master(a.master or "local[*]")
+    if a.master:
+        # Without it: spark-submit's --master, and plain `python3` gets Spark's default,
+        # local[*].
+        b = b.master(a.master)
     spark = (
         b.config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         .config("spark.ui.enabled", "false")

@@ -494,7 +494,7 @@ fn spark_script_runs_the_same_queries() {
         .arg(env!("CARGO_BIN_EXE_quakecap"))
         .arg("--out")
         .arg(&parts)
-        .arg("--json")
+        .args(["--master", "local[2]", "--json"])
         .arg(&list));
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let text = String::from_utf8_lossy(&r.stdout);
