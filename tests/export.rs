@@ -431,8 +431,12 @@ fn python_with(module: &str) -> Option<String> {
     None
 }
 
+/// The queries' results by DuckDB: the Python package (scripts/duckdb_export.py), else the
+/// `duckdb` CLI; None when neither is installed.
 fn duckdb_results(out: &Path) -> Option<serde_json::Value> {
-    let py = python_with("duckdb")?;
+    let Some(py) = python_with("duckdb") else {
+        return duckdb_cli_results(out);
+    };
     let r = run(Command::new(py)
         .arg(repo().join("scripts/duckdb_export.py"))
         .arg(out)
@@ -443,8 +447,12 @@ fn duckdb_results(out: &Path) -> Option<serde_json::Value> {
 
 #[test]
 fn duckdb_queries_run_over_the_export() {
-    if python_with("duckdb").is_none() {
-        eprintln!("skipped: the duckdb Python package is not installed (pip install duckdb)");
+    let cli = Command::new("duckdb")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if python_with("duckdb").is_none() && !cli {
+        eprintln!("skipped: neither the duckdb Python package nor the duckdb CLI is installed");
         return;
     }
     let res = duckdb_results(full_export()).expect("duckdb");
@@ -561,4 +569,86 @@ fn nothing_to_export_exits_3() {
     );
     assert!(String::from_utf8_lossy(&r.stderr).contains("no capture or demo"));
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// `(name, sql)` of each `-- name:` block of scripts/export_queries.sql.
+fn export_queries() -> Vec<(String, String)> {
+    let text = fs::read_to_string(repo().join("scripts/export_queries.sql")).expect("queries");
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("-- name:") {
+            out.push((name.trim().to_string(), String::new()));
+        } else if let Some((_, sql)) = out.last_mut() {
+            if !line.starts_with("--") {
+                sql.push_str(line);
+                sql.push('\n');
+            }
+        }
+    }
+    for (_, sql) in &mut out {
+        *sql = sql.trim().trim_end_matches(';').to_string();
+    }
+    out
+}
+
+/// The queries' rows through the `duckdb` CLI, as the Python runner gives them (first column
+/// text, the others numbers).
+fn duckdb_cli_results(out: &Path) -> Option<serde_json::Value> {
+    let present = Command::new("duckdb")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !present {
+        return None;
+    }
+    let mut views = String::new();
+    for t in schema::TABLES {
+        let glob = out.join(t.name).join("*").join("*.parquet");
+        views.push_str(&format!(
+            "CREATE VIEW {} AS SELECT * FROM read_parquet('{}', hive_partitioning = true);\n",
+            t.name,
+            glob.display().to_string().replace('\'', "''")
+        ));
+    }
+    let mut results = serde_json::Map::new();
+    for (name, sql) in export_queries() {
+        let r = run(Command::new("duckdb")
+            .args([":memory:", "-noheader", "-list", "-separator", "\t", "-c"])
+            .arg(format!("{views}{sql};")));
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&r.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let cells = l.split('\t').enumerate().map(|(i, c)| {
+                    let number = (i > 0)
+                        .then(|| {
+                            c.parse::<i64>()
+                                .map(serde_json::Value::from)
+                                .or_else(|_| c.parse::<f64>().map(serde_json::Value::from))
+                                .ok()
+                        })
+                        .flatten();
+                    number.unwrap_or_else(|| serde_json::Value::from(c))
+                });
+                serde_json::Value::Array(cells.collect())
+            })
+            .collect();
+        results.insert(name, serde_json::Value::Array(rows));
+    }
+    Some(serde_json::Value::Object(results))
+}
+
+/// Where both DuckDB front ends are installed, they give the same rows.
+#[test]
+fn duckdb_cli_and_python_agree() {
+    let Some(py_results) = python_with("duckdb").and_then(|_| duckdb_results(full_export())) else {
+        eprintln!("skipped: the duckdb Python package is not installed");
+        return;
+    };
+    let Some(cli_results) = duckdb_cli_results(full_export()) else {
+        eprintln!("skipped: the duckdb CLI is not installed");
+        return;
+    };
+    assert_eq!(cli_results, py_results);
 }
