@@ -26,6 +26,8 @@ use timefmt::TimeFormat;
 mod diff;
 #[path = "events.rs"]
 mod events;
+#[path = "export.rs"]
+mod export;
 #[path = "net.rs"]
 mod net;
 
@@ -99,6 +101,9 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Conformance check of every connection and demo: exit 0 clean, 1 findings, 2 unusable.
     Check(check::CheckArgs),
+    /// Apache Parquet tables (flows, messages, usercmds, player_states, server_commands,
+    /// events, samples) of every input, one Hive partition per input, for DuckDB or Spark.
+    Export(export::ExportArgs),
 }
 
 /// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
@@ -203,6 +208,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Report(args) => net::report(&args),
             Command::Diff(args) => diff::run(&args),
             Command::Check(args) => check::run(&args),
+            Command::Export(args) => export::run(&args),
         },
     };
     match res {

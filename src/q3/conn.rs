@@ -226,6 +226,7 @@ fn message(a: &Accepted, dir: Dir, kind: &'static str, body: Body) -> Message {
         raw: None,
         client_gone: false,
         protocol: a.proto.number(),
+        size: a.body.len(),
         file_offset: None,
     }
 }
@@ -532,6 +533,7 @@ impl Connection {
             raw: None,
             client_gone: false,
             protocol: self.proto.number(),
+            size: d.payload.len(),
             file_offset: None,
         }
     }

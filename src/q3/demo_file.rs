@@ -162,6 +162,7 @@ impl<'a> Decoder<'a> {
             raw: self.keep_raw.then(|| body.to_vec()),
             protocol: self.summary.protocol.unwrap_or(68),
             client_gone: false,
+            size: body.len(),
             file_offset: Some(offset),
         })
     }

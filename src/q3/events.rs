@@ -704,6 +704,7 @@ mod tests {
             raw: None,
             client_gone: false,
             protocol: 68,
+            size: 0,
             file_offset: None,
         }
     }

@@ -75,6 +75,10 @@ pub struct Message {
     /// The connection's protocol (68 or 71; demo files: from the extension).
     #[serde(skip)]
     pub protocol: u32,
+    /// Bytes of the message: the netchan message after its header, reassembled when
+    /// fragmented (a connectionless packet: the whole payload; a demo record: its length).
+    #[serde(skip)]
+    pub size: usize,
     /// Byte offset of the record in a demo file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,

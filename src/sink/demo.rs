@@ -404,6 +404,7 @@ mod tests {
             error: None,
             raw: None,
             protocol: 68,
+            size: 0,
             file_offset: None,
             client_gone: false,
         }

@@ -5,6 +5,7 @@
 //! decoded events only.
 pub mod demo;
 pub mod events;
+pub mod export;
 pub mod json;
 pub mod nethtml;
 pub mod nettable;
