@@ -94,6 +94,23 @@ fn messages(cap: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// [`messages`] of a stored capture, decoded once per test binary: each capture is cut four
+/// times and every cut is compared with the same full decode.
+fn full_messages(cap: &Path) -> std::sync::Arc<Vec<Value>> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static FULL: OnceLock<Mutex<HashMap<PathBuf, Arc<Vec<Value>>>>> = OnceLock::new();
+    let cache = FULL.get_or_init(Default::default);
+    if let Some(v) = cache.lock().expect("cache").get(cap) {
+        return Arc::clone(v);
+    }
+    let v = Arc::new(messages(cap));
+    cache
+        .lock()
+        .expect("cache")
+        .insert(cap.to_path_buf(), Arc::clone(&v));
+    v
+}
+
 fn is_mid(f: &Value) -> bool {
     f["error_details"]
         .as_array()
@@ -184,8 +201,8 @@ fn check_cut_at(name: &str, pct: u32, skip: u64) -> Figures {
             "{name} {pct}%: connection {c} is not one of the full capture's"
         );
     }
-    let full: HashMap<(String, String, u64), Value> = messages(&src)
-        .into_iter()
+    let full: HashMap<(String, String, u64), Value> = full_messages(&src)
+        .iter()
         .filter(|m| !m["connectionless"].as_bool().unwrap_or(false))
         .map(|m| {
             let k = full_flows
@@ -194,7 +211,7 @@ fn check_cut_at(name: &str, pct: u32, skip: u64) -> Figures {
                 .unwrap_or_default();
             (
                 (k, m["dir"].to_string(), m["frame"].as_u64().unwrap_or(0)),
-                m,
+                m.clone(),
             )
         })
         .collect();
