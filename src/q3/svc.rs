@@ -659,6 +659,7 @@ fn read_snapshot_into<R: Recorder>(
     Ok(h)
 }
 
+/// A snapshot with every record ([`Detail::Full`]).
 fn parse_snapshot(
     r: &mut BitReader<'_>,
     bit: usize,
@@ -672,22 +673,8 @@ fn parse_snapshot(
         entities,
         frame,
     } = rec;
-    Ok(Snapshot {
-        bit,
-        server_time: h.server_time,
-        delta_num: h.delta_num,
-        delta_base: h.delta_base,
-        flags: h.flags,
-        areamask: frame.areamask.clone(),
-        valid: h.valid,
-        invalid_reason: h.invalid_reason,
-        ps_bit: playerstate.start_bit,
-        entities_bit: playerstate.end_bit,
-        playerstate,
-        entities,
-        entity_count: frame.entities.len(),
-        frame: Arc::new(frame),
-    })
+    let areamask = frame.areamask.clone();
+    Ok(snapshot_op(bit, &h, playerstate, entities, areamask, frame))
 }
 
 /// A snapshot for [`Detail::Events`]: the head, and a frame holding only the entities of an
@@ -700,23 +687,35 @@ fn parse_snapshot_events(
 ) -> Result<Snapshot, SvcError> {
     let mut rec = EventFrame::default();
     let h = parse_snapshot_with(r, seq, st, &mut rec)?;
-    let entity_count = rec.frame.entities.len();
-    Ok(Snapshot {
+    let none = PlayerDelta::default();
+    Ok(snapshot_op(bit, &h, none, Vec::new(), Vec::new(), rec.frame))
+}
+
+/// The snapshot op of a parsed head, its records and its frame.
+fn snapshot_op(
+    bit: usize,
+    h: &SnapHead,
+    playerstate: PlayerDelta,
+    entities: Vec<EntityDelta>,
+    areamask: Vec<u8>,
+    frame: SnapFrame,
+) -> Snapshot {
+    Snapshot {
         bit,
         server_time: h.server_time,
         delta_num: h.delta_num,
         delta_base: h.delta_base,
         flags: h.flags,
-        areamask: Vec::new(),
+        areamask,
         valid: h.valid,
         invalid_reason: h.invalid_reason,
-        ps_bit: 0,
-        entities_bit: 0,
-        playerstate: PlayerDelta::default(),
-        entities: Vec::new(),
-        entity_count,
-        frame: Arc::new(rec.frame),
-    })
+        ps_bit: playerstate.start_bit,
+        entities_bit: playerstate.end_bit,
+        playerstate,
+        entities,
+        entity_count: frame.entities.len(),
+        frame: Arc::new(frame),
+    }
 }
 
 /// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities.
