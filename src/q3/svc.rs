@@ -688,7 +688,14 @@ fn parse_snapshot_events(
     let mut rec = EventFrame::default();
     let h = parse_snapshot_with(r, seq, st, &mut rec)?;
     let none = PlayerDelta::default();
-    Ok(snapshot_op(bit, &h, none, Vec::new(), Vec::new(), rec.frame))
+    Ok(snapshot_op(
+        bit,
+        &h,
+        none,
+        Vec::new(),
+        Vec::new(),
+        rec.frame,
+    ))
 }
 
 /// The snapshot op of a parsed head, its records and its frame.
