@@ -647,3 +647,69 @@ fn check_cli_takes_folders_and_gzip() {
     let xml = std::fs::read_to_string(&junit_path).unwrap();
     assert_eq!(xml.matches("<testcase ").count(), want, "{xml}");
 }
+
+/// Snapshot rules on a stream of snapshot heads (as `check` decodes them): serverTime going
+/// back within a gamestate, and a run of snapshots delta'd from a frame the client no longer
+/// holds (too old) or never held (invalid base) — one finding at the first of each run. The
+/// reasons are the decoder's own (`CL_ParseSnapshot`'s messages).
+#[test]
+fn snapshot_time_and_delta_rules_are_findings() {
+    use quakecap::q3::svc::SnapshotHead;
+    let gamestate = || {
+        ServerOp::Gamestate(Box::new(Gamestate {
+            bit: 8,
+            server_command_seq: 0,
+            configstrings: Vec::new(),
+            baselines: Vec::new(),
+            client_num: 0,
+            checksum_feed: 0,
+        }))
+    };
+    let head = |server_time: i32, reason: Option<&'static str>| SnapshotHead {
+        bit: 40,
+        server_time,
+        delta_num: 1,
+        delta_base: 0,
+        flags: 0,
+        valid: reason.is_none(),
+        invalid_reason: reason,
+    };
+    let msg = |ops: Vec<ServerOp>, h: Option<SnapshotHead>| {
+        Body::Server(ServerMessage {
+            ack: 0,
+            ops,
+            error: None,
+            snapshot_head: h,
+        })
+    };
+    let stream = [
+        msg(vec![gamestate()], None),
+        msg(Vec::new(), Some(head(1000, None))),
+        msg(Vec::new(), Some(head(1050, None))),
+        msg(Vec::new(), Some(head(1000, None))), // back in time: finding
+        msg(Vec::new(), Some(head(1100, Some("Delta frame too old")))), // finding
+        msg(Vec::new(), Some(head(1150, Some("Delta frame too old")))), // same run
+        msg(Vec::new(), Some(head(1200, None))),
+        msg(
+            Vec::new(),
+            Some(head(1250, Some("Delta from invalid frame"))),
+        ), // finding
+        msg(vec![gamestate()], None),
+        msg(Vec::new(), Some(head(50, None))), // a new gamestate restarts the clock
+    ];
+    let mut w = Watch::default();
+    let mut out = Vec::new();
+    for (i, body) in stream.into_iter().enumerate() {
+        let i = i as i32 + 1;
+        w.q3(&q3_message(Dir::S2c, i, i as u64, body), &mut out);
+    }
+    let rules: Vec<(&str, Option<u64>)> = out.iter().map(|f| (f.rule, f.frame)).collect();
+    assert_eq!(
+        rules,
+        [
+            ("q3.servertime-backwards", Some(4)),
+            ("q3.delta-too-old", Some(5)),
+            ("q3.delta-invalid-base", Some(8)),
+        ]
+    );
+}
