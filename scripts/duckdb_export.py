@@ -13,23 +13,9 @@ import sys
 
 import duckdb
 
+from export_query_file import queries  # noqa: E402  (beside this script)
+
 TABLES = ["flows", "messages", "usercmds", "player_states", "server_commands", "events", "samples"]
-
-
-def queries(path):
-    """(name, sql) of each `-- name:` block of the file."""
-    out, name, lines = [], None, []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("-- name:"):
-                if name:
-                    out.append((name, "".join(lines).strip().rstrip(";")))
-                name, lines = line.split(":", 1)[1].strip(), []
-            elif name and not line.startswith("--"):
-                lines.append(line)
-    if name:
-        out.append((name, "".join(lines).strip().rstrip(";")))
-    return out
 
 
 def main():

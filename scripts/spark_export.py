@@ -23,6 +23,8 @@ import re
 import subprocess
 import sys
 
+from export_query_file import queries  # noqa: E402  (beside this script)
+
 TABLES = ["flows", "messages", "usercmds", "player_states", "server_commands", "events", "samples"]
 
 
@@ -76,22 +78,6 @@ def read_inputs(args):
         else:
             files.append(a)
     return files
-
-
-def queries(path):
-    """(name, sql) of each `-- name:` block of the file."""
-    out, name, lines = [], None, []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("-- name:"):
-                if name:
-                    out.append((name, "".join(lines).strip().rstrip(";")))
-                name, lines = line.split(":", 1)[1].strip(), []
-            elif name and not line.startswith("--"):
-                lines.append(line)
-    if name:
-        out.append((name, "".join(lines).strip().rstrip(";")))
-    return out
 
 
 def export_task(quakecap, out):

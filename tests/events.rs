@@ -231,7 +231,8 @@ fn events_with(path: &Path, events_only: bool) -> Vec<GameEvent> {
     sink.events
 }
 
-fn sessions() -> Vec<PathBuf> {
+/// The lab sessions of one game (`q3-` or `qw-`) that have a server log.
+fn sessions_of(prefix: &str) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(SHARED) else {
         eprintln!("skipped: {SHARED} is missing");
         return Vec::new();
@@ -240,7 +241,7 @@ fn sessions() -> Vec<PathBuf> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("q3-"))
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
         })
         .filter(|p| p.join("server.log").exists())
         .collect();
@@ -367,7 +368,7 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
 fn lab_sessions_match_server_log() {
     let mut all = Vec::new();
     let mut checked = 0;
-    for dir in sessions() {
+    for dir in sessions_of("q3-") {
         let cap = dir.join("capture.pcapng");
         for p in check(&dir, &cap, None) {
             all.push(format!("{}: {p}", cap.display()));
@@ -580,23 +581,6 @@ fn chats(ev: &[GameEvent]) -> Vec<QwLine> {
         .collect()
 }
 
-fn qw_sessions() -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(SHARED) else {
-        eprintln!("skipped: {SHARED} is missing");
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("qw-"))
-        })
-        .filter(|p| p.join("server.log").exists())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Every QuakeWorld lab session: the capture's merged events hold every chat line of
 /// server.log exactly once (both clients' copies and the sender's own `say` merged), a join
 /// per `connected` and a leave per `dropped`; each server MVD holds exactly the chat lines
@@ -606,7 +590,7 @@ fn qw_sessions() -> Vec<PathBuf> {
 fn qw_lab_sessions_match_server_log() {
     let mut problems = Vec::new();
     let mut checked = 0;
-    for dir in qw_sessions() {
+    for dir in sessions_of("qw-") {
         let log = parse_qw_log(&std::fs::read_to_string(dir.join("server.log")).unwrap());
         let want: Vec<QwLine> = log
             .iter()

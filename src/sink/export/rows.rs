@@ -60,6 +60,38 @@ fn find_ps_fields() -> Option<PsFields> {
 /// `STAT_HEALTH` in `playerState_t.stats`.
 const STAT_HEALTH: usize = 0;
 
+/// The columns of a `messages` row both games fill the same way (the sequence differs in
+/// width: it comes as a cell).
+struct MessageHead<'a> {
+    flow: Cell<'a>,
+    game: Cell<'a>,
+    dir: crate::flow::Dir,
+    frame: Cell<'a>,
+    time: Cell<'a>,
+    kind: &'static str,
+    size: usize,
+    ops: usize,
+    fragmented: bool,
+}
+
+impl MessageHead<'_> {
+    fn row(self, seq: Cell<'_>, error: Option<&str>, t: &mut TableWriter) -> io::Result<()> {
+        t.row(&[
+            self.flow,
+            self.game,
+            Cell::Str(self.dir.as_str()),
+            self.frame,
+            self.time,
+            seq,
+            Cell::Str(self.kind),
+            self.size.into(),
+            Cell::I32(i32::try_from(self.ops).unwrap_or(i32::MAX)),
+            self.fragmented.into(),
+            error.into(),
+        ])
+    }
+}
+
 /// One Quake 3 message: its `messages` row, and its usercmds, player state and server commands.
 pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<()> {
     let flow = Cell::from(m.flow);
@@ -73,19 +105,18 @@ pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<(
         q3::message::Body::None => (0, None),
     };
     let error = m.error.as_ref().map(|e| e.to_string()).or(body_error);
-    t.messages.row(&[
+    let head = MessageHead {
         flow,
         game,
-        Cell::Str(m.dir.as_str()),
+        dir: m.dir,
         frame,
         time,
-        m.seq.into(),
-        Cell::Str(m.kind),
-        m.size.into(),
-        Cell::I32(i32::try_from(ops).unwrap_or(i32::MAX)),
-        m.fragmented.into(),
-        error.as_deref().into(),
-    ])?;
+        kind: m.kind,
+        size: m.size,
+        ops,
+        fragmented: m.fragmented,
+    };
+    head.row(m.seq.into(), error.as_deref(), t.messages)?;
     match &m.body {
         q3::message::Body::Client(c) => {
             for op in &c.ops {
@@ -173,19 +204,18 @@ pub fn qw_message(m: &qw::Message, t: &mut Streams<'_>) -> io::Result<()> {
     let frame = Cell::from(m.frame);
     let time = Cell::F64(m.time);
     let error = m.error.as_ref().map(|e| e.to_string());
-    t.messages.row(&[
+    let head = MessageHead {
         flow,
         game,
-        Cell::Str(m.dir.as_str()),
+        dir: m.dir,
         frame,
         time,
-        m.seq.into(),
-        Cell::Str(m.kind),
-        m.size.into(),
-        Cell::I32(i32::try_from(m.ops.len()).unwrap_or(i32::MAX)),
-        false.into(),
-        error.as_deref().into(),
-    ])?;
+        kind: m.kind,
+        size: m.size,
+        ops: m.ops.len(),
+        fragmented: false,
+    };
+    head.row(m.seq.into(), error.as_deref(), t.messages)?;
     let cmd_row = |t: &mut Streams<'_>, slot: usize, u: &qw::usercmd::Usercmd, angles: [f32; 3]| {
         t.usercmds.row(&[
             flow,
