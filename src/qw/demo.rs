@@ -142,13 +142,7 @@ fn decode_qwd_read(st: &mut ServerState, incoming: &mut u32, body: &[u8], m: &mu
     st.seq = seq;
     let mut pr = Reader::with_base(body.get(8..).unwrap_or(&[]), 8);
     let (ops, err) = svc::parse_message(st, &mut pr);
-    m.ops = ops
-        .into_iter()
-        .map(|(at, op)| Op {
-            at,
-            kind: OpKind::Server(op),
-        })
-        .collect();
+    m.ops = Op::servers(ops);
     m.error = err.map(|e| Box::new(Error::from(&e)));
 }
 
@@ -198,13 +192,7 @@ fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
             }
             let mut pr = Reader::new(body);
             let (ops, err) = svc::parse_message(&mut st, &mut pr);
-            m.ops = ops
-                .into_iter()
-                .map(|(at, op)| Op {
-                    at,
-                    kind: OpKind::Server(op),
-                })
-                .collect();
+            m.ops = Op::servers(ops);
             m.error = err.map(|e| Box::new(Error::from(&e)));
             Ok(m)
         })();

@@ -22,6 +22,16 @@ pub enum OpKind {
 }
 
 impl Op {
+    /// The ops of a server message as the parser returns them (offset, op).
+    pub fn servers(ops: Vec<(usize, ServerOp)>) -> Vec<Op> {
+        ops.into_iter()
+            .map(|(at, op)| Op {
+                at,
+                kind: OpKind::Server(op),
+            })
+            .collect()
+    }
+
     /// The engine's name for the op (ezQuake's `svc_strings` for server ops).
     pub fn name(&self) -> &'static str {
         match &self.kind {

@@ -1019,13 +1019,7 @@ impl Tracker {
                         _ => {}
                     }
                 }
-                m.ops = ops
-                    .into_iter()
-                    .map(|(at, op)| Op {
-                        at,
-                        kind: OpKind::Server(op),
-                    })
-                    .collect();
+                m.ops = Op::servers(ops);
                 m.error = err.map(|e| Box::new(Error::from(&e)));
             }
             Dir::S2c => {}

@@ -60,13 +60,7 @@ mod tests {
     fn server(ops: Vec<(usize, ServerOp)>, size: usize) -> Message {
         let mut m = Message::new(1, Dir::S2c, 1, 0.0, size);
         m.netchan = Some(NetchanStatus::Accepted);
-        m.ops = ops
-            .into_iter()
-            .map(|(at, op)| Op {
-                at,
-                kind: OpKind::Server(op),
-            })
-            .collect();
+        m.ops = Op::servers(ops);
         m
     }
 
