@@ -36,6 +36,9 @@ const SOURCES: &[&str] = &[
 const GAP_NS: i64 = 2_000_000_000;
 /// Offset between lanes, so that lanes do not send in lock step.
 const LANE_STAGGER_NS: i64 = 370_000_000;
+/// All lanes start within this span: with many lanes (the scale benchmark's 1,000) every
+/// lane is live at once, which is what a capture of many servers' uplink looks like.
+const LANES_START_WITHIN_NS: i64 = 6_000_000_000;
 /// Start of the synthetic capture (2026-01-01T00:00:00Z).
 const T0_NS: i64 = 1_767_225_600_000_000_000;
 
@@ -167,6 +170,7 @@ struct Replay {
 
 fn plan(sources: &[Source], target_bytes: u64, lanes: usize) -> Vec<Replay> {
     let mut lane_end = vec![0i64; lanes];
+    let stagger = LANE_STAGGER_NS.min(LANES_START_WITHIN_NS / lanes as i64);
     let mut replays = Vec::new();
     let mut total = 0u64;
     // 10.0.0.0/8, four addresses per replay (two-clients uses two).
@@ -174,7 +178,7 @@ fn plan(sources: &[Source], target_bytes: u64, lanes: usize) -> Vec<Replay> {
     while total < target_bytes {
         let source = replays.len() % sources.len();
         let lane = replays.len() % lanes;
-        let start_ns = T0_NS + lane as i64 * LANE_STAGGER_NS + lane_end[lane];
+        let start_ns = T0_NS + lane as i64 * stagger + lane_end[lane];
         lane_end[lane] += sources[source].duration_ns + GAP_NS;
         total += sources[source].bytes;
         replays.push(Replay {

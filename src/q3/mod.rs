@@ -18,10 +18,12 @@
 //! * [`usercmd`], [`svc`], [`clc`], [`oob`], [`demo`]: messages and demo records;
 //! * [`netchan`], [`scramble`], [`state`], [`conn`], [`tracker`], [`message`]: connections.
 
+pub mod baselines;
 pub mod bits;
 pub mod cfloat;
 pub mod clc;
 pub mod color;
+pub mod configstrings;
 pub mod conn;
 pub mod delta;
 pub mod demo;

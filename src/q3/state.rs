@@ -1,6 +1,8 @@
 //! What a Quake 3 client knows while parsing server messages (q3-protocol.md §6): the
 //! configstring table, baselines, snapshot history (32 frames by message number) and the
 //! reliable server-command ring. The same state serves captures and demo files.
+use super::baselines::Baselines;
+use super::configstrings::Configstrings;
 use super::delta::{EntityState, PlayerState};
 use super::fields::NUM_ENTITY_FIELDS;
 
@@ -58,10 +60,20 @@ pub struct EntityPool {
     free: Vec<u32>,
     /// The pool grows (instead of collecting) until it has this many slots.
     grow_to: usize,
+    /// Slots holding a baseline as read by an entity unchanged from it, by entity number
+    /// (sorted): every full snapshot would otherwise copy each such entity again, and a
+    /// client that only gets full snapshots (while it downloads) fills the history with
+    /// 32 copies of the same states. Held until the next gamestate.
+    pinned: Vec<(i32, u32)>,
 }
 
 /// Fewest slots between two collections.
-const MIN_COLLECT_INTERVAL: usize = 512;
+const MIN_COLLECT_INTERVAL: usize = 64;
+/// A collection looks at every reference of the history; the next one waits for
+/// 1/COLLECT_SHARE of that many new states, so a collection costs a few stores per state
+/// allocated, and the slack (what a connection holds beyond its history's states) stays a
+/// eighth of the history. With a thousand connections live, slack is most of the memory.
+const COLLECT_SHARE: usize = 8;
 
 impl EntityPool {
     /// A free slot (reused, or a new one).
@@ -72,15 +84,17 @@ impl EntityPool {
             None => {
                 let len = self.states.len();
                 if len == self.states.capacity() {
-                    // Grow to the next collection bound at once (each doubling would copy
-                    // every state so far); past it (one huge snapshot), double.
-                    let want = self
-                        .grow_to
-                        .max(MIN_COLLECT_INTERVAL)
-                        .saturating_sub(len)
-                        .max(len);
-                    self.states.reserve(want);
-                    self.marks.reserve(want);
+                    // Grow to the next collection bound at once and no further (a doubling
+                    // would copy every state so far, and leave up to half the slots unused
+                    // for good); past it (one huge snapshot), by half.
+                    let bound = self.grow_to.max(MIN_COLLECT_INTERVAL);
+                    let want = if len < bound {
+                        bound - len
+                    } else {
+                        (len / 2).max(MIN_COLLECT_INTERVAL)
+                    };
+                    self.states.reserve_exact(want);
+                    self.marks.reserve_exact(want);
                 }
                 self.states.push(EntityState::default());
                 self.marks.push(0);
@@ -97,6 +111,29 @@ impl EntityPool {
         dst.number = number;
         dst.fields = *fields;
         EntRef { number, id }
+    }
+
+    /// Entity `number` unchanged from its baseline `base`: one shared state per entity
+    /// number until [`Self::unpin_baselines`].
+    #[inline]
+    pub fn baseline_copy(&mut self, number: i32, base: &EntityState) -> EntRef {
+        match self.pinned.binary_search_by_key(&number, |p| p.0) {
+            Ok(k) => EntRef {
+                number,
+                id: self.pinned[k].1,
+            },
+            Err(k) => {
+                let e = self.alloc(number, &base.fields);
+                self.pinned.insert(k, (number, e.id));
+                e
+            }
+        }
+    }
+
+    /// The baselines changed (a new gamestate): their shared states go at the next
+    /// collection, once no history frame holds them.
+    pub fn unpin_baselines(&mut self) {
+        self.pinned.clear();
     }
 
     /// A copy of the state behind `from`, renumbered, as a new entity.
@@ -136,8 +173,8 @@ impl EntityPool {
     }
 
     /// Free every slot that none of `frames` holds. The next collection waits until the
-    /// pool has made room for at least as many new states as this one looked at, so the
-    /// work per state stays constant.
+    /// pool has made room for a share of the states this one looked at, so the work per
+    /// state stays constant.
     fn collect<'a>(&mut self, frames: impl Iterator<Item = &'a [EntRef]>) {
         self.epoch = self.epoch.wrapping_add(1).max(1);
         let mut refs = 0;
@@ -147,12 +184,15 @@ impl EntityPool {
                 self.marks[e.id as usize] = self.epoch;
             }
         }
+        for &(_, id) in &self.pinned {
+            self.marks[id as usize] = self.epoch;
+        }
         self.free.clear();
         let epoch = self.epoch;
         let free = &mut self.free;
         free.extend((0..self.marks.len() as u32).filter(|&id| self.marks[id as usize] != epoch));
         let held = self.states.len() - self.free.len();
-        self.grow_to = held + refs.max(MIN_COLLECT_INTERVAL);
+        self.grow_to = held + (refs / COLLECT_SHARE).max(MIN_COLLECT_INTERVAL);
     }
 }
 
@@ -193,11 +233,8 @@ pub const MAX_AREAMASK: usize = 32;
 /// The client's parse state for one connection (or one demo file).
 #[derive(Debug, Clone)]
 pub struct ClientState {
-    pub configstrings: Vec<String>,
-    /// Set them with [`Self::set_baseline`], which a gamestate's reset relies on.
-    pub baselines: Vec<EntityState>,
-    /// Baselines set since the last gamestate (a gamestate resets only these).
-    baselines_set: Vec<u16>,
+    pub configstrings: Configstrings,
+    pub baselines: Baselines,
     /// The snapshot ring, by message number; `None` for a slot never filled.
     snapshots: Vec<Option<Box<HistFrame>>>,
     /// Entity states of the history frames.
@@ -227,9 +264,8 @@ pub struct ClientState {
 impl Default for ClientState {
     fn default() -> Self {
         ClientState {
-            configstrings: vec![String::new(); MAX_CONFIGSTRINGS],
-            baselines: vec![EntityState::default(); super::fields::MAX_GENTITIES as usize],
-            baselines_set: Vec::new(),
+            configstrings: Configstrings::default(),
+            baselines: Baselines::default(),
             snapshots: vec![None; PACKET_BACKUP],
             pool: EntityPool::default(),
             spare: Vec::new(),
@@ -263,11 +299,9 @@ impl ClientState {
     /// `CL_ClearState` on a new gamestate: snapshots, configstrings and baselines go; the
     /// command ring stays (q3-protocol.md §3.4).
     pub fn clear_for_gamestate(&mut self) {
-        self.configstrings.iter_mut().for_each(String::clear);
-        // Only the baselines the last gamestate set: the table is 221 KB.
-        for n in std::mem::take(&mut self.baselines_set) {
-            self.baselines[n as usize] = EntityState::default();
-        }
+        self.configstrings.clear();
+        self.baselines.clear();
+        self.pool.unpin_baselines();
         for k in 0..PACKET_BACKUP {
             if let Some(f) = self.snapshots[k].take() {
                 self.recycle(f);
@@ -340,17 +374,12 @@ impl ClientState {
                 self.server_id = id;
             }
         }
-        if let Some(slot) = self.configstrings.get_mut(i) {
-            *slot = v;
-        }
+        self.configstrings.set(i, v);
     }
 
     /// Set baseline `num` (an `svc_baseline` of the gamestate).
     pub fn set_baseline(&mut self, num: usize, state: &EntityState) {
-        if let Some(b) = self.baselines.get_mut(num) {
-            b.clone_from(state);
-            self.baselines_set.push(num as u16);
-        }
+        self.baselines.set(num, state);
     }
 
     /// The history slot for a message number (whatever message it holds now), if it was
@@ -368,7 +397,7 @@ impl ClientState {
     pub fn delta_parts(
         &mut self,
         base: Option<i32>,
-    ) -> (Option<&HistFrame>, &mut EntityPool, &[EntityState]) {
+    ) -> (Option<&HistFrame>, &mut EntityPool, &Baselines) {
         let old = base.and_then(|n| self.snapshots[(n as usize) & (PACKET_BACKUP - 1)].as_deref());
         (old, &mut self.pool, &self.baselines)
     }
@@ -462,23 +491,20 @@ impl ClientState {
     pub fn player_name(&self, client: i32) -> Option<String> {
         // clientNum comes from the message: any i32.
         let i = usize::try_from(client).ok()?.checked_add(CS_PLAYERS)?;
-        let cs = self.configstrings.get(i)?;
-        super::oob::info_value(cs, "n")
+        super::oob::info_value(self.configstrings.get(i), "n")
     }
 
     /// Names of the clients in the game now (team 3, spectators, aside), by client number.
     pub fn players(&self) -> impl Iterator<Item = String> + '_ {
         self.configstrings
-            .iter()
-            .skip(CS_PLAYERS)
-            .take(MAX_CLIENTS)
+            .range(CS_PLAYERS, MAX_CLIENTS)
             .filter(|cs| super::oob::info_value(cs, "t").as_deref() != Some("3"))
             .filter_map(|cs| super::oob::info_value(cs, "n"))
     }
 
     /// Map name from the serverinfo configstring.
     pub fn map_name(&self) -> Option<String> {
-        super::oob::info_value(&self.configstrings[0], "mapname")
+        super::oob::info_value(self.configstrings.get(0), "mapname")
     }
 }
 
@@ -584,7 +610,7 @@ mod tests {
             }
         }
         assert!(
-            st.pool.len() < 4 * MIN_COLLECT_INTERVAL,
+            st.pool.len() < 8 * MIN_COLLECT_INTERVAL,
             "{}",
             st.pool.len()
         );
@@ -600,7 +626,7 @@ mod tests {
         }
         st.receive_server_command(200, &format!("bcs2 5 \"{chunk}\""));
         assert_eq!(
-            st.configstrings[5].len(),
+            st.configstrings.get(5).len(),
             super::super::bits::BIG_INFO_STRING - 1
         );
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::baselines::Baselines;
 use super::bits::{read_bytes_into, BitError, BitReader};
 use super::delta::{
     read_delta_entity, read_entity_fields, read_entity_flags, read_playerstate_into, ChangeSink,
@@ -750,7 +751,7 @@ fn merge_packet_entities<R: Recorder>(
     r: &mut BitReader<'_>,
     old: &[EntRef],
     pool: &mut EntityPool,
-    baselines: &[EntityState],
+    baselines: &Baselines,
     out: &mut Vec<EntRef>,
     rec: &mut R,
 ) -> Result<(), SvcError> {
@@ -766,7 +767,7 @@ fn merge_packet_entities<R: Recorder>(
         oi += kept;
         let from_old = old.get(oi).copied().filter(|e| e.number == newnum);
         oi += usize::from(from_old.is_some());
-        let base = || baselines.get(newnum as usize).unwrap_or(&baselines[0]);
+        let base = || baselines.get(newnum as usize);
         read_entity(r, newnum, from_old, base, pool, out, rec)?;
     }
     out.extend_from_slice(&old[oi..]);
@@ -804,6 +805,7 @@ fn read_entity<'b, R: Recorder>(
         }
         (EntityFlags::Unchanged, Some(o)) => o,
         (EntityFlags::Delta, Some(o)) => pool.alloc_copy(o, number),
+        (EntityFlags::Unchanged, None) => pool.baseline_copy(number, base()),
         (_, None) => pool.alloc(number, &base().fields),
     };
     out.push(e);
@@ -898,7 +900,7 @@ fn parse_voip(r: &mut BitReader<'_>, bit: usize, opus: bool) -> Result<Voip, Svc
 /// Writers for the server ops a demo writer re-encodes (exact inverses of the readers above).
 pub mod emit {
     use super::super::bits::BitWriter;
-    use super::super::delta::{write_delta_entity, write_delta_playerstate, EntityState};
+    use super::super::delta::{write_delta_entity, write_delta_playerstate};
     use super::super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
     use super::super::state::SnapFrame;
     use super::*;
@@ -922,7 +924,7 @@ pub mod emit {
 
     /// svc_snapshot as a full (non-delta) snapshot of `frame`: playerstate from zero, every
     /// entity from its baseline, as a server with no delta base writes it.
-    pub fn full_snapshot(w: &mut BitWriter, frame: &SnapFrame, baselines: &[EntityState]) {
+    pub fn full_snapshot(w: &mut BitWriter, frame: &SnapFrame, baselines: &Baselines) {
         w.write_byte(SVC_SNAPSHOT);
         w.write_long(frame.server_time);
         w.write_byte(0);
@@ -932,9 +934,9 @@ pub mod emit {
             w.write_byte(b);
         }
         write_delta_playerstate(w, None, &frame.ps);
-        let zero = EntityState::default();
         for e in &frame.entities {
-            let base = baselines.get(e.number as usize).unwrap_or(&zero);
+            // Entity numbers come from a decode: below MAX_GENTITIES.
+            let base = baselines.get(e.number as usize);
             write_delta_entity(w, base, Some(e), true);
         }
         w.write_bits(MAX_GENTITIES - 1, GENTITYNUM_BITS);
@@ -1024,11 +1026,11 @@ mod tests {
         ) {
             let mut st = ClientState::default();
             for (n, v) in &bases {
-                st.baselines[*n as usize] = entity(*n, v);
+                st.baselines.set(*n as usize, &entity(*n, v));
             }
             let entities: Vec<EntityState> = ents
                 .iter()
-                .map(|(n, v)| if same_as_base && bases.contains_key(n) { st.baselines[*n as usize].clone() } else { entity(*n, v) })
+                .map(|(n, v)| if same_as_base && bases.contains_key(n) { st.baselines.get(*n as usize).clone() } else { entity(*n, v) })
                 .collect();
             let frame = SnapFrame {
                 message_num: 77,

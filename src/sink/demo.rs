@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::pipeline::{Event, Sink};
+use crate::q3::baselines::Baselines;
 use crate::q3::bits::BitWriter;
-use crate::q3::delta::EntityState;
 use crate::q3::demo::Writer;
 use crate::q3::message::Message;
 use crate::q3::svc::{emit, ServerOp};
@@ -92,7 +92,7 @@ struct FlowDemo<W: Write> {
     parts: u32,
     /// Snapshot message numbers present (valid) in the demo being written.
     written: HashSet<i32>,
-    baselines: Vec<EntityState>,
+    baselines: Baselines,
     before_gamestate: u64,
 }
 
@@ -135,7 +135,7 @@ impl<O: DemoOutput> DemoSink<O> {
     }
 }
 
-fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<EntityState>)> {
+fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Baselines)> {
     let sm = m.server()?;
     sm.ops.iter().find_map(|op| match op {
         ServerOp::Gamestate(g) => {
@@ -152,10 +152,10 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Vec<En
                 .and_then(|c| c.checked_add(crate::q3::state::CS_PLAYERS as u16))
                 .and_then(cs)
                 .and_then(|s| crate::q3::oob::info_value(s, "n"));
-            let mut baselines = vec![EntityState::default(); 1024];
+            let mut baselines = Baselines::default();
             for b in &g.baselines {
-                if let Some(slot) = baselines.get_mut(b.state.number as usize) {
-                    *slot = b.state.clone();
+                if let Ok(n) = usize::try_from(b.state.number) {
+                    baselines.set(n, &b.state);
                 }
             }
             Some((map, player, baselines))
@@ -306,7 +306,7 @@ impl<O: DemoOutput> DemoSink<O> {
             open: None,
             parts: 0,
             written: HashSet::new(),
-            baselines: Vec::new(),
+            baselines: Baselines::default(),
             before_gamestate: 0,
         });
         if let Some((map, player, baselines)) = gs {
