@@ -277,7 +277,11 @@ fn regressions(out: &Path) {
         entities: Vec::new(),
         parse_entities_num: 0,
     };
-    emit::full_snapshot(&mut w, &frame, &[]);
+    emit::full_snapshot(
+        &mut w,
+        &frame,
+        &quakecap::q3::baselines::Baselines::default(),
+    );
     emit::eof(&mut w);
     let snap = w.finish();
     let mut demo = quakecap::q3::demo::Writer::new(Vec::new());

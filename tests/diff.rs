@@ -245,7 +245,7 @@ fn edited_demo_shows_exactly_the_edits() {
     let data = std::fs::read(&src).unwrap();
     let mut st = ClientState::default();
     let mut out = quakecap::q3::demo::Writer::new(Vec::new());
-    let mut baselines = vec![EntityState::default(); 1024];
+    let mut baselines = quakecap::q3::baselines::Baselines::default();
     let mut expect = Vec::new();
     let mut cmd_removed = false;
     for (i, rec) in quakecap::q3::demo::Reader::new(&data).enumerate() {
@@ -262,7 +262,7 @@ fn edited_demo_shows_exactly_the_edits() {
             match op {
                 ServerOp::Gamestate(g) => {
                     for b in &g.baselines {
-                        baselines[b.state.number as usize] = b.state.clone();
+                        baselines.set(b.state.number as usize, &b.state);
                     }
                     let edit = (i == 0).then_some((0u16, "\\edited\\1"));
                     if edit.is_some() {
