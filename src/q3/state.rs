@@ -37,11 +37,34 @@ pub struct SnapFrame {
 }
 
 /// An entity of a history frame: its number (the sort key, kept here so the merge of
-/// `CL_ParsePacketEntities` need not look into the pool) and its state in the [`EntityPool`].
+/// `CL_ParsePacketEntities` need not look into the pool) and its state in the [`EntityPool`],
+/// in one word: 32 frames of them are most of a connection's history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntRef {
-    pub number: i32,
-    id: u32,
+pub struct EntRef(u32);
+
+/// Bits of an [`EntRef`] for the entity number (GENTITYNUM_BITS).
+const NUMBER_BITS: u32 = 10;
+
+impl EntRef {
+    #[inline]
+    fn new(number: i32, id: u32) -> EntRef {
+        // Numbers come from 10-bit reads; slots stay far below 2^22 (a history holds at
+        // most 32 × 1,024 states, and the pool's slack is a share of that).
+        debug_assert!((0..1 << NUMBER_BITS).contains(&number) && id < 1 << (32 - NUMBER_BITS));
+        EntRef((id << NUMBER_BITS) | (number as u32 & ((1 << NUMBER_BITS) - 1)))
+    }
+
+    /// The entity number.
+    #[inline]
+    pub fn number(self) -> i32 {
+        (self.0 & ((1 << NUMBER_BITS) - 1)) as i32
+    }
+
+    /// The state's slot in the pool.
+    #[inline]
+    fn id(self) -> u32 {
+        self.0 >> NUMBER_BITS
+    }
 }
 
 /// Entity states shared between the frames of the history. A snapshot usually changes a few
@@ -68,12 +91,12 @@ pub struct EntityPool {
 }
 
 /// Fewest slots between two collections.
-const MIN_COLLECT_INTERVAL: usize = 64;
+const MIN_COLLECT_INTERVAL: usize = 32;
 /// A collection looks at every reference of the history; the next one waits for
 /// 1/COLLECT_SHARE of that many new states, so a collection costs a few stores per state
 /// allocated, and the slack (what a connection holds beyond its history's states) stays a
 /// eighth of the history. With a thousand connections live, slack is most of the memory.
-const COLLECT_SHARE: usize = 8;
+const COLLECT_SHARE: usize = 16;
 
 impl EntityPool {
     /// A free slot (reused, or a new one).
@@ -110,7 +133,7 @@ impl EntityPool {
         let dst = &mut self.states[id as usize];
         dst.number = number;
         dst.fields = *fields;
-        EntRef { number, id }
+        EntRef::new(number, id)
     }
 
     /// Entity `number` unchanged from its baseline `base`: one shared state per entity
@@ -118,13 +141,10 @@ impl EntityPool {
     #[inline]
     pub fn baseline_copy(&mut self, number: i32, base: &EntityState) -> EntRef {
         match self.pinned.binary_search_by_key(&number, |p| p.0) {
-            Ok(k) => EntRef {
-                number,
-                id: self.pinned[k].1,
-            },
+            Ok(k) => EntRef::new(number, self.pinned[k].1),
             Err(k) => {
                 let e = self.alloc(number, &base.fields);
-                self.pinned.insert(k, (number, e.id));
+                self.pinned.insert(k, (number, e.id()));
                 e
             }
         }
@@ -140,22 +160,22 @@ impl EntityPool {
     #[inline]
     pub fn alloc_copy(&mut self, from: EntRef, number: i32) -> EntRef {
         let id = self.take_slot();
-        let src = self.states[from.id as usize].fields;
+        let src = self.states[from.id() as usize].fields;
         let dst = &mut self.states[id as usize];
         dst.number = number;
         dst.fields = src;
-        EntRef { number, id }
+        EntRef::new(number, id)
     }
 
     #[inline]
     pub fn get(&self, e: EntRef) -> &EntityState {
-        &self.states[e.id as usize]
+        &self.states[e.id() as usize]
     }
 
     /// The state behind `e`, to be changed: only for an entity just allocated (one holder).
     #[inline]
     pub fn get_mut(&mut self, e: EntRef) -> &mut EntityState {
-        &mut self.states[e.id as usize]
+        &mut self.states[e.id() as usize]
     }
 
     /// Slots in the pool (held or not).
@@ -167,9 +187,11 @@ impl EntityPool {
         self.states.is_empty()
     }
 
-    /// True when the free slots are used up and the pool has grown to its bound.
+    /// True when the states allocated since the last collection used up its slack. (Not
+    /// "when no slot is free": the free slots may run out within a snapshot, which then
+    /// grows the pool for good, a little more at every collection.)
     fn collect_due(&self) -> bool {
-        self.free.is_empty() && self.states.len() >= self.grow_to
+        self.states.len() - self.free.len() >= self.grow_to
     }
 
     /// Free every slot that none of `frames` holds. The next collection waits until the
@@ -181,7 +203,7 @@ impl EntityPool {
         for f in frames {
             refs += f.len();
             for e in f {
-                self.marks[e.id as usize] = self.epoch;
+                self.marks[e.id() as usize] = self.epoch;
             }
         }
         for &(_, id) in &self.pinned {
@@ -543,9 +565,9 @@ mod tests {
         assert!(pool.collect_due());
         let held = [a, c];
         pool.collect(std::iter::once(&held[..]));
-        assert_eq!(pool.free, vec![b.id]);
+        assert_eq!(pool.free, vec![b.id()]);
         let d = pool.alloc(4, &[3; NUM_ENTITY_FIELDS]);
-        assert_eq!(d.id, b.id, "the free slot is reused");
+        assert_eq!(d.id(), b.id(), "the free slot is reused");
         assert_eq!(
             pool.get(a),
             &EntityState {
@@ -557,7 +579,7 @@ mod tests {
         assert_eq!(pool.get(d).number, 4);
         // Full again, but not grown to its bound: it grows instead of collecting.
         assert!(!pool.collect_due());
-        assert_eq!(pool.alloc(5, &[0; NUM_ENTITY_FIELDS]).id, 3);
+        assert_eq!(pool.alloc(5, &[0; NUM_ENTITY_FIELDS]).id(), 3);
     }
 
     /// One snapshot may allocate far past the collection bound (collections run between
@@ -583,6 +605,7 @@ mod tests {
             f[1] = number;
             f
         };
+        let mut most = 0;
         for num in 1..20_000 {
             // Each snapshot deltas from the previous one (or from two back, as after a
             // loss): keeps its entities but one, which it replaces, and adds two events.
@@ -591,29 +614,34 @@ mod tests {
             let mut frame = st.new_frame();
             frame.message_num = num;
             let changed = num % 40;
-            frame
-                .ents
-                .extend(old.iter().filter(|e| e.number >= 2 && e.number != changed));
+            frame.ents.extend(
+                old.iter()
+                    .filter(|e| e.number() >= 2 && e.number() != changed),
+            );
             for number in [0, 1, changed] {
                 frame.ents.push(st.pool.alloc(number, &state(num, number)));
             }
-            frame.ents.sort_by_key(|e| e.number);
-            frame.ents.dedup_by_key(|e| e.number);
+            frame.ents.sort_by_key(|e| e.number());
+            frame.ents.dedup_by_key(|e| e.number());
             st.store_snapshot(frame);
+            let ids: std::collections::HashSet<u32> = st
+                .history()
+                .flat_map(|f| f.ents.iter().map(|e| e.id()))
+                .collect();
+            let refs: usize = st.history().map(|f| f.ents.len()).sum();
+            // What a collection may leave: the held states, the slack it allows, and the
+            // states allocated since.
+            most = most.max(ids.len() + (refs / COLLECT_SHARE).max(MIN_COLLECT_INTERVAL) + 3);
             for f in st.history() {
                 for &e in &f.ents {
                     let held = st.pool.get(e);
-                    assert_eq!(held.number, e.number, "a held state was reused");
-                    assert_eq!(held.fields[1], e.number, "a held state was reused");
+                    assert_eq!(held.number, e.number(), "a held state was reused");
+                    assert_eq!(held.fields[1], e.number(), "a held state was reused");
                     assert!(held.fields[0] <= f.message_num, "a held state was reused");
                 }
             }
         }
-        assert!(
-            st.pool.len() < 8 * MIN_COLLECT_INTERVAL,
-            "{}",
-            st.pool.len()
-        );
+        assert!(st.pool.len() <= most, "{} > {most}", st.pool.len());
     }
 
     #[test]

@@ -444,6 +444,7 @@ fn parse_gamestate(
             _ => return Err(SvcError::BadGamestateOp { op, bit: at }),
         }
     }
+    st.baselines.share();
     let client_num = r.read_long()?;
     let checksum_feed = r.read_long()?;
     st.client_num = client_num;
@@ -762,10 +763,10 @@ fn merge_packet_entities<R: Recorder>(
             break;
         }
         // Old entities below the transmitted one stay as they are: shared in one run.
-        let kept = old[oi..].iter().take_while(|e| e.number < newnum).count();
+        let kept = old[oi..].iter().take_while(|e| e.number() < newnum).count();
         out.extend_from_slice(&old[oi..oi + kept]);
         oi += kept;
-        let from_old = old.get(oi).copied().filter(|e| e.number == newnum);
+        let from_old = old.get(oi).copied().filter(|e| e.number() == newnum);
         oi += usize::from(from_old.is_some());
         let base = || baselines.get(newnum as usize);
         read_entity(r, newnum, from_old, base, pool, out, rec)?;
