@@ -330,6 +330,9 @@ fn stem_of(file: &Path) -> String {
 fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     super::input::check_not_empty(file)?;
     prepare_output(args)?;
+    if quakecap::pipeline::is_qw_demo(file) && !args.select.window(true)?.is_open() {
+        return cut_qw_demo_file(args, file);
+    }
     if quakecap::pipeline::is_qw_demo(file) {
         bail!(
             "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
@@ -361,12 +364,13 @@ fn write_demos(
         ready: None,
         drop_empty: !args.select.window(true)?.is_open(),
     };
+    let window = args.select.window(true)?;
     let dopts = DemoOptions {
+        qw_cut: (!window.is_open()).then(|| window.qw()),
         full_snapshots: args.full_snapshots,
         // One playable file per map unless the single file is asked for.
         split_maps: !args.one_file,
     };
-    let window = args.select.window(true)?;
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
         emit: false,
@@ -390,6 +394,7 @@ fn write_demos(
     };
     super::warn(&report);
     let missing = sink.no_gamestate.clone();
+    let not_cut = sink.qw_not_cut.clone();
     let mut files = sink.into_output();
     files.commit_ready()?;
     let mut out = io::stdout().lock();
@@ -405,11 +410,8 @@ fn write_demos(
             .iter()
             .find(|(id, _)| *id == f.id)
             .map_or(0, |(_, n)| *n);
-        if f.game == "qw" && !window.is_open() {
-            eprintln!(
-                "quakecap: flow {}: no demo written: cutting QuakeWorld demos (--from/--to) is not supported (a .qwd cut would need its first entity update re-encoded as a full one); write the whole connection without --from/--to",
-                f.id
-            );
+        if let Some((_, why)) = not_cut.iter().find(|(id, _)| *id == f.id) {
+            eprintln!("quakecap: flow {}: no demo written: {why}", f.id);
             continue;
         }
         let why = if from_demo {
@@ -427,6 +429,63 @@ fn write_demos(
     }
     if files.written.is_empty() {
         return Err(NothingDone(nothing_written(args, &report)).into());
+    }
+    Ok(super::input::EXIT_OK)
+}
+
+/// `demo --from/--to` on a QuakeWorld demo file: a .qwd is cut ([`quakecap::qw::cut`]);
+/// cutting an .mvd is not supported.
+fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
+    let name = super::input::logical_name(file);
+    if !name.to_ascii_lowercase().ends_with(".qwd") {
+        return Err(NothingDone(format!(
+            "{}: cutting .mvd demos (--from/--to) is not supported; cut a client's .qwd or a capture",
+            file.display()
+        ))
+        .into());
+    }
+    let data = std::fs::read(file).map_err(|source| InputError::Io {
+        file: file.display().to_string(),
+        source,
+    })?;
+    let window = args.select.window(true)?.qw();
+    let (bytes, cs) = match quakecap::qw::cut::cut(&data, &window, None) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(NothingDone(format!("{}: no demo written: {e}", file.display())).into())
+        }
+    };
+    let mut events = Vec::new();
+    let sum = quakecap::qw::decode_demo_file(&name, &data, &mut events);
+    let first = sum.first();
+    let map = first.and_then(|f| f.maps.first().cloned());
+    let player = first.and_then(|f| f.name.clone());
+    let mut files = Files {
+        dir: args.out_dir.clone(),
+        stem: clean(&stem_of(file)),
+        single: args.output.clone(),
+        written: Vec::new(),
+        pending: Vec::new(),
+        ready: None,
+        drop_empty: false,
+    };
+    let stats = DemoStats {
+        records: (cs.packets + cs.cmds) as u64,
+        snapshots: cs.packets as u64,
+        reencoded: cs.reencoded as u64,
+        gamestates: 1,
+        map,
+        player,
+        qw_cut: Some(cs),
+        ..Default::default()
+    };
+    let mut w = files.open(1, 0, 28, stats.map.as_deref(), stats.player.as_deref())?;
+    w.write_all(&bytes)?;
+    files.closed(1, 0, w, &stats)?;
+    files.commit_ready()?;
+    let mut out = io::stdout().lock();
+    for (path, flow, s) in &files.written {
+        print_demo(&mut out, path, *flow, s)?;
     }
     Ok(super::input::EXIT_OK)
 }
@@ -471,13 +530,21 @@ fn nothing_written(args: &DemoArgs, report: &Report) -> String {
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {
     if path.extension().is_some_and(|e| e == "qwd") {
         writeln!(out, "{}", path.display())?;
-        return writeln!(
+        writeln!(
             out,
             "  flow {flow}, player {}, map {}: {} blocks",
             s.player.as_deref().unwrap_or("?"),
             s.map.as_deref().unwrap_or("?"),
             s.records
-        );
+        )?;
+        if let Some(c) = &s.qw_cut {
+            writeln!(
+                out,
+                "  cut: {} server packets and {} commands of the window, {} state messages from before it, {} delta entity updates re-encoded as full",
+                c.packets, c.cmds, c.state_messages, c.reencoded
+            )?;
+        }
+        return Ok(());
     }
     let span = match (s.first_server_time, s.last_server_time) {
         (Some(_), Some(_)) if s.gamestates > 1 => format!(
