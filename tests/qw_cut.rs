@@ -1,0 +1,510 @@
+//! Issue 14 item 11 for QuakeWorld: `quakecap demo --from/--to` writes a .qwd cut, from a
+//! capture connection and from a client's own .qwd, that plays in the real ezQuake and holds
+//! the same client state as the full input at the same server packet.
+//!
+//! Engine results (ezQuake 3.6.1 via shared/lab/qw/playback.sh, 2026-11-24): each cut plays
+//! to its end with one timedemo frame per recorded command but the last:
+//!   qw-basic capture          --from 0:12 --to 0:26          frames 668 (669 commands in the window)
+//!   qw-mapchange-reconnect    --flow 2 --from 0:50 --to 1:10 frames 857 (858; spans the map change)
+//!   qw-basic client1 .qwd     --from 0:10 --to 0:20          frames 252 (253)
+//!   qw-noext client1 .qwd     --from g10 --to g20            frames 285 (286)
+//! The expected count is derived from the input: the client's moves in the window (capture)
+//! or the dem_cmd blocks in the window (.qwd).
+mod qw_common;
+use quakecap::qw::svc::ServerOp;
+use quakecap::qw::{self, Event, Message, NetchanStatus, OpKind};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PLAYBACK: &str = "../shared/lab/qw/playback.sh";
+const EZQUAKE: &str = "/usr/lib/games/ezquake/ezquake";
+const XVFB: &str = "/usr/bin/Xvfb";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn quakecap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run quakecap")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("qw_cut-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// One cut: input (relative to the crate), the flow (captures), the window.
+struct Case {
+    input: &'static str,
+    flow: Option<u32>,
+    from: &'static str,
+    to: &'static str,
+}
+
+const CASES: [Case; 4] = [
+    Case {
+        input: "captures/qw-basic/capture.pcapng",
+        flow: Some(2),
+        from: "0:12",
+        to: "0:26",
+    },
+    Case {
+        input: "captures/qw-mapchange-reconnect/capture.pcapng",
+        flow: Some(2),
+        from: "0:50",
+        to: "1:10",
+    },
+    Case {
+        input: "captures/qw-basic/client1-demo0.qwd",
+        flow: None,
+        from: "0:10",
+        to: "0:20",
+    },
+    Case {
+        input: "captures/qw-noext/client1-demo0.qwd",
+        flow: None,
+        from: "g10",
+        to: "g20",
+    },
+];
+
+fn secs(t: &str) -> f64 {
+    let t = t.trim_start_matches('g');
+    t.split(':')
+        .fold(0.0, |a, p| a * 60.0 + p.parse::<f64>().unwrap())
+}
+
+/// Run the cut; the cut's bytes.
+fn cut(case: &Case, dir: &Path, name: &str) -> Vec<u8> {
+    let out = dir.join(name);
+    let o = out.to_string_lossy().into_owned();
+    let flow = case.flow.map(|f| f.to_string());
+    let mut args = vec!["demo", "--from", case.from, "--to", case.to, "-o", &o];
+    if let Some(f) = &flow {
+        args.extend(["--flow", f]);
+    }
+    args.push(case.input);
+    let r = quakecap(&args);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}: {}",
+        case.input,
+        String::from_utf8_lossy(&r.stderr)
+    );
+    std::fs::read(&out).expect("the cut was written")
+}
+
+/// (time, block type) of every .qwd block, read with nothing but the file format.
+fn block_times(data: &[u8]) -> Vec<(f32, u8)> {
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i + 5 <= data.len() {
+        let t = f32::from_le_bytes(data[i..i + 4].try_into().unwrap());
+        let kind = data[i + 4] & 7;
+        i += 5;
+        i += match kind {
+            0 => 36,
+            2 => 8,
+            _ => 4 + i32::from_le_bytes(data[i..i + 4].try_into().unwrap()) as usize,
+        };
+        v.push((t, kind));
+    }
+    v
+}
+
+/// The commands the client sent in the window, counted on the input.
+fn expected_commands(case: &Case) -> usize {
+    let (from, to) = (secs(case.from), secs(case.to));
+    if let Some(flow) = case.flow {
+        // A capture: the client's moves, by capture time after the file's first game packet.
+        let p = Path::new(case.input);
+        let dir = p.parent().unwrap().file_name().unwrap().to_str().unwrap();
+        let opts = qw::Options {
+            decode: false,
+            keep_raw: true,
+        };
+        let run = qw_common::run_capture_file(dir, "capture.pcapng", opts);
+        let first = run
+            .flows
+            .iter()
+            .map(|f| f.first_time)
+            .fold(f64::MAX, f64::min);
+        return run
+            .events
+            .iter()
+            .filter(|e| match e {
+                Event::Raw(r) if r.flow == flow && r.cmd.is_some() => {
+                    let t = r.ts_ns as f64 / 1e9 - first;
+                    t >= from && t <= to
+                }
+                _ => false,
+            })
+            .count();
+    }
+    // A .qwd: dem_cmd blocks by demo time after the first block, or game time after the
+    // serverdata's block.
+    let data = std::fs::read(root().join(case.input)).unwrap();
+    let blocks = block_times(&data);
+    let base = if case.from.starts_with('g') {
+        let mut ev = Vec::new();
+        qw::decode_demo_file(case.input, &data, &mut ev);
+        let t = qw_common::messages(&ev)
+            .find(|m| has(m, |op| matches!(op, ServerOp::Serverdata(_))))
+            .unwrap()
+            .time;
+        t
+    } else {
+        f64::from(blocks[0].0)
+    };
+    blocks
+        .iter()
+        .filter(|(t, k)| *k == 0 && f64::from(*t) - base >= from && f64::from(*t) - base <= to)
+        .count()
+}
+
+fn has(m: &Message, f: impl Fn(&ServerOp) -> bool) -> bool {
+    m.ops
+        .iter()
+        .any(|op| matches!(&op.kind, OpKind::Server(s) if f(s)))
+}
+
+/// ezQuake's own trace of the whole input, where the crate stores one.
+fn full_trace(case: &Case) -> Option<PathBuf> {
+    let p = root().join(case.input);
+    let t = match case.flow {
+        Some(f) => p.with_file_name(format!("written-flow{f}.qwd.shownet.txt")),
+        None => p.with_file_name(format!("{}.shownet.txt", p.file_name()?.to_string_lossy())),
+    };
+    t.exists().then_some(t)
+}
+
+/// ezQuake parsed the cut's window as it parsed the same messages of the whole demo: after
+/// the cut's first (re-encoded, full) entity update, the cut's trace (every message: svc
+/// names at their offsets, and its size) appears, unchanged and in one piece, in the trace
+/// of the whole demo.
+fn check_trace(case: &Case, cut_trace: &Path, full: &Path) {
+    let cut = qw_common::read_trace(&cut_trace.to_string_lossy());
+    let full = qw_common::read_trace(&full.to_string_lossy());
+    let first = cut
+        .iter()
+        .position(|(ops, _)| ops.iter().any(|(_, n)| n == "svc_packetentities"))
+        .expect("a full entity update in the cut's trace");
+    let tail = &cut[first + 1..];
+    assert!(
+        tail.len() > 100,
+        "{}: {} traced messages",
+        case.input,
+        tail.len()
+    );
+    let at = full.windows(tail.len()).position(|w| w == tail);
+    assert!(
+        at.is_some(),
+        "{}: the cut's {} messages after its first entity update are not a stretch of the whole demo's trace",
+        case.input,
+        tail.len()
+    );
+    eprintln!(
+        "{}: ezQuake's trace of the cut's {} messages after its first frame = the whole demo's messages {}..",
+        case.input,
+        tail.len(),
+        at.unwrap_or(0)
+    );
+}
+
+fn playback(demo: &Path, trace: Option<&Path>) -> Result<u64, String> {
+    let o = Command::new("bash")
+        .arg(PLAYBACK)
+        .arg(demo)
+        .args(trace)
+        .current_dir(root())
+        .output()
+        .expect("run playback.sh");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("frames ")?.trim().parse().ok())
+        .filter(|_| o.status.success())
+        .ok_or(text)
+}
+
+#[test]
+fn qw_cuts_play_in_ezquake() {
+    let needs = [EZQUAKE, XVFB, PLAYBACK];
+    if let Some(missing) = needs.iter().find(|p| !root().join(p).exists()) {
+        eprintln!("skipped: engine playback of QuakeWorld cuts needs {missing} (Debian: ezquake xvfb libgl1-mesa-dri, and the lab)");
+        return;
+    }
+    let dir = scratch("play");
+    for (i, case) in CASES.iter().enumerate() {
+        cut(case, &dir, &format!("cut{i}.qwd"));
+        let full = full_trace(case);
+        let trace = dir.join(format!("cut{i}.shownet.txt"));
+        let frames = playback(
+            &dir.join(format!("cut{i}.qwd")),
+            full.as_ref().map(|_| trace.as_path()),
+        )
+        .unwrap_or_else(|e| panic!("{}: ezQuake refused the cut: {e}", case.input));
+        if let Some(full) = &full {
+            check_trace(case, &trace, full);
+        }
+        let cmds = expected_commands(case) as u64;
+        eprintln!(
+            "{} {}..{}: frames {frames}, {cmds} commands in the window",
+            case.input, case.from, case.to
+        );
+        // Timedemo draws a frame per command; the window's edges may gain or lose a few.
+        assert!(cmds > 100, "{}: window too small", case.input);
+        let slack = 3 + cmds / 50;
+        assert!(
+            frames + slack >= cmds && frames <= cmds + slack,
+            "{}: {frames} frames for {cmds} commands",
+            case.input
+        );
+    }
+}
+
+/// The messages of one connection's server stream, from a decoded cut or input.
+fn server_messages(events: &[Event], flow: u32) -> Vec<&Message> {
+    qw_common::messages(events)
+        .filter(|m| m.flow == flow && m.netchan == Some(NetchanStatus::Accepted))
+        .collect()
+}
+
+/// Entity frames by server sequence, rebuilt from each message's changes on its base.
+fn frames(msgs: &[&Message]) -> BTreeMap<i64, Vec<qw::entity::EntityState>> {
+    let mut out: BTreeMap<i64, Vec<qw::entity::EntityState>> = BTreeMap::new();
+    for m in msgs {
+        for op in &m.ops {
+            let (pe, full) = match &op.kind {
+                OpKind::Server(ServerOp::Packetentities(p)) => (p, true),
+                OpKind::Server(ServerOp::Deltapacketentities(p)) => (p, false),
+                _ => continue,
+            };
+            if pe.base_missing || pe.approximate {
+                continue;
+            }
+            let mut f = if full {
+                Vec::new()
+            } else {
+                match pe.base_seq.and_then(|b| out.get(&i64::from(b))) {
+                    Some(b) => b.clone(),
+                    None => continue,
+                }
+            };
+            f.retain(|e| {
+                !pe.removed.contains(&e.num) && !pe.entities.iter().any(|n| n.num == e.num)
+            });
+            f.extend(pe.entities.iter().copied());
+            f.sort_by_key(|e| e.num);
+            out.insert(m.seq.unwrap(), f);
+        }
+    }
+    out
+}
+
+/// What the client keeps from the messages: userinfo (with setinfo), frags, ping, pl, stats,
+/// lightstyles, serverinfo.
+fn client_state(msgs: &[&Message]) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    for m in msgs {
+        for op in &m.ops {
+            let OpKind::Server(op) = &op.kind else {
+                continue;
+            };
+            let (k, v) = match op {
+                ServerOp::Serverdata(_) => {
+                    s.clear();
+                    continue;
+                }
+                ServerOp::Updateuserinfo { slot, userinfo, .. } => {
+                    s.retain(|k: &String, _| !k.starts_with(&format!("setinfo {slot} ")));
+                    (format!("userinfo {slot}"), userinfo.clone())
+                }
+                ServerOp::Setinfo { slot, key, value } => {
+                    (format!("setinfo {slot} {key}"), value.clone())
+                }
+                ServerOp::Updatefrags { slot, frags } => {
+                    (format!("frags {slot}"), frags.to_string())
+                }
+                ServerOp::Updateping { slot, ping } => (format!("ping {slot}"), ping.to_string()),
+                ServerOp::Updatepl { slot, pl } => (format!("pl {slot}"), pl.to_string()),
+                ServerOp::Updatestat { stat, value } | ServerOp::Updatestatlong { stat, value } => {
+                    (format!("stat {stat}"), value.to_string())
+                }
+                ServerOp::Lightstyle { index, style } => (format!("style {index}"), style.clone()),
+                ServerOp::Serverinfo { key, value } => (format!("serverinfo {key}"), value.clone()),
+                _ => continue,
+            };
+            s.insert(k, v);
+        }
+    }
+    s
+}
+
+/// The full input's server stream, decoded by quakecap: the capture's connection or the .qwd.
+fn full_input(case: &Case) -> Vec<Event> {
+    if case.flow.is_some() {
+        let p = Path::new(case.input);
+        let dir = p.parent().unwrap().file_name().unwrap().to_str().unwrap();
+        let opts = qw::Options {
+            decode: true,
+            keep_raw: false,
+        };
+        return qw_common::run_capture_file(dir, "capture.pcapng", opts).events;
+    }
+    let data = std::fs::read(root().join(case.input)).unwrap();
+    let mut ev = Vec::new();
+    qw::decode_demo_file(case.input, &data, &mut ev);
+    ev
+}
+
+/// Decoding the cut gives, at every server packet of the window from its first entity frame
+/// on, the same entity frame as decoding the whole input gives at that packet; the client
+/// state (userinfo, frags, stats, lightstyles, …) the cut sets up before its window equals
+/// the state the whole input had reached there; and every packet of the window carries the
+/// same messages (the re-encoded first frame as a full update).
+#[test]
+fn qw_cut_state_equals_the_full_input() {
+    let dir = scratch("state");
+    for (i, case) in CASES.iter().enumerate() {
+        let bytes = cut(case, &dir, &format!("cut{i}.qwd"));
+        let mut cut_ev = Vec::new();
+        let sums = qw::decode_demo_file("cut.qwd", &bytes, &mut cut_ev);
+        assert_eq!(sums[0].errors, 0, "{}: the cut decodes cleanly", case.input);
+        let cut_msgs = server_messages(&cut_ev, 1);
+        let full_ev = full_input(case);
+        let full_msgs = server_messages(&full_ev, case.flow.unwrap_or(1));
+        // The window starts after the dem_set: the state blocks before it.
+        let set_at = qw_common::messages(&cut_ev)
+            .position(|m| m.block == Some("set"))
+            .expect("a dem_set before the window");
+        let set_frame = qw_common::messages(&cut_ev).nth(set_at).unwrap().frame;
+        let (state, window): (Vec<&Message>, Vec<&Message>) =
+            cut_msgs.iter().partition(|m| m.frame < set_frame);
+        let first_seq = window[0].seq.unwrap();
+        let full_before: Vec<&Message> = full_msgs
+            .iter()
+            .copied()
+            .filter(|m| m.seq.unwrap() < first_seq)
+            .collect();
+        let kept = client_state(&state);
+        assert!(
+            kept.len() > 50,
+            "{}: {} state entries",
+            case.input,
+            kept.len()
+        );
+        assert_eq!(
+            kept,
+            client_state(&full_before),
+            "{}: client state at the window's start",
+            case.input
+        );
+        // Same messages per packet.
+        let by_seq: HashMap<i64, &Message> =
+            full_msgs.iter().map(|m| (m.seq.unwrap(), *m)).collect();
+        let names = |m: &Message| -> Vec<&'static str> {
+            m.ops
+                .iter()
+                .map(|o| match o.name() {
+                    "svc_deltapacketentities" => "svc_packetentities",
+                    n => n,
+                })
+                .filter(|n| *n != "svc_download")
+                .collect()
+        };
+        for m in &window {
+            let f = by_seq
+                .get(&m.seq.unwrap())
+                .unwrap_or_else(|| panic!("{}: sequence {:?} not in the input", case.input, m.seq));
+            assert_eq!(names(m), names(f), "{}: sequence {:?}", case.input, m.seq);
+        }
+        // Same entity frames.
+        let (cf, ff) = (frames(&window), frames(&full_msgs));
+        let first_frame = *cf.keys().next().expect("an entity frame in the cut");
+        assert!(
+            cf.len() + 2
+                >= window
+                    .iter()
+                    .filter(|m| has(m, |op| matches!(
+                        op,
+                        ServerOp::Packetentities(_) | ServerOp::Deltapacketentities(_)
+                    )))
+                    .count(),
+            "{}: every entity update of the cut decodes",
+            case.input
+        );
+        let mut compared = 0;
+        for (seq, f) in &cf {
+            if let Some(full) = ff.get(seq) {
+                assert_eq!(f, full, "{}: entities at sequence {seq}", case.input);
+                compared += 1;
+            }
+        }
+        eprintln!(
+            "{}: {} state messages, window from sequence {first_seq} (first frame {first_frame}), {compared} entity frames equal",
+            case.input,
+            state.iter().map(|m| m.ops.len()).sum::<usize>()
+        );
+        assert!(
+            compared + 2 >= cf.len() && compared > 100,
+            "{}: {compared} of {} frames compared",
+            case.input,
+            cf.len()
+        );
+    }
+}
+
+#[test]
+fn qw_cut_refusals() {
+    let dir = scratch("refuse");
+    let d = dir.to_string_lossy().into_owned();
+    // A window past the end: nothing written, exit 3, said why.
+    for input in [
+        "captures/qw-basic/client1-demo0.qwd",
+        "captures/qw-basic/capture.pcapng",
+    ] {
+        let o = quakecap(&[
+            "demo",
+            "--from",
+            "50:00",
+            "--to",
+            "51:00",
+            "--out-dir",
+            &d,
+            input,
+        ]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{input}: {e}");
+        assert!(
+            e.contains("the window holds no server packet"),
+            "{input}: {e}"
+        );
+    }
+    // .mvd cuts are not supported (yet): refused by name.
+    let o = quakecap(&[
+        "demo",
+        "--from",
+        "0:05",
+        "--to",
+        "0:10",
+        "--out-dir",
+        &d,
+        "captures/qw-basic/server-demo0.mvd",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(e.contains("cutting .mvd demos"), "{e}");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
