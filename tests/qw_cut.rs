@@ -508,3 +508,34 @@ fn qw_cut_refusals() {
         "nothing written"
     );
 }
+
+/// QuakeWorld game time (`g…`) is the time since the level's `svc_serverdata`: `decode`
+/// keeps exactly the demo's blocks from 10 s to 12 s after the serverdata's block.
+#[test]
+fn qw_game_time_counts_from_the_serverdata() {
+    let input = "captures/qw-basic/client1-demo0.qwd";
+    let data = std::fs::read(root().join(input)).unwrap();
+    let mut ev = Vec::new();
+    qw::decode_demo_file(input, &data, &mut ev);
+    let level = qw_common::messages(&ev)
+        .find(|m| has(m, |op| matches!(op, ServerOp::Serverdata(_))))
+        .unwrap()
+        .time;
+    let want: Vec<f64> = block_times(&data)
+        .iter()
+        .map(|(t, _)| f64::from(*t))
+        .filter(|t| *t - level >= 10.0 && *t - level <= 12.0)
+        .collect();
+    let o = quakecap(&["decode", "--json", "--from", "g10", "--to", "g12", input]);
+    assert_eq!(o.status.code(), Some(0));
+    let got: Vec<f64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("time")?.as_f64())
+        .collect();
+    assert!(want.len() > 20, "{} blocks in the window", want.len());
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-4, "{g} vs {w}");
+    }
+}
