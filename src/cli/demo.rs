@@ -60,6 +60,8 @@ struct Files {
     ready: Option<(PartFile, u32, DemoStats)>,
     /// A cut (`--from`/`--to`): a map part with no snapshot in the window is not written.
     drop_empty: bool,
+    /// The file extension when it is not the protocol's (an .mvd cut).
+    ext: Option<&'static str>,
 }
 
 fn clean(s: &str) -> String {
@@ -174,7 +176,9 @@ impl DemoOutput for Files {
                     String::new()
                 };
                 // QuakeWorld (protocol 28) writes .qwd; Quake 3 .dm_<protocol>.
-                let ext = if protocol == 28 {
+                let ext = if let Some(e) = self.ext {
+                    e.to_string()
+                } else if protocol == 28 {
                     "qwd".to_string()
                 } else {
                     format!("dm_{protocol}")
@@ -363,6 +367,7 @@ fn write_demos(
         pending: Vec::new(),
         ready: None,
         drop_empty: !args.select.window(true)?.is_open(),
+        ext: None,
     };
     let window = args.select.window(true)?;
     let dopts = DemoOptions {
@@ -433,23 +438,22 @@ fn write_demos(
     Ok(super::input::EXIT_OK)
 }
 
-/// `demo --from/--to` on a QuakeWorld demo file: a .qwd is cut ([`quakecap::qw::cut`]);
-/// cutting an .mvd is not supported.
+/// `demo --from/--to` on a QuakeWorld demo file: a .qwd is cut ([`quakecap::qw::cut`]), an
+/// .mvd too ([`quakecap::qw::cut_mvd`]).
 fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
     let name = super::input::logical_name(file);
-    if !name.to_ascii_lowercase().ends_with(".qwd") {
-        return Err(NothingDone(format!(
-            "{}: cutting .mvd demos (--from/--to) is not supported; cut a client's .qwd or a capture",
-            file.display()
-        ))
-        .into());
-    }
+    let mvd = name.to_ascii_lowercase().ends_with(".mvd");
     let data = std::fs::read(file).map_err(|source| InputError::Io {
         file: file.display().to_string(),
         source,
     })?;
     let window = args.select.window(true)?.qw();
-    let (bytes, cs) = match quakecap::qw::cut::cut(&data, &window, None) {
+    let cut = if mvd {
+        quakecap::qw::cut_mvd::cut(&data, &window)
+    } else {
+        quakecap::qw::cut::cut(&data, &window, None)
+    };
+    let (bytes, cs) = match cut {
         Ok(c) => c,
         Err(e) => {
             return Err(NothingDone(format!("{}: no demo written: {e}", file.display())).into())
@@ -468,6 +472,7 @@ fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
         pending: Vec::new(),
         ready: None,
         drop_empty: false,
+        ext: mvd.then_some("mvd"),
     };
     let stats = DemoStats {
         records: (cs.packets + cs.cmds) as u64,
@@ -528,7 +533,8 @@ fn nothing_written(args: &DemoArgs, report: &Report) -> String {
 }
 
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {
-    if path.extension().is_some_and(|e| e == "qwd") {
+    let mvd = path.extension().is_some_and(|e| e == "mvd");
+    if path.extension().is_some_and(|e| e == "qwd") || mvd {
         writeln!(out, "{}", path.display())?;
         writeln!(
             out,
@@ -538,9 +544,14 @@ fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io
             s.records
         )?;
         if let Some(c) = &s.qw_cut {
+            let (what, steps) = if mvd {
+                ("blocks", "frames")
+            } else {
+                ("server packets", "commands")
+            };
             writeln!(
                 out,
-                "  cut: {} server packets and {} commands of the window, {} state messages from before it, {} delta entity updates re-encoded as full",
+                "  cut: {} {what} and {} {steps} of the window, {} state messages from before it, {} delta entity updates re-encoded as full",
                 c.packets, c.cmds, c.state_messages, c.reencoded
             )?;
         }

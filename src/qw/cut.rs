@@ -261,19 +261,19 @@ fn state_key(op: &ServerOp) -> Option<Option<Key>> {
 
 /// The state messages of the level up to the window, superseded ones left out.
 #[derive(Default)]
-struct StateLog {
+pub(super) struct StateLog {
     msgs: Vec<(Option<Key>, Vec<u8>, f32)>,
 }
 
 impl StateLog {
-    fn push(&mut self, op: &ServerOp, bytes: &[u8], time: f32) {
+    pub(super) fn push(&mut self, op: &ServerOp, bytes: &[u8], time: f32) {
         if let Some(key) = state_key(op) {
             self.msgs.push((key, bytes.to_vec(), time));
         }
     }
 
     /// The kept messages, in order; entertimes re-based to `now`.
-    fn finish(self, now: f32) -> Vec<Vec<u8>> {
+    pub(super) fn finish(self, now: f32) -> Vec<Vec<u8>> {
         let mut seen: HashSet<Key> = HashSet::new();
         let mut keep = Vec::new();
         for (key, bytes, time) in self.msgs.into_iter().rev() {
@@ -302,7 +302,22 @@ impl StateLog {
     }
 }
 
-fn write_block(out: &mut Vec<u8>, time: f32, kind: u8, body: &[u8]) {
+/// Pack messages into bodies of at most [`STATE_BLOCK`] bytes (one message may be longer).
+pub(super) fn write_state_blocks(msgs: &[Vec<u8>], mut emit: impl FnMut(&[u8])) {
+    let mut body: Vec<u8> = Vec::new();
+    for m in msgs {
+        if !body.is_empty() && body.len() + m.len() > STATE_BLOCK {
+            emit(&body);
+            body.clear();
+        }
+        body.extend_from_slice(m);
+    }
+    if !body.is_empty() {
+        emit(&body);
+    }
+}
+
+pub(super) fn write_block(out: &mut Vec<u8>, time: f32, kind: u8, body: &[u8]) {
     out.extend_from_slice(&time.to_le_bytes());
     out.push(kind);
     if kind == DEM_READ {
@@ -395,23 +410,13 @@ pub fn cut(
     let msgs = log.map(|l| l.finish(start_time)).unwrap_or_default();
     stats.state_messages = msgs.len();
     let mut seq = 0u32;
-    let mut body: Vec<u8> = Vec::new();
-    let flush = |body: &mut Vec<u8>, out: &mut Vec<u8>, seq: &mut u32| {
-        if !body.is_empty() {
-            *seq += 1;
-            let mut pkt = seq.to_le_bytes().to_vec();
-            pkt.extend_from_slice(&[0; 4]);
-            pkt.append(body);
-            write_block(out, start_time, DEM_READ, &pkt);
-        }
-    };
-    for m in msgs {
-        if !body.is_empty() && body.len() + m.len() > STATE_BLOCK {
-            flush(&mut body, &mut out, &mut seq);
-        }
-        body.extend_from_slice(&m);
-    }
-    flush(&mut body, &mut out, &mut seq);
+    write_state_blocks(&msgs, |body| {
+        seq += 1;
+        let mut pkt = seq.to_le_bytes().to_vec();
+        pkt.extend_from_slice(&[0; 4]);
+        pkt.extend_from_slice(body);
+        write_block(&mut out, start_time, DEM_READ, &pkt);
+    });
     // 2. The netchan as the client had it at the window's start.
     let mut set = replay.outgoing.to_le_bytes().to_vec();
     set.extend_from_slice(&replay.incoming.to_le_bytes());
