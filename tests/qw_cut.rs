@@ -721,3 +721,37 @@ fn mvd_cut_holds_the_full_demo_frames() {
         );
     }
 }
+
+/// A gzipped .qwd is cut like the plain file (the input is undone as any input is).
+#[test]
+fn gzipped_qwd_cuts_the_same() {
+    use std::io::Write;
+    let dir = scratch("gz");
+    let plain = root().join("captures/qw-basic/client1-demo0.qwd");
+    let gz = dir.join("client1-demo0.qwd.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&std::fs::read(&plain).unwrap()).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    let mut outs = Vec::new();
+    for (name, input) in [("a.qwd", plain), ("b.qwd", gz)] {
+        let out = dir.join(name);
+        let o = quakecap(&[
+            "demo",
+            "--from",
+            "0:10",
+            "--to",
+            "0:20",
+            "-o",
+            &out.to_string_lossy(),
+            &input.to_string_lossy(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(outs[0] == outs[1], "the two cuts differ");
+}

@@ -1,7 +1,7 @@
 //! `quakecap demo`: write each Quake 3 client connection's server stream as a playable demo
 //! (`.dm_68` / `.dm_71`), or re-write a demo file.
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 
 use std::path::{Path, PathBuf};
 
@@ -334,7 +334,8 @@ fn stem_of(file: &Path) -> String {
 fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     super::input::check_not_empty(file)?;
     prepare_output(args)?;
-    if quakecap::pipeline::is_qw_demo(file) && !args.select.window(true)?.is_open() {
+    let logical = PathBuf::from(super::input::logical_name(file));
+    if quakecap::pipeline::is_qw_demo(&logical) && !args.select.window(true)?.is_open() {
         return cut_qw_demo_file(args, file);
     }
     if quakecap::pipeline::is_qw_demo(file) {
@@ -443,10 +444,14 @@ fn write_demos(
 fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
     let name = super::input::logical_name(file);
     let mvd = name.to_ascii_lowercase().ends_with(".mvd");
-    let data = std::fs::read(file).map_err(|source| InputError::Io {
-        file: file.display().to_string(),
-        source,
-    })?;
+    // gzip/zstd undone, as for any input.
+    let mut data = Vec::new();
+    super::input::open_stream(file)?
+        .read_to_end(&mut data)
+        .map_err(|source| InputError::Io {
+            file: name.clone(),
+            source,
+        })?;
     let window = args.select.window(true)?.qw();
     let cut = if mvd {
         quakecap::qw::cut_mvd::cut(&data, &window)
