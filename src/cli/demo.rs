@@ -1,5 +1,5 @@
-//! `quakecap demo`: write each Quake 3 client connection's server stream as a playable demo
-//! (`.dm_68` / `.dm_71`), or re-write a demo file.
+//! `quakecap demo`: write each client connection's server stream as a playable demo
+//! (`.dm_68` / `.dm_71`, QuakeWorld `.qwd`), re-write a Quake 3 demo file, or cut either.
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 
@@ -43,7 +43,9 @@ pub struct DemoArgs {
     #[arg(long)]
     pub merge: bool,
     /// `--from`/`--to` write a cut (Quake 3: it starts with the map's gamestate, and its
-    /// first snapshot is re-encoded as a full one); `--player` picks that player's connection.
+    /// first snapshot is re-encoded as a full one; QuakeWorld .qwd/.mvd: the level's signon
+    /// and state, then the window with its first entity update re-encoded as a full one);
+    /// `--player` picks that player's connection.
     #[command(flatten)]
     pub select: super::Select,
 }
