@@ -327,6 +327,7 @@ impl AllSinks {
         let opts = sink::demo::DemoOptions {
             full_snapshots: false,
             split_maps: true,
+            qw_cut: None,
         };
         AllSinks {
             text: sink::text::Text::new(io::sink()),

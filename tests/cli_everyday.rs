@@ -1034,8 +1034,10 @@ fn cut_demos_play_in_ioquake3() {
     }
 }
 
+/// A QuakeWorld cut is written (its playback and content: tests/qw_cut.rs): one .qwd named
+/// like the whole connection's, and the summary says what the window holds.
 #[test]
-fn quakeworld_cut_is_refused_by_name() {
+fn quakeworld_cut_writes_a_qwd() {
     let dir = scratch("qw-cut");
     let d = dir.to_string_lossy().into_owned();
     let o = quakecap(&[
@@ -1048,17 +1050,11 @@ fn quakeworld_cut_is_refused_by_name() {
         &d,
         QW,
     ]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    let e = stderr(&o);
-    assert!(
-        e.contains("cutting QuakeWorld demos (--from/--to) is not supported"),
-        "{e}"
-    );
-    assert!(
-        !e.contains("started after"),
-        "not blamed on the capture: {e}"
-    );
-    assert!(files_in(&dir).is_empty());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files_in(&dir), ["capture-flow2-labplayer1-lqdm2.qwd"]);
+    let out = stdout(&o);
+    assert!(out.contains("  cut: "), "{out}");
+    assert!(out.contains("re-encoded as full"), "{out}");
 }
 
 // ---- item 6: demo --merge ----

@@ -230,6 +230,7 @@ fn full_snapshot_reencoding_decodes_to_the_same_states() {
             DemoOptions {
                 full_snapshots: true,
                 split_maps: false,
+                qw_cut: None,
             },
         );
         let (bytes, stats) = &mem.files[&(1, 0)];

@@ -1,7 +1,7 @@
-//! `quakecap demo`: write each Quake 3 client connection's server stream as a playable demo
-//! (`.dm_68` / `.dm_71`), or re-write a demo file.
+//! `quakecap demo`: write each client connection's server stream as a playable demo
+//! (`.dm_68` / `.dm_71`, QuakeWorld `.qwd`), re-write a Quake 3 demo file, or cut either.
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,9 @@ pub struct DemoArgs {
     #[arg(long)]
     pub merge: bool,
     /// `--from`/`--to` write a cut (Quake 3: it starts with the map's gamestate, and its
-    /// first snapshot is re-encoded as a full one); `--player` picks that player's connection.
+    /// first snapshot is re-encoded as a full one; QuakeWorld .qwd/.mvd: the level's signon
+    /// and state, then the window with its first entity update re-encoded as a full one);
+    /// `--player` picks that player's connection.
     #[command(flatten)]
     pub select: super::Select,
 }
@@ -60,6 +62,8 @@ struct Files {
     ready: Option<(PartFile, u32, DemoStats)>,
     /// A cut (`--from`/`--to`): a map part with no snapshot in the window is not written.
     drop_empty: bool,
+    /// The file extension when it is not the protocol's (an .mvd cut).
+    ext: Option<&'static str>,
 }
 
 fn clean(s: &str) -> String {
@@ -174,7 +178,9 @@ impl DemoOutput for Files {
                     String::new()
                 };
                 // QuakeWorld (protocol 28) writes .qwd; Quake 3 .dm_<protocol>.
-                let ext = if protocol == 28 {
+                let ext = if let Some(e) = self.ext {
+                    e.to_string()
+                } else if protocol == 28 {
                     "qwd".to_string()
                 } else {
                     format!("dm_{protocol}")
@@ -330,6 +336,10 @@ fn stem_of(file: &Path) -> String {
 fn run_one(args: &DemoArgs, file: &Path) -> Result<i32> {
     super::input::check_not_empty(file)?;
     prepare_output(args)?;
+    let logical = PathBuf::from(super::input::logical_name(file));
+    if quakecap::pipeline::is_qw_demo(&logical) && !args.select.window(true)?.is_open() {
+        return cut_qw_demo_file(args, file);
+    }
     if quakecap::pipeline::is_qw_demo(file) {
         bail!(
             "{}: re-writing QuakeWorld demo files is not supported (QuakeWorld demos are written from captures)",
@@ -360,13 +370,15 @@ fn write_demos(
         pending: Vec::new(),
         ready: None,
         drop_empty: !args.select.window(true)?.is_open(),
+        ext: None,
     };
+    let window = args.select.window(true)?;
     let dopts = DemoOptions {
+        qw_cut: (!window.is_open()).then(|| window.qw()),
         full_snapshots: args.full_snapshots,
         // One playable file per map unless the single file is asked for.
         split_maps: !args.one_file,
     };
-    let window = args.select.window(true)?;
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
         emit: false,
@@ -390,6 +402,7 @@ fn write_demos(
     };
     super::warn(&report);
     let missing = sink.no_gamestate.clone();
+    let not_cut = sink.qw_not_cut.clone();
     let mut files = sink.into_output();
     files.commit_ready()?;
     let mut out = io::stdout().lock();
@@ -405,11 +418,8 @@ fn write_demos(
             .iter()
             .find(|(id, _)| *id == f.id)
             .map_or(0, |(_, n)| *n);
-        if f.game == "qw" && !window.is_open() {
-            eprintln!(
-                "quakecap: flow {}: no demo written: cutting QuakeWorld demos (--from/--to) is not supported (a .qwd cut would need its first entity update re-encoded as a full one); write the whole connection without --from/--to",
-                f.id
-            );
+        if let Some((_, why)) = not_cut.iter().find(|(id, _)| *id == f.id) {
+            eprintln!("quakecap: flow {}: no demo written: {why}", f.id);
             continue;
         }
         let why = if from_demo {
@@ -427,6 +437,67 @@ fn write_demos(
     }
     if files.written.is_empty() {
         return Err(NothingDone(nothing_written(args, &report)).into());
+    }
+    Ok(super::input::EXIT_OK)
+}
+
+/// `demo --from/--to` on a QuakeWorld demo file: a .qwd is cut ([`quakecap::qw::cut`]), an
+/// .mvd too ([`quakecap::qw::cut_mvd`]).
+fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
+    let name = super::input::logical_name(file);
+    let mvd = name.to_ascii_lowercase().ends_with(".mvd");
+    // gzip/zstd undone, as for any input.
+    let mut data = Vec::new();
+    super::input::open_stream(file)?
+        .read_to_end(&mut data)
+        .map_err(|source| InputError::Io {
+            file: name.clone(),
+            source,
+        })?;
+    let window = args.select.window(true)?.qw();
+    let cut = if mvd {
+        quakecap::qw::cut_mvd::cut(&data, &window)
+    } else {
+        quakecap::qw::cut::cut(&data, &window, None)
+    };
+    let (bytes, cs) = match cut {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(NothingDone(format!("{}: no demo written: {e}", file.display())).into())
+        }
+    };
+    let mut events = Vec::new();
+    let sum = quakecap::qw::decode_demo_file(&name, &data, &mut events);
+    let first = sum.first();
+    let map = first.and_then(|f| f.maps.first().cloned());
+    let player = first.and_then(|f| f.name.clone());
+    let mut files = Files {
+        dir: args.out_dir.clone(),
+        stem: clean(&stem_of(file)),
+        single: args.output.clone(),
+        written: Vec::new(),
+        pending: Vec::new(),
+        ready: None,
+        drop_empty: false,
+        ext: mvd.then_some("mvd"),
+    };
+    let stats = DemoStats {
+        records: (cs.packets + cs.cmds) as u64,
+        snapshots: cs.packets as u64,
+        reencoded: cs.reencoded as u64,
+        gamestates: 1,
+        map,
+        player,
+        qw_cut: Some(cs),
+        ..Default::default()
+    };
+    let mut w = files.open(1, 0, 28, stats.map.as_deref(), stats.player.as_deref())?;
+    w.write_all(&bytes)?;
+    files.closed(1, 0, w, &stats)?;
+    files.commit_ready()?;
+    let mut out = io::stdout().lock();
+    for (path, flow, s) in &files.written {
+        print_demo(&mut out, path, *flow, s)?;
     }
     Ok(super::input::EXIT_OK)
 }
@@ -469,15 +540,29 @@ fn nothing_written(args: &DemoArgs, report: &Report) -> String {
 }
 
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {
-    if path.extension().is_some_and(|e| e == "qwd") {
+    let mvd = path.extension().is_some_and(|e| e == "mvd");
+    if path.extension().is_some_and(|e| e == "qwd") || mvd {
         writeln!(out, "{}", path.display())?;
-        return writeln!(
+        writeln!(
             out,
             "  flow {flow}, player {}, map {}: {} blocks",
             s.player.as_deref().unwrap_or("?"),
             s.map.as_deref().unwrap_or("?"),
             s.records
-        );
+        )?;
+        if let Some(c) = &s.qw_cut {
+            let (what, steps) = if mvd {
+                ("blocks", "frames")
+            } else {
+                ("server packets", "commands")
+            };
+            writeln!(
+                out,
+                "  cut: {} {what} and {} {steps} of the window, {} state messages from before it, {} delta entity updates re-encoded as full",
+                c.packets, c.cmds, c.state_messages, c.reencoded
+            )?;
+        }
+        return Ok(());
     }
     let span = match (s.first_server_time, s.last_server_time) {
         (Some(_), Some(_)) if s.gamestates > 1 => format!(

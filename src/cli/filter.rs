@@ -1,6 +1,7 @@
 //! `--from` / `--to` / `--player`: which messages of which flows a command looks at.
 //! Times are capture time (epoch seconds, or `mm:ss` after the first game packet) or Quake 3
-//! game time (`g` + seconds or `mm:ss`: the server time of the snapshots).
+//! game time (`g` + seconds or `mm:ss`: Quake 3, the server time of the snapshots;
+//! QuakeWorld, which sends no server time, the time since the level's `svc_serverdata`).
 use std::collections::HashMap;
 use std::io;
 
@@ -16,7 +17,7 @@ pub enum Bound {
     Epoch(f64),
     /// Seconds after the first game packet.
     Relative(f64),
-    /// Quake 3 server time, in ms.
+    /// Game time, in ms: Quake 3 server time; QuakeWorld, time since the level's serverdata.
     Game(i64),
 }
 
@@ -67,6 +68,20 @@ impl Window {
     pub fn is_open(&self) -> bool {
         self.from.is_none() && self.to.is_none()
     }
+
+    /// The same window for the QuakeWorld demo cutter.
+    pub fn qw(&self) -> quakecap::qw::cut::Window {
+        use quakecap::qw::cut::At;
+        let at = |b: Bound| match b {
+            Bound::Epoch(e) => At::Epoch(e),
+            Bound::Relative(r) => At::Relative(r),
+            Bound::Game(ms) => At::Game(ms as f64 / 1000.0),
+        };
+        quakecap::qw::cut::Window {
+            from: self.from.map(at),
+            to: self.to.map(at),
+        }
+    }
 }
 
 /// Passes the events inside the window to the inner sink.
@@ -76,6 +91,8 @@ pub struct Filter<'a> {
     first_time: Option<f64>,
     /// Per flow, the server time of the latest snapshot (messages without one share it).
     game_time: HashMap<u32, i64>,
+    /// QuakeWorld: per flow, the time of the level's svc_serverdata.
+    qw_level: HashMap<u32, f64>,
     /// Events passed on.
     pub passed: u64,
 }
@@ -87,6 +104,7 @@ impl<'a> Filter<'a> {
             window,
             first_time: None,
             game_time: HashMap::new(),
+            qw_level: HashMap::new(),
             passed: 0,
         }
     }
@@ -129,6 +147,12 @@ impl Sink for Filter<'_> {
             _ => return self.inner.event(e),
         };
         self.first_time.get_or_insert(time);
+        if let (Event::QwRaw(_), true) = (e, self.window.keep_gamestates) {
+            // The QuakeWorld demo writer cuts on its own: it needs the packets before the
+            // window to rebuild the client's state there (quakecap::qw::cut).
+            self.passed += 1;
+            return self.inner.event(e);
+        }
         let mut gamestate = false;
         if let Event::Q3(m) = e {
             for op in m.server().map(|s| s.ops.as_slice()).unwrap_or(&[]) {
@@ -143,6 +167,23 @@ impl Sink for Filter<'_> {
                     }
                     _ => {}
                 }
+            }
+        }
+        if let Event::Qw(m) = e {
+            // QuakeWorld packets carry no server time: game time is the time since the
+            // level's svc_serverdata (a demo file's block times, a capture's packet times).
+            let level = m.ops.iter().any(|op| {
+                matches!(
+                    op.kind,
+                    quakecap::qw::OpKind::Server(quakecap::qw::svc::ServerOp::Serverdata(_))
+                )
+            });
+            if level {
+                self.qw_level.insert(flow, time);
+            }
+            if let Some(start) = self.qw_level.get(&flow) {
+                let ms = ((time - start) * 1000.0).round() as i64;
+                self.game_time.insert(flow, ms);
             }
         }
         let game = self.game_time.get(&flow).copied();

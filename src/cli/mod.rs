@@ -110,7 +110,8 @@ pub enum Command {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Select {
     /// Start here: capture time as `mm:ss` / `h:mm:ss` / seconds after the first game packet,
-    /// an epoch time (`1795361230.5`), or game time `g<time>` (Quake 3 server time).
+    /// an epoch time (`1795361230.5`), or game time `g<time>` (Quake 3 server time;
+    /// QuakeWorld: time since the level's serverdata).
     #[arg(long)]
     pub from: Option<String>,
     /// Stop after this time (same forms as --from).

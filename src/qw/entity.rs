@@ -251,3 +251,199 @@ pub fn read_packet_entities(
     pe.count = new.len();
     Ok((pe, new))
 }
+
+/// Write the delta from `from` to `to`, the inverse of [`read_delta`] (mvdsv
+/// `SV_WriteDelta`'s layout): the word, the more-bits byte, the FTE evenmore byte(s), then the
+/// changed fields in the order the client reads them. The entity's number is always written
+/// (a full update lists every entity, changed or not).
+pub fn write_delta(out: &mut Vec<u8>, from: &EntityState, to: &EntityState, ext: &Ext) {
+    let mut word: u16 = to.num & 511;
+    let mut more: u8 = 0;
+    let mut even: u16 = 0;
+    if to.model != from.model {
+        more |= U_MODEL;
+        if to.model >= 256 {
+            even |= U_FTE_MODELDBL;
+        }
+    }
+    let set = |cond: bool, bits: &mut u16, bit: u16| {
+        if cond {
+            *bits |= bit;
+        }
+    };
+    set(to.frame != from.frame, &mut word, U_FRAME);
+    set(to.origin[0] != from.origin[0], &mut word, U_ORIGIN1);
+    set(to.origin[1] != from.origin[1], &mut word, U_ORIGIN2);
+    set(to.origin[2] != from.origin[2], &mut word, U_ORIGIN3);
+    set(to.angles[1] != from.angles[1], &mut word, U_ANGLE2);
+    for (cond, bit) in [
+        (to.colormap != from.colormap, U_COLORMAP),
+        (to.skin != from.skin, U_SKIN),
+        (to.effects != from.effects, U_EFFECTS),
+        (to.angles[0] != from.angles[0], U_ANGLE1),
+        (to.angles[2] != from.angles[2], U_ANGLE3),
+    ] {
+        if cond {
+            more |= bit;
+        }
+    }
+    let alpha = to.alpha.filter(|_| to.alpha != from.alpha);
+    let colourmod = to.colourmod.filter(|_| to.colourmod != from.colourmod);
+    set(alpha.is_some(), &mut even, U_FTE_TRANS);
+    set(colourmod.is_some(), &mut even, U_FTE_COLOURMOD);
+    set(to.num & 512 != 0, &mut even, U_FTE_ENTITYDBL);
+    set(to.num & 1024 != 0, &mut even, U_FTE_ENTITYDBL2);
+    if even > 0xff {
+        even |= U_FTE_YETMORE;
+    }
+    if even != 0 {
+        more |= U_FTE_EVENMORE;
+    }
+    // Word 0 ends the list: entity 0 unchanged still needs a (empty) more-bits byte.
+    if more != 0 || word == 0 {
+        word |= U_MOREBITS;
+    }
+    out.extend_from_slice(&word.to_le_bytes());
+    if word & U_MOREBITS != 0 {
+        out.push(more);
+    }
+    if more & U_FTE_EVENMORE != 0 {
+        out.push(even as u8);
+        if even & U_FTE_YETMORE != 0 {
+            out.push((even >> 8) as u8);
+        }
+    }
+    if more & U_MODEL != 0 {
+        out.push((to.model & 255) as u8);
+    }
+    if word & U_FRAME != 0 {
+        out.push(to.frame);
+    }
+    for (bit, v) in [
+        (U_COLORMAP, to.colormap),
+        (U_SKIN, to.skin),
+        (U_EFFECTS, to.effects),
+    ] {
+        if more & bit != 0 {
+            out.push(v);
+        }
+    }
+    if word & U_ORIGIN1 != 0 {
+        ext.write_origin(out, to.origin[0]);
+    }
+    if more & U_ANGLE1 != 0 {
+        ext.write_angle(out, to.angles[0]);
+    }
+    if word & U_ORIGIN2 != 0 {
+        ext.write_origin(out, to.origin[1]);
+    }
+    if word & U_ANGLE2 != 0 {
+        ext.write_angle(out, to.angles[1]);
+    }
+    if word & U_ORIGIN3 != 0 {
+        ext.write_origin(out, to.origin[2]);
+    }
+    if more & U_ANGLE3 != 0 {
+        ext.write_angle(out, to.angles[2]);
+    }
+    if let Some(a) = alpha {
+        out.push(a);
+    }
+    if let Some(c) = colourmod {
+        out.extend_from_slice(&c);
+    }
+}
+
+/// An `svc_packetentities` (full update, no delta base) holding `ents` (sorted by number),
+/// each delta-coded against its baseline as the server does for a client without a base
+/// frame (mvdsv `SV_EmitPacketEntities` with no `from`).
+pub fn write_full_packet_entities(
+    out: &mut Vec<u8>,
+    ents: &[EntityState],
+    baselines: &[EntityState],
+    ext: &Ext,
+) {
+    out.push(47);
+    for e in ents {
+        let base = baselines
+            .get(usize::from(e.num))
+            .copied()
+            .unwrap_or_default();
+        write_delta(out, &base, e, ext);
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(ents: &[EntityState], baselines: &[EntityState], ext: &Ext) {
+        let mut out = Vec::new();
+        write_full_packet_entities(&mut out, ents, baselines, ext);
+        assert_eq!(out.first(), Some(&47));
+        let mut r = Reader::new(out.get(1..).unwrap_or(&[]));
+        let (pe, frame) = read_packet_entities(&mut r, &[], baselines, true, ext).unwrap();
+        assert!(r.is_empty(), "bytes left after the entity list");
+        assert_eq!(frame, ents, "{ext:?}");
+        assert_eq!(pe.count, ents.len());
+    }
+
+    /// Values the readers can produce for each encoding (1/8 coords, byte or short angles).
+    fn entity(num: u16, k: f32) -> EntityState {
+        EntityState {
+            num,
+            model: 3,
+            frame: 2,
+            colormap: 1,
+            skin: 4,
+            effects: 8,
+            origin: [k * 8.125, -k * 16.5, 24.0],
+            angles: [0.0, 90.0, -45.0],
+            alpha: None,
+            colourmod: None,
+        }
+    }
+
+    #[test]
+    fn full_update_round_trips_through_the_reader() {
+        let mut baselines = vec![EntityState::default(); MAX_EDICTS];
+        for (i, b) in baselines.iter_mut().enumerate() {
+            b.num = i as u16;
+        }
+        baselines[7] = entity(7, 1.0); // unchanged from its baseline: number only
+        let plain = Ext::default();
+        let ents = vec![entity(7, 1.0), entity(8, 2.0), entity(300, -3.0)];
+        round_trip(&ents, &baselines, &plain);
+        // FTE: models past 255, entities past 511 and 1023, alpha and colour.
+        let fte = Ext {
+            fte: ext::FTE_TRANS
+                | ext::FTE_MODELDBL
+                | ext::FTE_ENTITYDBL
+                | ext::FTE_ENTITYDBL2
+                | ext::FTE_COLOURMOD,
+            ..Default::default()
+        };
+        let mut big = entity(1500, 4.0);
+        big.model = 300;
+        big.alpha = Some(128);
+        big.colourmod = Some([1, 2, 3]);
+        let mut e600 = entity(600, 5.0);
+        e600.alpha = Some(7);
+        round_trip(&[entity(8, 2.0), e600, big], &baselines, &fte);
+        // Float coords and 16-bit angles; float origins (MVD1).
+        let float = Ext {
+            fte: ext::FTE_FLOATCOORDS,
+            mvd1: ext::MVD1_FLOATCOORDS,
+            ..Default::default()
+        };
+        let mut f = entity(9, 1.0);
+        f.origin = [1234.567, -0.001, 99999.5];
+        f.angles = [
+            45.0 * 360.0 / 65536.0 * 100.0,
+            1.0 * 360.0 / 65536.0,
+            -180.0,
+        ];
+        round_trip(&[f], &baselines, &float);
+    }
+}

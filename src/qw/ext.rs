@@ -87,6 +87,34 @@ impl Ext {
     }
 }
 
+/// Writers: the inverse of the readers above, for values those readers produced (a value read
+/// from a 1/8 coord or a byte angle is written back to the same bits).
+impl Ext {
+    pub fn write_coord(&self, out: &mut Vec<u8>, v: f32) {
+        if self.big_coords() {
+            out.extend_from_slice(&v.to_le_bytes());
+        } else {
+            out.extend_from_slice(&((v * 8.0).round() as i16).to_le_bytes());
+        }
+    }
+    pub fn write_origin(&self, out: &mut Vec<u8>, v: f32) {
+        if self.float_origins() {
+            out.extend_from_slice(&v.to_le_bytes());
+        } else {
+            self.write_coord(out, v);
+        }
+    }
+    pub fn write_angle(&self, out: &mut Vec<u8>, v: f32) {
+        if self.big_coords() {
+            let a = (v * 65536.0 / 360.0).round() as i32;
+            out.extend_from_slice(&(a as i16).to_le_bytes());
+        } else {
+            // The server sends (int)(angle * 256 / 360) & 255; read back as a signed byte.
+            out.push(((v * 256.0 / 360.0).round() as i32 & 255) as u8);
+        }
+    }
+}
+
 pub fn read_angle16(r: &mut Reader<'_>) -> Result<f32> {
     Ok(f32::from(r.i16()?) * (360.0 / 65536.0))
 }

@@ -11,7 +11,7 @@
 //! the receiver's acceptance rule), [`oob`] (connectionless), [`svc`] + [`entity`] +
 //! [`playerinfo`] (server messages and the state they need), [`clc`] + [`usercmd`] (client
 //! messages, the move checksum), [`message`] (what is emitted), `tracker` (flows),
-//! [`demo`] (.qwd/.mvd reading), [`qwd`] (.qwd writing).
+//! [`demo`] (.qwd/.mvd reading), [`qwd`] (.qwd writing), [`cut`] and [`cut_mvd`] (a window of a .qwd or .mvd).
 //!
 //! ```no_run
 //! # fn datagrams() -> Vec<quakecap::net::Datagram<'static>> { Vec::new() }
@@ -39,6 +39,8 @@
 //! ```
 pub mod clc;
 pub mod cursor;
+pub mod cut;
+pub mod cut_mvd;
 pub mod demo;
 pub mod entity;
 pub mod events;

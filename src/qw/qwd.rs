@@ -289,6 +289,10 @@ impl<W: Write> Writer<W> {
     pub fn map(&self) -> Option<&str> {
         self.map.as_deref()
     }
+    /// Capture time (ns) of demo time 0: the connection's first packet fed.
+    pub fn t0_ns(&self) -> Option<i64> {
+        self.t0
+    }
     /// dem_read and dem_cmd blocks written so far.
     pub fn counts(&self) -> (usize, usize) {
         (self.reads, self.cmds)

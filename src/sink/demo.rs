@@ -41,6 +41,9 @@ pub struct DemoStats {
     pub new_map: bool,
     pub map: Option<String>,
     pub player: Option<String>,
+    /// A QuakeWorld cut: what it holds, for the summary line.
+    #[serde(skip)]
+    pub qw_cut: Option<crate::qw::cut::CutStats>,
 }
 
 impl DemoStats {
@@ -59,6 +62,10 @@ impl DemoStats {
 /// How the writer treats snapshots.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DemoOptions {
+    /// QuakeWorld: write only this window of each connection ([`crate::qw::cut`]); the
+    /// writer must then see every packet of the connection (the cut rebuilds the client's
+    /// state from those before the window).
+    pub qw_cut: Option<crate::qw::cut::Window>,
     /// Re-encode every snapshot as full (the demo can then be cut anywhere).
     pub full_snapshots: bool,
     /// Start a new output at every gamestate after the first.
@@ -106,6 +113,10 @@ pub struct DemoSink<O: DemoOutput> {
     /// Flows whose server stream never reached a gamestate (QuakeWorld: a signon): (flow,
     /// messages seen).
     pub no_gamestate: Vec<(u32, u64)>,
+    /// QuakeWorld connections whose cut was not written, and why.
+    pub qw_not_cut: Vec<(u32, String)>,
+    /// Capture time (ns) of the first QuakeWorld packet: the base of relative cut times.
+    qw_first_ns: Option<i64>,
 }
 
 impl<O: DemoOutput> DemoSink<O> {
@@ -116,6 +127,8 @@ impl<O: DemoOutput> DemoSink<O> {
             flows: HashMap::new(),
             qw: BTreeMap::new(),
             no_gamestate: Vec::new(),
+            qw_not_cut: Vec::new(),
+            qw_first_ns: None,
         }
     }
 
@@ -238,18 +251,46 @@ impl<O: DemoOutput> DemoSink<O> {
                 .iter()
                 .find(|f| f.id == flow)
                 .and_then(|f| f.name.clone());
-            let bytes = w.finish()?;
-            let mut out = self
-                .out
-                .open(flow, 0, 28, map.as_deref(), player.as_deref())?;
-            out.write_all(&bytes)?;
-            let stats = DemoStats {
+            let t0 = w.t0_ns();
+            let mut bytes = w.finish()?;
+            let mut stats = DemoStats {
                 records: (reads + cmds) as u64,
                 gamestates: 1,
                 map,
                 player,
                 ..Default::default()
             };
+            if let Some(window) = self.opts.qw_cut {
+                let clock = crate::qw::cut::Clock {
+                    demo_zero: t0.unwrap_or(0) as f64 / 1e9,
+                    // Relative times count from the file's first game packet (any flow).
+                    first_packet: r
+                        .flows
+                        .iter()
+                        .map(|f| f.first_time)
+                        .filter(|t| *t > 0.0)
+                        .reduce(f64::min)
+                        .unwrap_or(self.qw_first_ns.or(t0).unwrap_or(0) as f64 / 1e9),
+                };
+                match crate::qw::cut::cut(&bytes, &window, Some(clock)) {
+                    Ok((cut, cs)) => {
+                        bytes = cut;
+                        stats.records = (cs.packets + cs.cmds) as u64;
+                        // A QuakeWorld packet is the client's snapshot.
+                        stats.snapshots = cs.packets as u64;
+                        stats.reencoded = cs.reencoded as u64;
+                        stats.qw_cut = Some(cs);
+                    }
+                    Err(e) => {
+                        self.qw_not_cut.push((flow, e.to_string()));
+                        continue;
+                    }
+                }
+            }
+            let mut out =
+                self.out
+                    .open(flow, 0, 28, stats.map.as_deref(), stats.player.as_deref())?;
+            out.write_all(&bytes)?;
             self.out.closed(flow, 0, out, &stats)?;
         }
         Ok(())
@@ -260,7 +301,10 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Q3(m) => self.q3_message(m),
-            Event::QwRaw(p) => self.qw.entry(p.flow).or_default().push(p),
+            Event::QwRaw(p) => {
+                self.qw_first_ns.get_or_insert(p.ts_ns);
+                self.qw.entry(p.flow).or_default().push(p)
+            }
             _ => Ok(()),
         }
     }
