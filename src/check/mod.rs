@@ -2,8 +2,9 @@
 //! found by the decoders and recorded as errors on their flows and messages; this maps them
 //! to named rules ([`rules`]) and adds the checks no decoder makes ([`state`]: serverTime
 //! going back within a gamestate, deltas from frames too old, reliable acknowledgements
-//! outside the window, a demo without its end marker).
+//! outside the window, a demo without its end marker) and [`qw`]: QuakeWorld's netchan rules.
 pub mod junit;
+pub mod qw;
 pub mod rules;
 pub mod state;
 
@@ -62,6 +63,7 @@ struct Checker {
     file: String,
     demo: bool,
     state: state::Watch,
+    qw: qw::Watch,
     findings: Vec<Finding>,
     /// Decode errors seen on messages, per flow (so flow errors are not reported twice).
     message_errors: HashMap<u32, HashSet<rules::ErrorKey>>,
@@ -89,6 +91,7 @@ impl Sink for Checker {
                         .insert(rules::key(err));
                     found.push(rules::qw_message(m, err, self.demo));
                 }
+                self.qw.qw(m, &mut found);
             }
             _ => {}
         }
@@ -125,6 +128,7 @@ pub fn check_input(
         file: file.clone(),
         demo,
         state: state::Watch::default(),
+        qw: qw::Watch::default(),
         findings: Vec::new(),
         message_errors: HashMap::new(),
     };
