@@ -1118,3 +1118,55 @@ fn hand_made_usercmd_count_out_of_range() {
         );
     }
 }
+
+/// The handshake's challenge: a real capture whose server `challengeResponse` names another
+/// challenge (one digit changed) makes the client's `connect` carry a challenge the server
+/// never gave (`SV_DirectConnect`'s "bad challenge"), and a `connectResponse` naming another
+/// one is what the client ignores: each `q3.challenge-mismatch` at its frame.
+#[test]
+fn hand_made_challenge_mismatch() {
+    let Some((dgs, server, _, flow)) = q3_basic() else {
+        return;
+    };
+    let oob_index = |dir_to_server: bool, word: &[u8]| {
+        (0..dgs.len())
+            .find(|&i| {
+                (dgs[i].dst == server) == dir_to_server
+                    && dgs[i].payload.starts_with(&OOB)
+                    && dgs[i].payload[4..].starts_with(word)
+            })
+            .unwrap_or_else(|| panic!("no {}", String::from_utf8_lossy(word)))
+    };
+    let response = oob_index(false, b"challengeResponse ");
+    let connect = oob_index(true, b"connect");
+    let accepted = oob_index(false, b"connectResponse ");
+    assert!(response < connect && connect < accepted);
+    // The first digit of the first argument, changed.
+    let digit_after = |p: &[u8], word: &str| {
+        let at = 4 + word.len();
+        let at = at + p[at..].iter().position(|b| b.is_ascii_digit()).unwrap();
+        let mut q = p.to_vec();
+        q[at] = if q[at] == b'9' { b'1' } else { q[at] + 1 };
+        q
+    };
+    for (name, i, word, finding_at) in [
+        (
+            "challenge-response",
+            response,
+            "challengeResponse ",
+            connect,
+        ),
+        ("connect-response", accepted, "connectResponse ", accepted),
+    ] {
+        let mut edited = dgs.clone();
+        edited[i].payload = digit_after(&dgs[i].payload, word);
+        let r = check_datagrams(name, &edited);
+        let f = only(&r, "q3.challenge-mismatch");
+        assert_eq!(
+            (f.flow, f.frame, f.bit),
+            (Some(flow), Some(finding_at as u64 + 1), None),
+            "{name}: {}",
+            check::line(f)
+        );
+    }
+}

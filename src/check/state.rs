@@ -1,8 +1,10 @@
 //! Checks no decoder makes, from the decoded messages of each Quake 3 connection or demo:
 //! serverTime going back within a gamestate, snapshots delta'd from a frame the client no
-//! longer holds (older than PACKET_BACKUP, or invalid), and reliable acknowledgements that
-//! name a command never sent or one outside the window of MAX_RELIABLE_COMMANDS.
+//! longer holds (older than PACKET_BACKUP, or invalid), reliable acknowledgements that
+//! name a command never sent or one outside the window of MAX_RELIABLE_COMMANDS, and a
+//! handshake whose challenge is not the one the server gave.
 use super::Finding;
+use crate::flow::Dir;
 use crate::q3::bits::BitWriter;
 use crate::q3::clc::ClientOp;
 use crate::q3::message::Message;
@@ -22,7 +24,15 @@ struct Flow {
     client_cmd: Option<i32>,
     /// Inside a run of invalid snapshots (only its first is reported: the rest follow).
     invalid_run: bool,
+    /// Challenges the server gave this address (`challengeResponse`), the latest last.
+    challenges: Vec<i64>,
+    /// The challenge of the client's last `connect`.
+    connect_challenge: Option<i64>,
 }
+
+/// Challenges remembered per flow (a client asks again only when its connect goes
+/// unanswered; the server's own table holds MAX_CHALLENGES addresses).
+const CHALLENGES_KEPT: usize = 16;
 
 /// Per-flow state of the checks.
 #[derive(Default)]
@@ -65,6 +75,8 @@ impl Watch {
             server(fl, m, s, out);
         } else if let Some(c) = m.client() {
             client(fl, m, c, out);
+        } else if let crate::q3::message::Body::Oob(o) = &m.body {
+            handshake(fl, m, o, out);
         }
     }
 }
@@ -174,5 +186,48 @@ fn client(fl: &mut Flow, m: &Message, c: &crate::q3::clc::ClientMessage, out: &m
                 "client acknowledges server command {ack}, more than {MAX_RELIABLE_COMMANDS} behind the last sent ({sent})"
             ),
         ));
+    }
+}
+
+/// `SV_DirectConnect` refuses a `connect` whose userinfo challenge is not one it gave that
+/// address ("No or bad challenge for your address"), and the client ignores a
+/// `connectResponse` naming another challenge than its own (`CL_ConnectionlessPacket`).
+fn handshake(fl: &mut Flow, m: &Message, o: &crate::q3::oob::Oob, out: &mut Vec<Finding>) {
+    let mut found = |message: String| {
+        let mut f = at(m, "q3.challenge-mismatch", 0, message);
+        f.bit = None;
+        out.push(f);
+    };
+    match (m.dir, o.command.as_str()) {
+        (Dir::S2c, "challengeResponse") => {
+            if let Some(c) = o.arg_int(0) {
+                if fl.challenges.len() == CHALLENGES_KEPT {
+                    fl.challenges.remove(0);
+                }
+                fl.challenges.push(c);
+            }
+        }
+        (Dir::C2s, "connect") => {
+            let c = o
+                .info("challenge")
+                .and_then(|c| c.trim().parse::<i64>().ok());
+            fl.connect_challenge = c;
+            if let Some(c) = c.filter(|c| !fl.challenges.is_empty() && !fl.challenges.contains(c)) {
+                found(format!(
+                    "connect with challenge {c}, but the server gave {}",
+                    fl.challenges.last().copied().unwrap_or_default()
+                ));
+            }
+        }
+        (Dir::S2c, "connectResponse") => {
+            if let (Some(got), Some(sent)) = (o.arg_int(0), fl.connect_challenge) {
+                if got != sent {
+                    found(format!(
+                        "connectResponse names challenge {got}, the client connected with {sent}"
+                    ));
+                }
+            }
+        }
+        _ => {}
     }
 }
