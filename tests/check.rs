@@ -1170,3 +1170,51 @@ fn hand_made_challenge_mismatch() {
         );
     }
 }
+
+/// q3-basic's client demo re-written through quakecap's demo writer with one record added
+/// after the 100th: a message of the acknowledge and svc_EOF alone, its sequence 10 below the
+/// record before it. `demo.sequence-order` at that record (number and offset as the file's
+/// framing says), nothing else.
+#[test]
+fn hand_made_demo_record_going_back() {
+    use quakecap::q3::svc::emit;
+    let path = cap("q3-basic/client1-demo0.dm_68");
+    let Ok(data) = std::fs::read(&path) else {
+        println!("skipped: {} missing", path.display());
+        return;
+    };
+    let mut out = quakecap::q3::demo::Writer::new(Vec::new());
+    let mut inserted_seq = None;
+    for (i, rec) in quakecap::q3::demo::Reader::new(&data).enumerate() {
+        let rec = rec.unwrap();
+        out.record(rec.seq, rec.body).unwrap();
+        if i == 99 {
+            let ack = BitReader::new(rec.body).read_long().unwrap();
+            let mut w = BitWriter::new();
+            emit::ack(&mut w, ack);
+            emit::eof(&mut w);
+            out.record(rec.seq - 10, &w.finish()).unwrap();
+            inserted_seq = Some(rec.seq - 10);
+        }
+    }
+    let edited = out.finish().unwrap();
+    let (records, end_marker) = demo_framing(&edited);
+    assert!(end_marker);
+    let (index, offset, _) = records[100];
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-record-back.dm_68");
+    std::fs::write(&file, &edited).unwrap();
+    let r = check::check_file(&file).unwrap();
+    std::fs::remove_file(&file).ok();
+    let f = only(&r, "demo.sequence-order");
+    assert_eq!(
+        (f.flow, f.record, f.offset),
+        (Some(1), Some(index), Some(offset)),
+        "{}",
+        check::line(f)
+    );
+    assert!(
+        f.message.contains(&inserted_seq.unwrap().to_string()),
+        "{}",
+        f.message
+    );
+}

@@ -28,6 +28,8 @@ struct Flow {
     challenges: Vec<i64>,
     /// The challenge of the client's last `connect`.
     connect_challenge: Option<i64>,
+    /// Sequence of the demo file's last record.
+    record_seq: Option<i32>,
 }
 
 /// Challenges remembered per flow (a client asks again only when its connect goes
@@ -71,6 +73,9 @@ impl Watch {
             self.flows.resize_with(i + 1, Flow::default);
         }
         let fl = &mut self.flows[i];
+        if m.file_offset.is_some() {
+            record_order(fl, m, out);
+        }
         if let Some(s) = m.server() {
             server(fl, m, s, out);
         } else if let Some(c) = m.client() {
@@ -230,4 +235,26 @@ fn handshake(fl: &mut Flow, m: &Message, o: &crate::q3::oob::Oob, out: &mut Vec<
         }
         _ => {}
     }
+}
+
+/// A demo file holds the messages the client accepted, in order: `Netchan_Process` takes only
+/// sequences above the last, so no record's sequence is below the one before it (the
+/// synthetic gamestate record that opens a demo sits below the first real one; a record may
+/// repeat the last sequence, as real demos do where a new gamestate starts:
+/// ../shared/demos/q3/dm_68_cpma_3_matches_2_gamestates.dm_68).
+fn record_order(fl: &mut Flow, m: &Message, out: &mut Vec<Finding>) {
+    let Some(seq) = m.seq else {
+        return;
+    };
+    if let Some(last) = fl.record_seq.filter(|&l| seq < l) {
+        let mut f = at(
+            m,
+            "demo.sequence-order",
+            0,
+            format!("record of sequence {seq} after sequence {last}"),
+        );
+        f.bit = None;
+        out.push(f);
+    }
+    fl.record_seq = Some(seq);
 }
