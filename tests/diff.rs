@@ -635,3 +635,28 @@ fn long_session_diff_matches_the_relay_log() {
     };
     relay_truth(&dir, false);
 }
+
+/// A client demo has no client direction: against its capture, the capture's client messages
+/// wait for nothing. With a window far smaller than the session (as an hour-long capture is
+/// to the default window), they must neither starve the capture's reading nor push the demo's
+/// messages out as missing: still "same", every demo message compared.
+#[test]
+fn small_window_demo_against_capture_stays_same() {
+    let dir = cap("q3-basic");
+    let demo = dir.join("client1-demo0.dm_68");
+    let capture = dir.join("capture.pcapng");
+    let full = run(&demo, &capture);
+    assert!(full.same, "{:?}", show(&full));
+    let small = diff::diff_files(
+        &demo,
+        &capture,
+        &diff::Options {
+            window: 32,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(full.compared > 200, "{}", full.compared);
+    assert!(small.same, "{:?}", show(&small));
+    assert_eq!(small.compared, full.compared);
+}
