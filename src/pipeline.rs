@@ -185,20 +185,29 @@ impl Trackers {
     }
 
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
-        let mut q3_out = std::mem::take(&mut self.q3_out);
-        for m in q3_out.drain(..) {
-            if self.wanted(m.flow) {
-                sink.event(Event::Q3(&m))?;
+        // Called for every datagram: most calls find one queue empty (or all), so the empty
+        // ones are not taken and drained.
+        if !self.q3_out.is_empty() {
+            let mut q3_out = std::mem::take(&mut self.q3_out);
+            for m in q3_out.drain(..) {
+                if self.wanted(m.flow) {
+                    sink.event(Event::Q3(&m))?;
+                }
             }
+            self.q3_out = q3_out;
         }
-        self.q3_out = q3_out;
-        let mut samples = std::mem::take(&mut self.q3_work.samples);
-        for x in samples.drain(..) {
-            if self.wanted(x.flow) {
-                sink.event(Event::NetSample(&x))?;
+        if !self.q3_work.samples.is_empty() {
+            let mut samples = std::mem::take(&mut self.q3_work.samples);
+            for x in samples.drain(..) {
+                if self.wanted(x.flow) {
+                    sink.event(Event::NetSample(&x))?;
+                }
             }
+            self.q3_work.samples = samples;
         }
-        self.q3_work.samples = samples;
+        if self.qw_out.is_empty() {
+            return Ok(());
+        }
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
             if let (true, qw::Event::Message(m)) = (self.samples, &e) {

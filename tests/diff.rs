@@ -361,3 +361,302 @@ fn edited_demo_shows_exactly_the_edits() {
     // against the original is.
     assert!(run(&src, &src).same);
 }
+
+/// One UDP datagram of a capture: (source, destination, payload), in capture order.
+type Udp = (std::net::SocketAddr, std::net::SocketAddr, Vec<u8>);
+
+fn udp_of(path: &Path) -> Vec<Udp> {
+    use quakecap::capture::CaptureReader;
+    use quakecap::net::NetDecoder;
+    let mut r = CaptureReader::open(path).unwrap();
+    let mut net = NetDecoder::new();
+    let mut out = Vec::new();
+    while let Some(f) = r.next_frame().unwrap() {
+        if let Some(d) = net.decode(&f).unwrap() {
+            out.push((d.src, d.dst, d.payload.to_vec()));
+        }
+    }
+    out
+}
+
+/// One line of the relay's log (udp-impair.py `--log`): what the path did to a datagram.
+struct Relayed {
+    t: f64,
+    up: bool,
+    client: String,
+    len: usize,
+    /// Milliseconds of each copy sent (none when dropped, two when duplicated).
+    delays: Vec<f64>,
+}
+
+fn relay_log(path: &Path) -> Vec<Relayed> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            Relayed {
+                t: v["t"].as_f64().unwrap(),
+                up: v["dir"] == "up",
+                client: v["client"].as_str().unwrap().to_string(),
+                len: v["len"].as_u64().unwrap() as usize,
+                delays: v["delays"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_f64().unwrap())
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Netchan sequence of a datagram (None for connectionless ones), and whether it is a Quake 3
+/// fragment.
+fn netchan_seq(p: &[u8], qw: bool) -> Option<(i64, bool)> {
+    if p.len() < 4 || p.starts_with(&[0xff; 4]) {
+        return None;
+    }
+    let w = u32::from_le_bytes(p[..4].try_into().unwrap());
+    Some((i64::from(w & 0x7fff_ffff), !qw && w >> 31 != 0))
+}
+
+/// The netchan messages the path lost, per the relay's own log and the two captures: each
+/// datagram the relay logs is the next one of that client and direction on the sending
+/// side's capture (lengths checked). The sequences the log says were dropped (no copy sent)
+/// must be exactly those sent and never seen on the receiving side's capture; the receiver
+/// takes a sequence when it arrives above every one before it (`Netchan_Process` drops stale
+/// and duplicated sequences), so a message is lost when dropped or overtaken. Returns
+/// (dir, seq, side lacking it) with a count each, and the Quake 3 fragmented sequences, left
+/// out (a message of several datagrams).
+#[allow(clippy::type_complexity)]
+fn relay_losses(
+    dir: &Path,
+    qw: bool,
+) -> (
+    BTreeMap<(&'static str, i64, &'static str), usize>,
+    BTreeSet<i64>,
+) {
+    use std::net::SocketAddr;
+    let client_side = udp_of(&dir.join("capture.pcapng"));
+    let server_side = udp_of(&dir.join("server-side.pcapng"));
+    let log = relay_log(&dir.join("impair.jsonl"));
+    let qport_at = if qw { 8 } else { 4 };
+    // The server: where the relay's upstream sockets send (the most frequent destination).
+    let mut dsts: BTreeMap<SocketAddr, usize> = BTreeMap::new();
+    for (_, d, _) in &server_side {
+        *dsts.entry(*d).or_default() += 1;
+    }
+    let server = *dsts.iter().max_by_key(|(_, n)| **n).unwrap().0;
+    let relay_clients: BTreeSet<SocketAddr> =
+        log.iter().filter_map(|l| l.client.parse().ok()).collect();
+    // Client → qport (client side) and upstream socket → qport (server side).
+    let qports = |udp: &[Udp], from: &dyn Fn(&SocketAddr, &SocketAddr) -> bool| {
+        let mut m: BTreeMap<SocketAddr, u16> = BTreeMap::new();
+        for (s, d, p) in udp {
+            if from(s, d) && netchan_seq(p, qw).is_some() && p.len() >= qport_at + 2 {
+                m.entry(*s)
+                    .or_insert(u16::from_le_bytes([p[qport_at], p[qport_at + 1]]));
+            }
+        }
+        m
+    };
+    let client_qport = qports(&client_side, &|s, _| relay_clients.contains(s));
+    let upstream_qport = qports(&server_side, &|_, d| *d == server);
+    let mut lost = BTreeMap::new();
+    let mut fragmented = BTreeSet::new();
+    for (client, qport) in &client_qport {
+        let key = client.to_string();
+        let upstream = |a: &SocketAddr| upstream_qport.get(a) == Some(qport);
+        for up in [true, false] {
+            // What the relay received (sending side) and what the receiver saw, in order.
+            let (sent, seen): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) = if up {
+                (
+                    client_side
+                        .iter()
+                        .filter(|u| u.0 == *client)
+                        .map(|u| &u.2)
+                        .collect(),
+                    server_side
+                        .iter()
+                        .filter(|u| u.1 == server && upstream(&u.0))
+                        .map(|u| &u.2)
+                        .collect(),
+                )
+            } else {
+                (
+                    server_side
+                        .iter()
+                        .filter(|u| u.0 == server && upstream(&u.1))
+                        .map(|u| &u.2)
+                        .collect(),
+                    client_side
+                        .iter()
+                        .filter(|u| u.1 == *client)
+                        .map(|u| &u.2)
+                        .collect(),
+                )
+            };
+            let lines: Vec<&Relayed> = log
+                .iter()
+                .filter(|l| l.client == key && l.up == up)
+                .collect();
+            // Down: replies to an upstream socket that never carried this client's netchan
+            // (the handshake before a rebind) are not in `sent`; they come first.
+            let lines = &lines[lines.len().saturating_sub(sent.len())..];
+            assert_eq!(lines.len(), sent.len(), "{key} up={up}");
+            let mut all = BTreeSet::new();
+            let mut dropped = BTreeSet::new();
+            for (l, p) in lines.iter().zip(&sent) {
+                assert_eq!(l.len, p.len(), "{key} up={up} at t={}", l.t);
+                match netchan_seq(p, qw) {
+                    Some((seq, true)) => {
+                        fragmented.insert(seq);
+                    }
+                    // A QuakeWorld message of its header alone carries nothing to lack.
+                    Some((_, false)) if qw && p.len() <= if up { 10 } else { 8 } => {}
+                    Some((seq, false)) => {
+                        all.insert(seq);
+                        if l.delays.is_empty() {
+                            dropped.insert(seq);
+                        }
+                    }
+                    None => {}
+                }
+            }
+            let mut arrived = BTreeSet::new();
+            let mut taken = BTreeSet::new();
+            let mut last = i64::MIN;
+            for p in &seen {
+                let Some((seq, false)) = netchan_seq(p, qw) else {
+                    continue;
+                };
+                arrived.insert(seq);
+                if seq > last {
+                    last = seq;
+                    taken.insert(seq);
+                }
+            }
+            // Sent sequences that never arrived: dropped, and only those (a sequence sent
+            // twice by its sender is lost only if every copy was).
+            let never: BTreeSet<i64> = all.difference(&arrived).copied().collect();
+            let dropped_all: BTreeSet<i64> = dropped
+                .iter()
+                .filter(|s| {
+                    lines
+                        .iter()
+                        .zip(&sent)
+                        .filter(|(_, p)| netchan_seq(p, qw) == Some((**s, false)))
+                        .all(|(l, _)| l.delays.is_empty())
+                })
+                .copied()
+                .collect();
+            assert_eq!(
+                never, dropped_all,
+                "{key} up={up}: never arrived vs dropped"
+            );
+            let (dir, side) = if up { ("c2s", "b") } else { ("s2c", "a") };
+            let (Some(&first), Some(&end)) = (taken.first(), taken.last()) else {
+                continue;
+            };
+            for s in all.difference(&taken).filter(|&&s| first < s && s < end) {
+                *lost.entry((dir, *s, side)).or_default() += 1;
+            }
+        }
+    }
+    (lost, fragmented)
+}
+
+/// `diff` of the client-side capture against the server side reports as missing exactly the
+/// messages the relay's own log says the path lost (dropped, or overtaken by a later one).
+fn relay_truth(dir: &Path, qw: bool) {
+    let (want, fragmented) = relay_losses(dir, qw);
+    let o = diff::diff_files(
+        &dir.join("capture.pcapng"),
+        &dir.join("server-side.pcapng"),
+        &diff::Options {
+            keep: usize::MAX,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut got: BTreeMap<(&'static str, i64, &'static str), usize> = BTreeMap::new();
+    for d in &o.differences {
+        assert_eq!(
+            (d.kind, d.what.as_str()),
+            (Kind::Missing, "message"),
+            "{d:?}"
+        );
+        if !qw && d.dir == quakecap::flow::Dir::S2c && fragmented.contains(&d.seq) {
+            continue;
+        }
+        let side = if d.side == Some(Side::A) { "a" } else { "b" };
+        *got.entry((d.dir.as_str(), d.seq, side)).or_default() += 1;
+    }
+    let only_got: Vec<_> = got
+        .iter()
+        .filter(|(k, v)| want.get(*k) != Some(v))
+        .collect();
+    let only_want: Vec<_> = want
+        .iter()
+        .filter(|(k, v)| got.get(*k) != Some(v))
+        .collect();
+    assert!(
+        only_got.is_empty() && only_want.is_empty(),
+        "{}: diff only {only_got:?}; relay only {only_want:?}",
+        dir.display()
+    );
+    let lost_s2c: usize = want.iter().filter(|w| w.0 .0 == "s2c").map(|w| w.1).sum();
+    println!(
+        "{}: {} messages lost on the path ({lost_s2c} server messages), as diff reports",
+        dir.display(),
+        want.values().sum::<usize>()
+    );
+    assert!(lost_s2c > 10, "{lost_s2c}");
+}
+
+#[test]
+fn qw_netquality_diff_matches_the_relay_log() {
+    let dir = shared("captures/qw-netquality");
+    if !dir.join("impair.jsonl").exists() {
+        println!("skipped: {} has no relay log", dir.display());
+        return;
+    }
+    relay_truth(&dir, true);
+}
+
+/// A recorded session too big to store (e.g. the one-hour Quake 3 session of README's
+/// performance section), when `QUAKECAP_LONG_SESSION` names its folder.
+#[test]
+fn long_session_diff_matches_the_relay_log() {
+    let Some(dir) = std::env::var_os("QUAKECAP_LONG_SESSION").map(PathBuf::from) else {
+        println!("skipped: QUAKECAP_LONG_SESSION not set");
+        return;
+    };
+    relay_truth(&dir, false);
+}
+
+/// A client demo has no client direction: against its capture, the capture's client messages
+/// wait for nothing. With a window far smaller than the session (as an hour-long capture is
+/// to the default window), they must neither starve the capture's reading nor push the demo's
+/// messages out as missing: still "same", every demo message compared.
+#[test]
+fn small_window_demo_against_capture_stays_same() {
+    let dir = cap("q3-basic");
+    let demo = dir.join("client1-demo0.dm_68");
+    let capture = dir.join("capture.pcapng");
+    let full = run(&demo, &capture);
+    assert!(full.same, "{:?}", show(&full));
+    let small = diff::diff_files(
+        &demo,
+        &capture,
+        &diff::Options {
+            window: 32,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(full.compared > 200, "{}", full.compared);
+    assert!(small.same, "{:?}", show(&small));
+    assert_eq!(small.compared, full.compared);
+}

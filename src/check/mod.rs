@@ -2,8 +2,9 @@
 //! found by the decoders and recorded as errors on their flows and messages; this maps them
 //! to named rules ([`rules`]) and adds the checks no decoder makes ([`state`]: serverTime
 //! going back within a gamestate, deltas from frames too old, reliable acknowledgements
-//! outside the window, a demo without its end marker).
+//! outside the window, a demo without its end marker) and [`qw`]: QuakeWorld's netchan rules.
 pub mod junit;
+pub mod qw;
 pub mod rules;
 pub mod state;
 
@@ -59,17 +60,19 @@ pub struct FileCheck {
 
 /// The sink that watches every decoded message.
 struct Checker {
-    file: String,
     demo: bool,
     state: state::Watch,
+    qw: qw::Watch,
     findings: Vec<Finding>,
     /// Decode errors seen on messages, per flow (so flow errors are not reported twice).
     message_errors: HashMap<u32, HashSet<rules::ErrorKey>>,
 }
 
 impl Sink for Checker {
+    /// Findings go straight to `findings` with no file name (the file is named once, at the
+    /// end): this runs for every message, its cost counts against `flows`'.
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
-        let mut found = Vec::new();
+        let found = &mut self.findings;
         match e {
             Event::Q3(m) => {
                 if let Some(err) = &m.error {
@@ -79,7 +82,7 @@ impl Sink for Checker {
                         .insert(rules::key(err));
                     found.push(rules::q3_message(m, err));
                 }
-                self.state.q3(m, &mut found);
+                self.state.q3(m, found);
             }
             Event::Qw(m) => {
                 if let Some(err) = &m.error {
@@ -89,12 +92,9 @@ impl Sink for Checker {
                         .insert(rules::key(err));
                     found.push(rules::qw_message(m, err, self.demo));
                 }
+                self.qw.qw(m, found);
             }
             _ => {}
-        }
-        for mut f in found {
-            f.file = self.file.clone();
-            self.findings.push(f);
         }
         Ok(())
     }
@@ -122,9 +122,9 @@ pub fn check_input(
 ) -> Result<FileCheck, InputError> {
     let file = file.to_string();
     let mut c = Checker {
-        file: file.clone(),
         demo,
         state: state::Watch::default(),
+        qw: qw::Watch::default(),
         findings: Vec::new(),
         message_errors: HashMap::new(),
     };
@@ -141,6 +141,9 @@ pub fn check_input(
         ..Default::default()
     };
     let mut findings = std::mem::take(&mut c.findings);
+    for f in findings.iter_mut().filter(|f| f.file.is_empty()) {
+        f.file = file.clone();
+    }
     findings.extend(rules::report(&file, &report, demo));
     for f in report
         .flows

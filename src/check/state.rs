@@ -1,8 +1,10 @@
 //! Checks no decoder makes, from the decoded messages of each Quake 3 connection or demo:
 //! serverTime going back within a gamestate, snapshots delta'd from a frame the client no
-//! longer holds (older than PACKET_BACKUP, or invalid), and reliable acknowledgements that
-//! name a command never sent or one outside the window of MAX_RELIABLE_COMMANDS.
+//! longer holds (older than PACKET_BACKUP, or invalid), reliable acknowledgements that
+//! name a command never sent or one outside the window of MAX_RELIABLE_COMMANDS, and a
+//! handshake whose challenge is not the one the server gave.
 use super::Finding;
+use crate::flow::Dir;
 use crate::q3::bits::BitWriter;
 use crate::q3::clc::ClientOp;
 use crate::q3::message::Message;
@@ -22,7 +24,17 @@ struct Flow {
     client_cmd: Option<i32>,
     /// Inside a run of invalid snapshots (only its first is reported: the rest follow).
     invalid_run: bool,
+    /// Challenges the server gave this address (`challengeResponse`), the latest last.
+    challenges: Vec<i64>,
+    /// The challenge of the client's last `connect`.
+    connect_challenge: Option<i64>,
+    /// Sequence of the demo file's last record.
+    record_seq: Option<i32>,
 }
+
+/// Challenges remembered per flow (a client asks again only when its connect goes
+/// unanswered; the server's own table holds MAX_CHALLENGES addresses).
+const CHALLENGES_KEPT: usize = 16;
 
 /// Per-flow state of the checks.
 #[derive(Default)]
@@ -61,10 +73,15 @@ impl Watch {
             self.flows.resize_with(i + 1, Flow::default);
         }
         let fl = &mut self.flows[i];
+        if m.file_offset.is_some() {
+            record_order(fl, m, out);
+        }
         if let Some(s) = m.server() {
             server(fl, m, s, out);
         } else if let Some(c) = m.client() {
             client(fl, m, c, out);
+        } else if let crate::q3::message::Body::Oob(o) = &m.body {
+            handshake(fl, m, o, out);
         }
     }
 }
@@ -175,4 +192,69 @@ fn client(fl: &mut Flow, m: &Message, c: &crate::q3::clc::ClientMessage, out: &m
             ),
         ));
     }
+}
+
+/// `SV_DirectConnect` refuses a `connect` whose userinfo challenge is not one it gave that
+/// address ("No or bad challenge for your address"), and the client ignores a
+/// `connectResponse` naming another challenge than its own (`CL_ConnectionlessPacket`).
+fn handshake(fl: &mut Flow, m: &Message, o: &crate::q3::oob::Oob, out: &mut Vec<Finding>) {
+    let mut found = |message: String| {
+        let mut f = at(m, "q3.challenge-mismatch", 0, message);
+        f.bit = None;
+        out.push(f);
+    };
+    match (m.dir, o.command.as_str()) {
+        (Dir::S2c, "challengeResponse") => {
+            if let Some(c) = o.arg_int(0) {
+                if fl.challenges.len() == CHALLENGES_KEPT {
+                    fl.challenges.remove(0);
+                }
+                fl.challenges.push(c);
+            }
+        }
+        (Dir::C2s, "connect") => {
+            let c = o
+                .info("challenge")
+                .and_then(|c| c.trim().parse::<i64>().ok());
+            fl.connect_challenge = c;
+            if let Some(c) = c.filter(|c| !fl.challenges.is_empty() && !fl.challenges.contains(c)) {
+                found(format!(
+                    "connect with challenge {c}, but the server gave {}",
+                    fl.challenges.last().copied().unwrap_or_default()
+                ));
+            }
+        }
+        (Dir::S2c, "connectResponse") => {
+            if let (Some(got), Some(sent)) = (o.arg_int(0), fl.connect_challenge) {
+                if got != sent {
+                    found(format!(
+                        "connectResponse names challenge {got}, the client connected with {sent}"
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A demo file holds the messages the client accepted, in order: `Netchan_Process` takes only
+/// sequences above the last, so no record's sequence is below the one before it (the
+/// synthetic gamestate record that opens a demo sits below the first real one; a record may
+/// repeat the last sequence, as real demos do where a new gamestate starts:
+/// ../shared/demos/q3/dm_68_cpma_3_matches_2_gamestates.dm_68).
+fn record_order(fl: &mut Flow, m: &Message, out: &mut Vec<Finding>) {
+    let Some(seq) = m.seq else {
+        return;
+    };
+    if let Some(last) = fl.record_seq.filter(|&l| seq < l) {
+        let mut f = at(
+            m,
+            "demo.sequence-order",
+            0,
+            format!("record of sequence {seq} after sequence {last}"),
+        );
+        f.bit = None;
+        out.push(f);
+    }
+    fl.record_seq = Some(seq);
 }

@@ -55,7 +55,10 @@ impl Aligner {
         let rx = [a, b];
         let mut ended = [false; 2];
         while !(ended[0] && ended[1]) {
-            let side = if ended[0] || (!ended[1] && self.pending[1] < self.pending[0]) {
+            // Ties (nothing matchable waiting yet) go by everything waiting.
+            let ma = (self.matchable(Side::A), self.pending[0]);
+            let mb = (self.matchable(Side::B), self.pending[1]);
+            let side = if ended[0] || (!ended[1] && mb < ma) {
                 Side::B
             } else {
                 Side::A
@@ -128,8 +131,38 @@ impl Aligner {
         }
     }
 
-    /// The window is full: decide on the oldest item of the side holding the most.
+    /// Items of `side` waiting in lanes the other side has brought something to: the ones a
+    /// later item of the other side may still match. Items in a lane the other side has never
+    /// used (a demo's missing client direction) wait for nothing and must not hold that side
+    /// back when choosing which input to read next.
+    fn matchable(&self, side: Side) -> usize {
+        let (s, o) = (ix(side), ix(side.other()));
+        let orphans: usize = self
+            .lanes
+            .values()
+            .filter(|l| l.span[o].is_none())
+            .map(|l| l.held[s].len())
+            .sum();
+        self.pending[s] - orphans
+    }
+
+    /// The window is full: first drop an item the other side has nothing to pair with (its
+    /// lane unused there: outside the span both cover), else decide on the oldest item of the
+    /// side holding the most.
     fn evict(&mut self) {
+        let orphan = self.lanes.iter().find_map(|(k, l)| {
+            (0..2)
+                .find(|&s| l.span[1 - s].is_none() && !l.held[s].is_empty())
+                .map(|s| (k.clone(), s))
+        });
+        if let Some((key, s)) = orphan {
+            let lane = self.lanes.get_mut(&key).expect("lane found");
+            if lane.held[s].pop_first().is_some() {
+                self.pending[s] -= 1;
+                self.out.uncovered += 1;
+                return;
+            }
+        }
         let side = if self.pending[0] >= self.pending[1] {
             Side::A
         } else {

@@ -425,7 +425,9 @@ fn parse_gamestate(
                 }
                 let value = r.read_big_string()?;
                 total += value.len() + 1;
-                if total > MAX_GAMESTATE_CHARS {
+                // CL_ParseGamestate's dataCount starts at 1 (a 0 for unset configstrings) and
+                // must stay within MAX_GAMESTATE_CHARS with each string and its terminator.
+                if 1 + total > MAX_GAMESTATE_CHARS {
                     return Err(SvcError::GamestateTooBig { bit: at });
                 }
                 st.set_configstring(index as usize, value.clone());
