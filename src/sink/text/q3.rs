@@ -62,7 +62,7 @@ fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
                     s.server_time,
                     s.flags,
                     s.areamask.len(),
-                    s.entity_count,
+                    s.entity_count.map_or("unknown".to_string(), |n| n.to_string()),
                     s.entities.len()
                 ));
                 let mut p = "    playerstate ".to_string();
@@ -104,7 +104,11 @@ fn client_ops(ops: &[ClientOp], out: &mut Vec<String>) {
     for op in ops {
         match op {
             ClientOp::ClientCommand { seq, text, new, .. } => {
-                let re = if *new { "" } else { " (again)" };
+                let re = match new {
+                    Some(true) => "",
+                    Some(false) => " (again)",
+                    None => " (new or again: unknown)",
+                };
                 out.push(format!("  clientCommand {seq}{re}: {}", shown(text)))
             }
             ClientOp::Move { no_delta, cmds, .. } => {
