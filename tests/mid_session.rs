@@ -706,3 +706,54 @@ fn quake3_proto71_cuts_decode_as_the_full_capture() {
         }
     }
 }
+
+/// Issue 17, protocol 71: `demo` needs a gamestate. A cut that keeps it (right after the
+/// connectResponse) gives the full capture's demo byte for byte; a cut after it writes
+/// nothing, says why and exits 3.
+#[test]
+fn quake3_proto71_demo_needs_a_gamestate() {
+    let name = "q3-proto71";
+    let src = root().join("captures").join(name).join("capture.pcapng");
+    if !src.exists() {
+        eprintln!("skipped: {} missing", src.display());
+        return;
+    }
+    let dir = scratch("q3demo71");
+    let demo_of = |cap: &Path, out: &Path| -> Vec<u8> {
+        run(&[
+            "demo",
+            "--out-dir",
+            &out.to_string_lossy(),
+            &cap.to_string_lossy(),
+        ]);
+        let file = std::fs::read_dir(out)
+            .expect("out dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "dm_71"))
+            .expect("a .dm_71");
+        std::fs::read(file).expect("read demo")
+    };
+    let full = demo_of(&src, &dir.join("full"));
+    let (response, _) = handshake_frames(name);
+    let cap = dir.join("cut.pcap");
+    cut(&src, response, &cap);
+    let cut_demo = demo_of(&cap, &dir.join("cut"));
+    assert!(
+        full == cut_demo,
+        "the cut's demo differs from the full capture's"
+    );
+    cut(&src, frame_count(&src) / 3, &cap);
+    let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args([
+            "demo",
+            "--out-dir",
+            &dir.join("none").to_string_lossy(),
+            &cap.to_string_lossy(),
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("holds no gamestate"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
