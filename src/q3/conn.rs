@@ -406,7 +406,9 @@ impl Decoder {
             keep_usercmds: (self.opts.emit && !self.opts.headers_only && !self.opts.events_only)
                 || self.opts.samples,
             commands_only: self.opts.events_only && self.opts.emit && !self.opts.samples,
-            key_unknown: st.state.bases_unseen(),
+            // The key hashes the acknowledged server command: mid-session it may be one sent
+            // before the capture, even after a gamestate gave the checksumFeed.
+            key_unknown: st.state.bases_unseen() || !st.state.server_command_known(hdr.2),
         };
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.

@@ -262,6 +262,10 @@ pub struct ClientState {
     /// a gamestate, a delta base the capture never showed is taken as unknown (the client
     /// held it), not as invalid, and what it would have given is marked unknown.
     pub mid_session: bool,
+    /// Mid-session: the ring slots whose command the capture showed (bit per slot); the
+    /// others hold what was sent before it. (A full session knows every slot: it starts
+    /// empty.)
+    pub commands_seen: u64,
 }
 
 impl Default for ClientState {
@@ -285,6 +289,7 @@ impl Default for ClientState {
             download_block: 0,
             big_cs: None,
             mid_session: false,
+            commands_seen: 0,
         }
     }
 }
@@ -333,6 +338,7 @@ impl ClientState {
         }
         self.server_command_seq = seq;
         self.server_commands[(seq as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.to_string();
+        self.commands_seen |= 1u64 << ((seq as usize) & (MAX_RELIABLE_COMMANDS - 1));
         self.apply_command(text);
         true
     }
@@ -418,6 +424,13 @@ impl ClientState {
     /// before the first gamestate.
     pub fn bases_unseen(&self) -> bool {
         self.mid_session && self.gamestates == 0
+    }
+
+    /// True when the text of server command `seq` is known: always in a full session;
+    /// mid-session, once the capture showed it.
+    pub fn server_command_known(&self, seq: i32) -> bool {
+        !self.mid_session
+            || self.commands_seen & (1u64 << ((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))) != 0
     }
 
     /// The known fields of an entity entering from its baseline.
