@@ -789,4 +789,50 @@ fn quake3_proto71_cuts_of_a_lab_recording() {
         return;
     };
     check_71_capture(&src, true);
+    // A cut between the first gamestate and a map change: its demo starts at the map change
+    // and equals the full capture's demo of that map byte for byte.
+    let msgs = full_messages(&src);
+    let gamestates: Vec<u64> = msgs
+        .iter()
+        .filter(|m| {
+            m["ops"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|op| op["op"] == "gamestate"))
+        })
+        .filter_map(|m| m["frame"].as_u64())
+        .collect();
+    let (Some(first), Some(&later)) = (gamestates.first(), gamestates.get(1)) else {
+        eprintln!("no map change in {}: demo check skipped", src.display());
+        return;
+    };
+    let dir = scratch("lab71demo");
+    let cap = dir.join("cut.pcap");
+    cut(&src, (first + later) / 2, &cap);
+    let files = |cap: &Path, out: &Path| -> Vec<Vec<u8>> {
+        run(&[
+            "demo",
+            "--out-dir",
+            &out.to_string_lossy(),
+            &cap.to_string_lossy(),
+        ]);
+        let mut v: Vec<PathBuf> = std::fs::read_dir(out)
+            .expect("out dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v.iter().map(|p| std::fs::read(p).expect("demo")).collect()
+    };
+    let full = files(&src, &dir.join("full"));
+    let cut_demos = files(&cap, &dir.join("cut"));
+    assert_eq!(cut_demos.len(), 1, "one demo, from the map change");
+    assert!(
+        full.contains(&cut_demos[0]),
+        "the cut's demo is none of the full capture's"
+    );
+    eprintln!(
+        "map-change demo of the cut after frame {} equals the full capture's",
+        (first + later) / 2
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
