@@ -293,23 +293,28 @@ fn parse_op<'s>(
             // Unknown key: each command is read with two complementary keys; a value that
             // comes out the same both ways does not depend on the key.
             let mut from_not = UserCmd::default();
-            for _ in 0..count {
-                let mut c = if ctx.key_unknown {
+            if ctx.key_unknown {
+                for _ in 0..count {
                     let at = r.bit_pos();
                     let not = read_delta_usercmd(r, !key, &from_not)?;
                     r.set_bit_pos(at);
                     let mut c = read_delta_usercmd(r, key, &from)?;
                     c.unknown = c.differing(&not);
                     from_not = not;
-                    c
-                } else {
-                    read_delta_usercmd(r, key, &from)?
-                };
-                if ctx.keep_usercmds {
-                    scratch.cmds.push(c);
+                    if ctx.keep_usercmds {
+                        scratch.cmds.push(c);
+                    }
+                    c.unknown = 0;
+                    from = c;
                 }
-                c.unknown = 0;
-                from = c;
+            } else {
+                for _ in 0..count {
+                    let c = read_delta_usercmd(r, key, &from)?;
+                    if ctx.keep_usercmds {
+                        scratch.cmds.push(c);
+                    }
+                    from = c;
+                }
             }
             OpView::Move {
                 bit,

@@ -685,15 +685,24 @@ fn read_snapshot_into<R: Recorder>(
         }
     };
     let ps_bit = r.bit_pos();
-    let mut changes = Masked::new(R::Changes::default());
-    let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
-    frame.ps_known = PsKnown {
-        fields: base_ps.fields | changes.mask,
-        arrays: std::array::from_fn(|i| base_ps.arrays[i] | wire.masks[i]),
+    // The masks are collected only when something is unknown: a full session never pays.
+    let (wire, changes) = if base_ps.is_all() {
+        let mut changes = R::Changes::default();
+        let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+        frame.ps_known = PsKnown::ALL;
+        (wire, changes)
+    } else {
+        let mut changes = Masked::new(R::Changes::default());
+        let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+        frame.ps_known = PsKnown {
+            fields: base_ps.fields | changes.mask,
+            arrays: std::array::from_fn(|i| base_ps.arrays[i] | wire.masks[i]),
+        };
+        (wire, changes.inner)
     };
     frame.ents_partial = base_partial;
     let bits = (ps_bit, r.bit_pos());
-    rec.playerstate(&frame.ps, frame.ps_known, wire, changes.inner, bits);
+    rec.playerstate(&frame.ps, frame.ps_known, wire, changes, bits);
     let old_ents = old.map_or(&[][..], |o| &o.ents[..]);
     // An entity not in a partial base frame may have been in the real one: only what its
     // delta sends is known.
@@ -897,13 +906,17 @@ fn read_entity<'b, R: Recorder>(
     };
     out.push(e);
     if flags == EntityFlags::Delta {
-        let mut changes = Masked::new(wire.changes);
-        let (lc, after_lc) = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut changes)?;
         let known = pool.known(e);
-        if known != ENT_ALL_KNOWN {
+        let (lc, after_lc) = if known == ENT_ALL_KNOWN {
+            read_entity_fields(r, &mut pool.get_mut(e).fields, &mut wire.changes)?
+        } else {
+            // Only a partly known entity (mid-session) collects the mask of what it got.
+            let mut changes = Masked::new(std::mem::take(&mut wire.changes));
+            let got = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut changes);
+            wire.changes = changes.inner;
             pool.set_known(e, known | changes.mask);
-        }
-        wire.changes = changes.inner;
+            got?
+        };
         wire.lc = lc;
         wire.bit_after_flag = after_lc;
         wire.end_bit = r.bit_pos();

@@ -41,6 +41,26 @@ pub const UNKNOWN_BUTTONS: u8 = 1 << 6;
 pub const UNKNOWN_WEAPON: u8 = 1 << 7;
 
 impl UserCmd {
+    /// Angle `i` (0..3), `None` when unknown.
+    pub fn angle(&self, i: usize) -> Option<i32> {
+        (self.unknown & (UNKNOWN_ANGLE << i) == 0).then(|| self.angles[i % 3])
+    }
+    pub fn forward(&self) -> Option<i8> {
+        (self.unknown & UNKNOWN_FORWARD == 0).then_some(self.forwardmove)
+    }
+    pub fn right(&self) -> Option<i8> {
+        (self.unknown & UNKNOWN_RIGHT == 0).then_some(self.rightmove)
+    }
+    pub fn up(&self) -> Option<i8> {
+        (self.unknown & UNKNOWN_UP == 0).then_some(self.upmove)
+    }
+    pub fn buttons_known(&self) -> Option<i32> {
+        (self.unknown & UNKNOWN_BUTTONS == 0).then_some(self.buttons)
+    }
+    pub fn weapon_known(&self) -> Option<u8> {
+        (self.unknown & UNKNOWN_WEAPON == 0).then_some(self.weapon)
+    }
+
     /// The keyed values that differ between `self` and `other` (the same command read
     /// with two keys), as [`UserCmd::unknown`] bits.
     pub fn differing(&self, other: &UserCmd) -> u8 {

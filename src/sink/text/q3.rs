@@ -114,18 +114,22 @@ fn client_ops(ops: &[ClientOp], out: &mut Vec<String>) {
             ClientOp::Move { no_delta, cmds, .. } => {
                 let kind = if *no_delta { "moveNoDelta" } else { "move" };
                 out.push(format!("  {kind} {} cmds", cmds.len()));
+                // Values the decoder could not know (mid-session: the key) print as `?`.
+                fn v<T: std::fmt::Display>(x: Option<T>) -> String {
+                    x.map_or("?".to_string(), |x| x.to_string())
+                }
                 for c in cmds {
                     out.push(format!(
                         "    serverTime {} angles {} {} {} move {} {} {} buttons {} weapon {}",
                         c.server_time,
-                        c.angles[0],
-                        c.angles[1],
-                        c.angles[2],
-                        c.forwardmove,
-                        c.rightmove,
-                        c.upmove,
-                        c.buttons,
-                        c.weapon
+                        v(c.angle(0)),
+                        v(c.angle(1)),
+                        v(c.angle(2)),
+                        v(c.forward()),
+                        v(c.right()),
+                        v(c.up()),
+                        v(c.buttons_known()),
+                        v(c.weapon_known())
                     ));
                 }
             }
