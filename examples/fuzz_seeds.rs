@@ -276,6 +276,7 @@ fn regressions(out: &Path) {
         ps: Default::default(),
         entities: Vec::new(),
         parse_entities_num: 0,
+        ..Default::default()
     };
     emit::full_snapshot(
         &mut w,

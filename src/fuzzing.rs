@@ -181,9 +181,10 @@ pub fn client_message(data: &[u8]) {
     let ctx = q3::clc::ClcContext {
         checksum_feed: hdr.0 ^ hdr.2,
         acked_server_command: data.get(..data.len().min(40)).unwrap_or(&[]),
-        last_client_command: hdr.1,
+        last_client_command: (hdr.1 & 2 == 0).then_some(hdr.1),
         keep_usercmds: true,
         commands_only: false,
+        key_unknown: hdr.0 & 1 == 1,
     };
     let m = q3::clc::parse_client_ops(&mut r, hdr, &ctx);
     let _ = serde_json::to_string(&m);

@@ -145,7 +145,9 @@ fn client_commands(msgs: &[Message], flow: u32) -> Vec<String> {
         .flat_map(|c| &c.ops)
         .filter_map(|op| match op {
             ClientOp::ClientCommand {
-                text, new: true, ..
+                text,
+                new: Some(true),
+                ..
             } => Some(text.trim().to_string()),
             _ => None,
         })

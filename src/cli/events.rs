@@ -182,10 +182,22 @@ fn timeline_line(e: &GameEvent) -> String {
         Detail::Kill(k) => {
             let weapon = k.means.trim_start_matches("MOD_").to_ascii_lowercase();
             let tag = if k.team_kill { " (team kill)" } else { "" };
-            let victim = k.victim.as_deref().unwrap_or("<a team mate>");
+            // A client whose name is unknown (a capture that missed the configstrings) is
+            // shown by number.
+            let victim = match (k.victim.as_deref(), k.victim_num) {
+                (Some("") | None, Some(n)) => format!("#{n}"),
+                (v, _) => v.unwrap_or("<a team mate>").to_string(),
+            };
             match &k.killer {
                 Some(killer) if !k.suicide => format!("{killer} → {victim}  {weapon}{tag}"),
                 Some(_) => format!("{victim} (suicide)  {weapon}"),
+                None if k.suicide && k.killer_num.is_some() => {
+                    format!("{victim} (suicide)  {weapon}")
+                }
+                None if k.killer_num.is_some() => format!(
+                    "#{} → {victim}  {weapon}{tag}",
+                    k.killer_num.unwrap_or_default()
+                ),
                 None if k.team_kill => format!("<a team mate> → {victim}  {weapon}{tag}"),
                 None => format!("<world> → {victim}  {weapon}"),
             }

@@ -46,8 +46,9 @@ pub enum ClientOp {
         bit: usize,
         seq: i32,
         text: String,
-        /// False for a retransmission already seen.
-        new: bool,
+        /// False for a retransmission already seen; `None` when unknown (mid-session,
+        /// before the server's count of received commands is known).
+        new: Option<bool>,
     },
     #[serde(rename = "move")]
     Move {
@@ -55,7 +56,8 @@ pub enum ClientOp {
         /// `clc_moveNoDelta`: the client asks for a full snapshot.
         #[serde(rename = "noDelta")]
         no_delta: bool,
-        key: i32,
+        /// `None` when unknown (mid-session before a gamestate: the checksumFeed is).
+        key: Option<i32>,
         cmds: Vec<UserCmd>,
     },
     #[serde(rename = "voip")]
@@ -90,8 +92,9 @@ pub struct ClcContext<'a> {
     pub checksum_feed: i32,
     /// The server command the packet acknowledges (the usercmd key hashes it).
     pub acked_server_command: &'a [u8],
-    /// Highest client command sequence seen so far (to mark retransmissions).
-    pub last_client_command: i32,
+    /// Highest client command sequence seen so far (to mark retransmissions); `None`
+    /// when unknown (mid-session).
+    pub last_client_command: Option<i32>,
     /// Keep the decoded usercmds of move ops (off for the flow table: they are still read,
     /// to stay in step and find errors, but a list per move is not built).
     pub keep_usercmds: bool,
@@ -99,6 +102,10 @@ pub struct ClcContext<'a> {
     /// a client sends its reliable commands before its moves, so a reader that wants the
     /// commands alone (the game events) skips decoding the usercmds.
     pub commands_only: bool,
+    /// The usercmd key is unknown (mid-session, no gamestate yet: checksumFeed): keyed
+    /// values are marked unknown in the usercmds, unless the delta inherits them from a
+    /// known value (a field absent from the first command of a move is zero).
+    pub key_unknown: bool,
 }
 
 /// Decode the ops after the three header longs (already read into `hdr`).
@@ -131,12 +138,12 @@ pub enum OpView<'a> {
         seq: i32,
         /// ASCII (the string reader maps every other byte to `.`).
         text: &'a [u8],
-        new: bool,
+        new: Option<bool>,
     },
     Move {
         bit: usize,
         no_delta: bool,
-        key: i32,
+        key: Option<i32>,
         /// Empty unless [`ClcContext::keep_usercmds`].
         cmds: &'a [UserCmd],
     },
@@ -253,7 +260,7 @@ fn parse_op<'s>(
     r: &mut BitReader<'_>,
     ctx: &ClcContext<'_>,
     key: i32,
-    last: &mut i32,
+    last: &mut Option<i32>,
     scratch: &'s mut ClcScratch,
 ) -> Result<OpView<'s>, ClcError> {
     let op = r.read_byte()?;
@@ -264,9 +271,9 @@ fn parse_op<'s>(
         CLC_CLIENTCOMMAND => {
             let seq = r.read_long()?;
             r.read_string_into(&mut scratch.text)?;
-            let new = seq > *last;
-            if new {
-                *last = seq;
+            let new = last.map(|l| seq > l);
+            if new == Some(true) {
+                *last = Some(seq);
             }
             OpView::ClientCommand {
                 bit,
@@ -283,17 +290,36 @@ fn parse_op<'s>(
             }
             scratch.cmds.clear();
             let mut from = UserCmd::default();
-            for _ in 0..count {
-                let c = read_delta_usercmd(r, key, &from)?;
-                if ctx.keep_usercmds {
-                    scratch.cmds.push(c);
+            // Unknown key: each command is read with two complementary keys; a value that
+            // comes out the same both ways does not depend on the key.
+            let mut from_not = UserCmd::default();
+            if ctx.key_unknown {
+                for _ in 0..count {
+                    let at = r.bit_pos();
+                    let not = read_delta_usercmd(r, !key, &from_not)?;
+                    r.set_bit_pos(at);
+                    let mut c = read_delta_usercmd(r, key, &from)?;
+                    c.unknown = c.differing(&not);
+                    from_not = not;
+                    if ctx.keep_usercmds {
+                        scratch.cmds.push(c);
+                    }
+                    c.unknown = 0;
+                    from = c;
                 }
-                from = c;
+            } else {
+                for _ in 0..count {
+                    let c = read_delta_usercmd(r, key, &from)?;
+                    if ctx.keep_usercmds {
+                        scratch.cmds.push(c);
+                    }
+                    from = c;
+                }
             }
             OpView::Move {
                 bit,
                 no_delta: op == CLC_MOVE_NODELTA,
-                key,
+                key: (!ctx.key_unknown).then_some(key),
                 cmds: &scratch.cmds,
             }
         }
@@ -375,7 +401,7 @@ mod tests {
         r: &mut BitReader<'_>,
         m: &ClientMessage,
         ctx: &ClcContext<'_>,
-        last: &mut i32,
+        last: &mut Option<i32>,
     ) -> Result<ClientOp, ClcError> {
         let op = r.read_byte()?;
         let bit = r.bit_pos();
@@ -385,9 +411,9 @@ mod tests {
             CLC_CLIENTCOMMAND => {
                 let seq = r.read_long()?;
                 let text = r.read_string()?;
-                let new = seq > *last;
-                if new {
-                    *last = seq;
+                let new = last.map(|l| seq > l);
+                if new == Some(true) {
+                    *last = Some(seq);
                 }
                 ClientOp::ClientCommand {
                     bit,
@@ -415,7 +441,7 @@ mod tests {
                 ClientOp::Move {
                     bit,
                     no_delta: op == CLC_MOVE_NODELTA,
-                    key,
+                    key: Some(key),
                     cmds,
                 }
             }
@@ -508,12 +534,15 @@ mod tests {
         b
     }
 
+    /// A client command as the walk saw it: sequence, text, new.
+    type Seen = (i32, String, Option<bool>);
+
     /// The walk, as the flow table runs it (no usercmd list, commands seen as they come).
     fn lean_walk(
         body: &[u8],
         ctx: &ClcContext<'_>,
         scratch: &mut ClcScratch,
-    ) -> (Option<ClcError>, Vec<(i32, String, bool)>, usize) {
+    ) -> (Option<ClcError>, Vec<Seen>, usize) {
         let mut r = BitReader::new(body);
         let Ok(hdr) = read_header(&mut r) else {
             return (None, Vec::new(), 0);
@@ -545,9 +574,10 @@ mod tests {
                 let ctx = ClcContext {
                     checksum_feed: feed,
                     acked_server_command: &acked,
-                    last_client_command: last,
+                    last_client_command: Some(last),
                     keep_usercmds: keep,
                     commands_only: false,
+                    key_unknown: false,
                 };
                 let mut r = BitReader::new(&body);
                 let mut want = None;

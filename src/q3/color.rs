@@ -22,11 +22,11 @@ pub fn plain(s: &str) -> String {
 
 /// The JSON of a server or client command op: its fields, then `plain`, the text without
 /// colour codes (the raw `text` stays for tools that want the colours).
-pub fn command_json<S: Serializer>(
+pub fn command_json<S: Serializer, N: serde::Serialize>(
     bit: &usize,
     seq: &i32,
     text: &str,
-    new: &bool,
+    new: &N,
     s: S,
 ) -> Result<S::Ok, S::Error> {
     let mut st = s.serialize_struct("Command", 5)?;

@@ -71,6 +71,8 @@ pub struct Accepted {
     pub fragmented: bool,
     pub challenge: i32,
     pub proto: Protocol,
+    /// The capture missed the connection's start (see [`ClientState::mid_session`]).
+    pub mid_session: bool,
 }
 
 /// What a connection asks of its decoder, in capture order.
@@ -143,7 +145,12 @@ impl DecodeLog {
 struct DecodeState {
     state: ClientState,
     client_cmds: Vec<String>,
-    last_client_cmd: i32,
+    /// The server's count of received client commands (`lastClientCommand`); `None`
+    /// mid-session until a server message tells it.
+    last_client_cmd: Option<i32>,
+    /// Mid-session, while `last_client_cmd` is unknown: a client message without commands
+    /// showed that the server had every command sent so far, so the next ones are new.
+    client_cmds_all_acked: bool,
     /// The client left (sent `disconnect` or was told to): it processes nothing more, so
     /// what follows is marked for the demo writer.
     client_gone: bool,
@@ -154,6 +161,21 @@ struct DecodeState {
     /// buffers: kept so a client message allocates nothing.
     key_hash: clc::KeyHashCache,
     clc_scratch: clc::ClcScratch,
+    /// Mid-session: the client's server command sequence was learnt (from its header).
+    cmd_seq_known: bool,
+}
+
+/// The decode state, made on the first message (marked mid-session when the capture
+/// missed the connection's start).
+fn state<'s>(st: &'s mut Option<Box<DecodeState>>, a: &Accepted) -> &'s mut DecodeState {
+    st.get_or_insert_with(|| {
+        let mut st = DecodeState::boxed();
+        st.state.mid_session = a.mid_session;
+        if a.mid_session {
+            st.last_client_cmd = None;
+        }
+        st
+    })
 }
 
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
@@ -175,12 +197,14 @@ impl Default for DecodeState {
         DecodeState {
             state: ClientState::default(),
             client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
-            last_client_cmd: 0,
+            last_client_cmd: Some(0),
+            client_cmds_all_acked: false,
             client_gone: false,
             keys_s2c: scramble::KeyCache::new(),
             keys_c2s: scramble::KeyCache::new(),
             key_hash: clc::KeyHashCache::default(),
             clc_scratch: clc::ClcScratch::default(),
+            cmd_seq_known: false,
         }
     }
 }
@@ -272,7 +296,7 @@ impl Decoder {
     }
 
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
-        let st = self.st.get_or_insert_with(DecodeState::boxed);
+        let st = state(&mut self.st, &a);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
         let ack = {
             let mut r = BitReader::new(&a.body);
@@ -284,6 +308,10 @@ impl Decoder {
                 st.keys_s2c
                     .s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
             }
+        }
+        if let (None, Some((ack, _))) = (st.last_client_cmd, ack) {
+            // Mid-session: the server acknowledges the last client command it received.
+            st.last_client_cmd = Some(ack);
         }
         let detail = self.opts.detail();
         let gamestates = st.state.gamestates;
@@ -355,7 +383,12 @@ impl Decoder {
             }
             return Some(a.body);
         };
-        let st = self.st.get_or_insert_with(DecodeState::boxed);
+        let st = state(&mut self.st, &a);
+        if st.state.bases_unseen() && !st.cmd_seq_known {
+            // Mid-session: the client's serverCommandSequence is what it acknowledges.
+            st.state.server_command_seq = hdr.2;
+            st.cmd_seq_known = true;
+        }
         let acked = st.state.server_command(hdr.2).as_bytes();
         if a.proto == Protocol::V68 {
             st.keys_c2s
@@ -366,10 +399,16 @@ impl Decoder {
         let ctx = ClcContext {
             checksum_feed: st.state.checksum_feed,
             acked_server_command: acked,
-            last_client_command: st.last_client_cmd,
+            last_client_command: match (st.last_client_cmd, st.client_cmds_all_acked) {
+                (None, true) => Some(i32::MIN),
+                (last, _) => last,
+            },
             keep_usercmds: (self.opts.emit && !self.opts.headers_only && !self.opts.events_only)
                 || self.opts.samples,
             commands_only: self.opts.events_only && self.opts.emit && !self.opts.samples,
+            // The key hashes the acknowledged server command: mid-session it may be one sent
+            // before the capture, even after a gamestate gave the checksumFeed.
+            key_unknown: st.state.bases_unseen() || !st.state.server_command_known(hdr.2),
         };
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.
@@ -382,19 +421,23 @@ impl Decoder {
             &mut st.last_client_cmd,
             &mut st.client_gone,
         );
+        let mut commands = false;
         let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
+            // A command not known to be new is kept too: a retransmission has the same text.
             if let clc::OpView::ClientCommand {
-                seq: cs,
-                text,
-                new: true,
-                ..
+                seq: cs, text, new, ..
             } = op
             {
-                let slot = &mut cmds[(cs as usize) & (MAX_RELIABLE_COMMANDS - 1)];
-                slot.clear();
-                slot.push_str(&String::from_utf8_lossy(text));
-                *last = cs;
-                *gone |= is_disconnect(slot);
+                commands = true;
+                if new != Some(false) {
+                    let slot = &mut cmds[(cs as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                    slot.clear();
+                    slot.push_str(&String::from_utf8_lossy(text));
+                    *gone |= is_disconnect(slot);
+                }
+                if new == Some(true) {
+                    *last = Some(cs);
+                }
             }
             if let clc::OpView::Move { cmds, .. } = op {
                 count_new_cmds(cmds, max_cmd_time, &mut stamp);
@@ -403,6 +446,9 @@ impl Decoder {
                 ops.push(op.owned());
             }
         });
+        if st.last_client_cmd.is_none() && !commands && error.is_none() {
+            st.client_cmds_all_acked = true;
+        }
         let gone = st.client_gone;
         if self.opts.samples {
             self.stamp = Stamp {
@@ -559,8 +605,20 @@ impl Connection {
         out: &mut Vec<Message>,
         work: &mut WorkQueue,
     ) {
-        self.released = false;
         self.summary.count_packet(dir, d.payload.len(), d.ts_ns);
+        self.replay(dir, d, out, work);
+    }
+
+    /// Handle a datagram already counted in the summary (one held while the connection was
+    /// being recognised mid-session: the flow adopted its counts).
+    pub fn replay(
+        &mut self,
+        dir: Dir,
+        d: &Datagram<'_>,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
+    ) {
+        self.released = false;
         if dir == Dir::C2s {
             self.summary.add_client_port(d.src.port());
             self.client = d.src;
@@ -625,7 +683,9 @@ impl Connection {
             }
             (Dir::C2s, "connect") => self.on_connect(&oob),
             (Dir::S2c, "connectResponse") => {
-                // A new netchan starts: both ends reset their sequences and rings (§3.4).
+                // A new netchan starts: both ends reset their sequences and rings (§3.4);
+                // from here the capture holds the whole connection.
+                self.mid_session = false;
                 self.rx_server.reset();
                 self.rx_client.reset();
                 self.dispatch(Work::Reset, out, work);
@@ -763,7 +823,7 @@ impl Connection {
             fragmented,
         } = res
         {
-            if self.mid_session {
+            if self.mid_session && self.proto == Protocol::V68 {
                 work.samples.extend(sample);
                 return self.undecoded(d, dir, seq, fragmented, out);
             }
@@ -789,6 +849,7 @@ impl Connection {
                 fragmented,
                 challenge: self.challenge.unwrap_or(0),
                 proto: self.proto,
+                mid_session: self.mid_session,
             };
             let w = match dir {
                 Dir::S2c => Work::Server(a),
@@ -843,8 +904,10 @@ impl Connection {
     }
 
     /// As [`Self::mark_mid_session`] for a protocol-71 channel whose challenge was solved from
-    /// its checksums: the netchan is followed with checksums verified, messages are counted.
-    pub fn mark_mid_session71(&mut self, frame: u64, challenge: i32) {
+    /// its checksums: the netchan is followed with checksums verified and the messages are
+    /// decoded (71 bodies are not scrambled); `held` packets came before the one that
+    /// confirmed it (they are replayed).
+    pub fn mark_mid_session71(&mut self, frame: u64, challenge: i32, held: usize) {
         self.mid_session = true;
         self.connected = true;
         self.proto = Protocol::V71;
@@ -855,7 +918,10 @@ impl Connection {
         self.summary.push_error(
             Error::new(
                 ErrorKind::MidSession,
-                format!("capture starts after the connection's handshake: protocol 71, challenge {challenge} solved from the netchan checksums (every packet verified with it); messages counted but not decoded: without a gamestate the snapshot bases, entity baselines and usercmd key (checksumFeed) are unknown"),
+                format!(
+                    "capture starts after the connection's handshake: protocol 71 recognised at packet {} of the connection, challenge {challenge} solved from the netchan checksums (every packet verified with it); messages decoded from its first packet, but until a gamestate the values of snapshot bases, entity baselines and the usercmd key (checksumFeed) are unknown: deltas from them give null values",
+                    held + 1
+                ),
             )
             .flow(id)
             .frame(frame),

@@ -102,7 +102,9 @@ impl Extractor {
         } else if let Some(c) = m.client() {
             for op in &c.ops {
                 if let ClientOp::ClientCommand { text, new, .. } = op {
-                    if *new {
+                    // A command not known to be new (mid-session) is left out: it may be
+                    // a retransmission of one already reported.
+                    if *new == Some(true) {
                         self.client_command(text);
                     }
                 }

@@ -3,6 +3,7 @@
 //! reliable server-command ring. The same state serves captures and demo files.
 use super::baselines::Baselines;
 use super::configstrings::Configstrings;
+pub use super::delta::PsKnown;
 use super::delta::{EntityState, PlayerState};
 use super::fields::NUM_ENTITY_FIELDS;
 
@@ -34,7 +35,21 @@ pub struct SnapFrame {
     pub entities: Vec<EntityState>,
     /// Running count of entities parsed before this frame (the engine's ring position).
     pub parse_entities_num: u64,
+    /// Which playerstate values are known (all, unless the capture missed the delta base).
+    pub ps_known: PsKnown,
+    /// Per entity of `entities`, the fields whose values are known (bit `i` for field `i`
+    /// of the table); empty when every value is known.
+    pub known: Vec<u64>,
+    /// The entity list itself is incomplete: the frame descends from a delta base the
+    /// capture missed, so entities it did not mention may be missing.
+    pub ents_partial: bool,
 }
+
+/// Every entity field known.
+pub const ENT_ALL_KNOWN: u64 = (1u64 << NUM_ENTITY_FIELDS) - 1;
+
+/// The entity fields game events read (eType, eventParm, otherEntityNum, otherEntityNum2).
+pub const EVENT_FIELDS: u64 = 1 << 11 | 1 << 13 | 1 << 18 | 1 << 30;
 
 /// An entity of a history frame: its number (the sort key, kept here so the merge of
 /// `CL_ParsePacketEntities` need not look into the pool) and its state in the [`EntityPool`],
@@ -76,6 +91,8 @@ impl EntRef {
 #[derive(Debug, Clone, Default)]
 pub struct EntityPool {
     states: Vec<EntityState>,
+    /// Known fields of each slot's state (see [`SnapFrame::known`]).
+    known: Vec<u64>,
     /// Collection epoch in which each slot was last found held.
     marks: Vec<u32>,
     epoch: u32,
@@ -118,9 +135,11 @@ impl EntityPool {
                     };
                     self.states.reserve_exact(want);
                     self.marks.reserve_exact(want);
+                    self.known.reserve_exact(want);
                 }
                 self.states.push(EntityState::default());
                 self.marks.push(0);
+                self.known.push(ENT_ALL_KNOWN);
                 (self.states.len() - 1) as u32
             }
         }
@@ -133,6 +152,7 @@ impl EntityPool {
         let dst = &mut self.states[id as usize];
         dst.number = number;
         dst.fields = *fields;
+        self.known[id as usize] = ENT_ALL_KNOWN;
         EntRef::new(number, id)
     }
 
@@ -164,7 +184,20 @@ impl EntityPool {
         let dst = &mut self.states[id as usize];
         dst.number = number;
         dst.fields = src;
+        self.known[id as usize] = self.known[from.id() as usize];
         EntRef::new(number, id)
+    }
+
+    /// The fields of `e` whose values are known.
+    #[inline]
+    pub fn known(&self, e: EntRef) -> u64 {
+        self.known[e.id() as usize]
+    }
+
+    /// Set the known fields of an entity just allocated.
+    #[inline]
+    pub fn set_known(&mut self, e: EntRef, mask: u64) {
+        self.known[e.id() as usize] = mask;
     }
 
     #[inline]
@@ -234,6 +267,9 @@ pub struct HistFrame {
     pub parse_entities_num: u64,
     /// The client still holds it as valid.
     pub valid: bool,
+    /// See [`SnapFrame::ps_known`] and [`SnapFrame::ents_partial`] (entity masks: the pool).
+    pub ps_known: PsKnown,
+    pub ents_partial: bool,
 }
 
 impl HistFrame {
@@ -281,6 +317,14 @@ pub struct ClientState {
     pub download_block: i32,
     /// A big configstring being assembled from `bcs0/1/2`.
     pub big_cs: Option<(usize, String)>,
+    /// The capture missed this connection's start (gamestate and earlier snapshots): until
+    /// a gamestate, a delta base the capture never showed is taken as unknown (the client
+    /// held it), not as invalid, and what it would have given is marked unknown.
+    pub mid_session: bool,
+    /// Mid-session: the ring slots whose command the capture showed (bit per slot); the
+    /// others hold what was sent before it. (A full session knows every slot: it starts
+    /// empty.)
+    pub commands_seen: u64,
 }
 
 impl Default for ClientState {
@@ -302,6 +346,8 @@ impl Default for ClientState {
             gamestates: 0,
             download_block: 0,
             big_cs: None,
+            mid_session: false,
+            commands_seen: 0,
         }
     }
 }
@@ -348,6 +394,7 @@ impl ClientState {
         }
         self.server_command_seq = seq;
         self.server_commands[(seq as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.to_string();
+        self.commands_seen |= 1u64 << ((seq as usize) & (MAX_RELIABLE_COMMANDS - 1));
         self.apply_command(text);
         true
     }
@@ -424,8 +471,31 @@ impl ClientState {
         (old, &mut self.pool, &self.baselines)
     }
 
+    /// True while a missed delta base means "unknown" rather than "invalid": mid-session,
+    /// before the first gamestate.
+    pub fn bases_unseen(&self) -> bool {
+        self.mid_session && self.gamestates == 0
+    }
+
+    /// True when the text of server command `seq` is known: always in a full session;
+    /// mid-session, once the capture showed it.
+    pub fn server_command_known(&self, seq: i32) -> bool {
+        !self.mid_session
+            || self.commands_seen & (1u64 << ((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))) != 0
+    }
+
+    /// The known fields of an entity entering from its baseline.
+    pub fn baseline_known(&self) -> u64 {
+        if self.bases_unseen() {
+            0
+        } else {
+            ENT_ALL_KNOWN
+        }
+    }
+
     /// A history frame as a self-contained [`SnapFrame`].
     pub fn snap_frame(&self, f: &HistFrame) -> SnapFrame {
+        let partial = f.ents.iter().any(|&e| self.pool.known(e) != ENT_ALL_KNOWN);
         SnapFrame {
             message_num: f.message_num,
             server_time: f.server_time,
@@ -435,12 +505,21 @@ impl ClientState {
             ps: f.ps.clone(),
             entities: f.ents.iter().map(|&e| self.pool.get(e).clone()).collect(),
             parse_entities_num: f.parse_entities_num,
+            ps_known: f.ps_known,
+            known: if partial {
+                f.ents.iter().map(|&e| self.pool.known(e)).collect()
+            } else {
+                Vec::new()
+            },
+            ents_partial: f.ents_partial,
         }
     }
 
     /// As [`Self::snap_frame`] with only the entities of an event type (`eType` past
     /// `ET_EVENTS`: obituaries, sounds, ...) and no playerstate or area mask: what game
-    /// events read, without copying the whole frame.
+    /// events read, without copying the whole frame. An entity whose event fields are not
+    /// all known (mid-session, from a base the capture missed) is left out: no event is
+    /// better than a wrong one.
     pub fn event_frame(&self, f: &HistFrame) -> SnapFrame {
         SnapFrame {
             message_num: f.message_num,
@@ -452,11 +531,15 @@ impl ClientState {
             entities: f
                 .ents
                 .iter()
+                .filter(|&&e| self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS)
                 .map(|&e| self.pool.get(e))
                 .filter(|s| s.fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS)
                 .cloned()
                 .collect(),
             parse_entities_num: f.parse_entities_num,
+            ps_known: PsKnown::ALL,
+            known: Vec::new(),
+            ents_partial: f.ents_partial,
         }
     }
 

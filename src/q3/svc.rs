@@ -16,8 +16,8 @@ use super::delta::{
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
 pub use super::state::MAX_AREAMASK;
 use super::state::{
-    ClientState, EntRef, EntityPool, HistFrame, SnapFrame, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS,
-    MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES,
+    ClientState, EntRef, EntityPool, HistFrame, PsKnown, SnapFrame, ENT_ALL_KNOWN,
+    MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES,
 };
 
 pub const SVC_BAD: u8 = 0;
@@ -123,8 +123,13 @@ pub struct Snapshot {
     pub entities_bit: usize,
     /// The transmitted entity deltas, in order.
     pub entities: Vec<EntityDelta>,
-    /// Number of entities in the resulting frame.
-    pub entity_count: usize,
+    /// Number of entities in the resulting frame; `None` when unknown (mid-session, the
+    /// frame descends from a delta base the capture missed).
+    pub entity_count: Option<usize>,
+    /// Mid-session: the delta base precedes the capture. The client held it; what it
+    /// gave (unsent values, entities not mentioned) is unknown, and `valid` is assumed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub base_unknown: bool,
     /// The whole frame after the delta (shared with the history, not serialized).
     #[serde(skip)]
     pub frame: Arc<SnapFrame>,
@@ -469,6 +474,9 @@ struct SnapHead {
     flags: u8,
     /// Message number of the history slot to delta from, when that slot was ever filled.
     old: Option<i32>,
+    /// Mid-session: the delta base precedes the capture (the client held it; its values
+    /// are unknown).
+    base_unknown: bool,
     valid: bool,
     invalid_reason: Option<&'static str>,
 }
@@ -508,8 +516,9 @@ fn read_snap_head(
     } else {
         st.slot(delta_base)
     };
+    let base_unknown = old.is_none() && delta_base > 0 && st.bases_unseen();
     let (valid, invalid_reason) = match old {
-        None if delta_base <= 0 => (true, None),
+        None if delta_base <= 0 || base_unknown => (true, None),
         None => (false, Some("Delta from invalid frame")),
         Some(s) if !s.valid => (false, Some("Delta from invalid frame")),
         Some(s) if s.message_num != delta_base => (false, Some("Delta frame too old")),
@@ -527,6 +536,7 @@ fn read_snap_head(
         delta_base,
         flags,
         old: old.map(|_| delta_base),
+        base_unknown,
         valid,
         invalid_reason,
     })
@@ -539,12 +549,13 @@ trait Recorder {
     fn playerstate(
         &mut self,
         ps: &PlayerState,
+        known: PsKnown,
         wire: PlayerWire,
         changes: Self::Changes,
         bits: (usize, usize),
     );
-    /// One transmitted entity; `state` is `None` for a removal.
-    fn entity(&mut self, e: EntityWire<Self::Changes>, state: Option<&EntityState>);
+    /// One transmitted entity with its known fields; `None` for a removal.
+    fn entity(&mut self, e: EntityWire<Self::Changes>, state: Option<(&EntityState, u64)>);
     /// The finished frame, before it enters the history.
     fn frame(&mut self, st: &ClientState, f: &HistFrame);
 }
@@ -563,9 +574,17 @@ struct EntityWire<C> {
 impl Recorder for () {
     type Changes = ();
     #[inline(always)]
-    fn playerstate(&mut self, _: &PlayerState, _: PlayerWire, _: (), _: (usize, usize)) {}
+    fn playerstate(
+        &mut self,
+        _: &PlayerState,
+        _: PsKnown,
+        _: PlayerWire,
+        _: (),
+        _: (usize, usize),
+    ) {
+    }
     #[inline(always)]
-    fn entity(&mut self, _: EntityWire<()>, _: Option<&EntityState>) {}
+    fn entity(&mut self, _: EntityWire<()>, _: Option<(&EntityState, u64)>) {}
     #[inline(always)]
     fn frame(&mut self, _: &ClientState, _: &HistFrame) {}
 }
@@ -584,16 +603,19 @@ impl Recorder for SnapRecord {
     fn playerstate(
         &mut self,
         ps: &PlayerState,
+        known: PsKnown,
         wire: PlayerWire,
         changes: Vec<FieldChange>,
         bits: (usize, usize),
     ) {
-        self.playerstate = PlayerDelta::new(ps.clone(), wire, changes, bits);
+        self.playerstate = PlayerDelta::new(ps.clone(), known, wire, changes, bits);
     }
 
-    fn entity(&mut self, e: EntityWire<Vec<FieldChange>>, state: Option<&EntityState>) {
+    fn entity(&mut self, e: EntityWire<Vec<FieldChange>>, state: Option<(&EntityState, u64)>) {
+        let known = state.map_or(ENT_ALL_KNOWN, |s| s.1);
         self.entities.push(EntityDelta {
-            state: state.cloned().unwrap_or(EntityState::zeroed(e.number)),
+            state: state.map_or(EntityState::zeroed(e.number), |s| s.0.clone()),
+            known: (known != ENT_ALL_KNOWN).then_some(known),
             removed: e.flags == EntityFlags::Removed,
             has_delta: e.flags == EntityFlags::Delta,
             lc: e.lc,
@@ -649,18 +671,78 @@ fn read_snapshot_into<R: Recorder>(
     rec: &mut R,
 ) -> Result<SnapHead, SvcError> {
     let h = read_snap_head(r, seq, st, frame)?;
+    let baseline_known = st.baseline_known();
     let (old, pool, baselines) = st.delta_parts(h.old);
-    match old {
-        Some(o) => frame.ps.clone_from(&o.ps),
-        None => frame.ps = PlayerState::default(),
-    }
+    // What is known of the base: all of a full snapshot's (from zero and the baselines),
+    // nothing of a base the capture missed, the base frame's own knowledge otherwise.
+    let (base_ps, base_partial) = match old {
+        Some(o) => {
+            frame.ps.clone_from(&o.ps);
+            (o.ps_known, o.ents_partial)
+        }
+        None => {
+            frame.ps = PlayerState::default();
+            match h.base_unknown {
+                true => (PsKnown::NONE, true),
+                false => (PsKnown::ALL, false),
+            }
+        }
+    };
     let ps_bit = r.bit_pos();
-    let mut changes = R::Changes::default();
-    let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
-    rec.playerstate(&frame.ps, wire, changes, (ps_bit, r.bit_pos()));
+    // The masks are collected only when something is unknown: a full session never pays.
+    let (wire, changes) = if base_ps.is_all() {
+        let mut changes = R::Changes::default();
+        let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+        frame.ps_known = PsKnown::ALL;
+        (wire, changes)
+    } else {
+        let mut changes = Masked::new(R::Changes::default());
+        let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+        frame.ps_known = PsKnown {
+            fields: base_ps.fields | changes.mask,
+            arrays: std::array::from_fn(|i| base_ps.arrays[i] | wire.masks[i]),
+        };
+        (wire, changes.inner)
+    };
+    frame.ents_partial = base_partial;
+    let bits = (ps_bit, r.bit_pos());
+    rec.playerstate(&frame.ps, frame.ps_known, wire, changes, bits);
     let old_ents = old.map_or(&[][..], |o| &o.ents[..]);
-    merge_packet_entities(r, old_ents, pool, baselines, &mut frame.ents, rec)?;
+    // An entity not in a partial base frame may have been in the real one: only what its
+    // delta sends is known.
+    let entering = if base_partial { 0 } else { baseline_known };
+    let bases = Bases {
+        baselines,
+        known: entering,
+    };
+    merge_packet_entities(r, old_ents, pool, &bases, &mut frame.ents, rec)?;
     Ok(h)
+}
+
+/// The baselines entities enter from, and which of their fields are known.
+struct Bases<'a> {
+    baselines: &'a Baselines,
+    known: u64,
+}
+
+/// A [`ChangeSink`] that also collects the changed fields as a mask.
+struct Masked<C> {
+    inner: C,
+    mask: u64,
+}
+
+impl<C> Masked<C> {
+    fn new(inner: C) -> Self {
+        Masked { inner, mask: 0 }
+    }
+}
+
+impl<C: ChangeSink> ChangeSink for Masked<C> {
+    #[inline(always)]
+    fn change(&mut self, c: FieldChange) {
+        self.mask |= 1u64 << (c.index & 63);
+        self.inner.change(c);
+    }
 }
 
 /// A snapshot with every record ([`Detail::Full`]).
@@ -724,7 +806,8 @@ fn snapshot_op(
         entities_bit: playerstate.end_bit,
         playerstate,
         entities,
-        entity_count: frame.entities.len(),
+        entity_count: (!frame.ents_partial).then_some(frame.entities.len()),
+        base_unknown: h.base_unknown,
         frame: Arc::new(frame),
     }
 }
@@ -738,9 +821,17 @@ struct EventFrame {
 impl Recorder for EventFrame {
     type Changes = ();
     #[inline(always)]
-    fn playerstate(&mut self, _: &PlayerState, _: PlayerWire, _: (), _: (usize, usize)) {}
+    fn playerstate(
+        &mut self,
+        _: &PlayerState,
+        _: PsKnown,
+        _: PlayerWire,
+        _: (),
+        _: (usize, usize),
+    ) {
+    }
     #[inline(always)]
-    fn entity(&mut self, _: EntityWire<()>, _: Option<&EntityState>) {}
+    fn entity(&mut self, _: EntityWire<()>, _: Option<(&EntityState, u64)>) {}
     fn frame(&mut self, st: &ClientState, f: &HistFrame) {
         self.frame = st.event_frame(f);
     }
@@ -754,7 +845,7 @@ fn merge_packet_entities<R: Recorder>(
     r: &mut BitReader<'_>,
     old: &[EntRef],
     pool: &mut EntityPool,
-    baselines: &Baselines,
+    bases: &Bases<'_>,
     out: &mut Vec<EntRef>,
     rec: &mut R,
 ) -> Result<(), SvcError> {
@@ -770,8 +861,8 @@ fn merge_packet_entities<R: Recorder>(
         oi += kept;
         let from_old = old.get(oi).copied().filter(|e| e.number() == newnum);
         oi += usize::from(from_old.is_some());
-        let base = || baselines.get(newnum as usize);
-        read_entity(r, newnum, from_old, base, pool, out, rec)?;
+        let base = || bases.baselines.get(newnum as usize);
+        read_entity(r, newnum, from_old, (base, bases.known), pool, out, rec)?;
     }
     out.extend_from_slice(&old[oi..]);
     Ok(())
@@ -783,7 +874,7 @@ fn read_entity<'b, R: Recorder>(
     r: &mut BitReader<'_>,
     number: i32,
     from_old: Option<EntRef>,
-    base: impl Fn() -> &'b EntityState,
+    (base, base_known): (impl Fn() -> &'b EntityState, u64),
     pool: &mut EntityPool,
     out: &mut Vec<EntRef>,
     rec: &mut R,
@@ -808,17 +899,36 @@ fn read_entity<'b, R: Recorder>(
         }
         (EntityFlags::Unchanged, Some(o)) => o,
         (EntityFlags::Delta, Some(o)) => pool.alloc_copy(o, number),
-        (EntityFlags::Unchanged, None) => pool.baseline_copy(number, base()),
-        (_, None) => pool.alloc(number, &base().fields),
+        // Shared only when exact: a partial entry's known fields vary by snapshot.
+        (EntityFlags::Unchanged, None) if base_known == ENT_ALL_KNOWN => {
+            pool.baseline_copy(number, base())
+        }
+        (_, None) => {
+            let e = pool.alloc(number, &base().fields);
+            if base_known != ENT_ALL_KNOWN {
+                pool.set_known(e, base_known);
+            }
+            e
+        }
     };
     out.push(e);
     if flags == EntityFlags::Delta {
-        let (lc, after_lc) = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut wire.changes)?;
+        let known = pool.known(e);
+        let (lc, after_lc) = if known == ENT_ALL_KNOWN {
+            read_entity_fields(r, &mut pool.get_mut(e).fields, &mut wire.changes)?
+        } else {
+            // Only a partly known entity (mid-session) collects the mask of what it got.
+            let mut changes = Masked::new(std::mem::take(&mut wire.changes));
+            let got = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut changes);
+            wire.changes = changes.inner;
+            pool.set_known(e, known | changes.mask);
+            got?
+        };
         wire.lc = lc;
         wire.bit_after_flag = after_lc;
         wire.end_bit = r.bit_pos();
     }
-    rec.entity(wire, Some(pool.get(e)));
+    rec.entity(wire, Some((pool.get(e), pool.known(e))));
     Ok(())
 }
 
@@ -1044,6 +1154,7 @@ mod tests {
                 ps: playerstate(&ps, &arrays),
                 entities,
                 parse_entities_num: 0,
+                ..Default::default()
             };
             let mut w = BitWriter::new();
             emit::ack(&mut w, 3);

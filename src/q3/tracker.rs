@@ -67,11 +67,16 @@ pub fn netchan_shape(p: &[u8]) -> Option<Dir> {
     if p.len() < 8 || oob::is_oob(p) {
         return None;
     }
-    let small = |v: i32, max: i32| (0..max).contains(&v);
     if c2s_body_shape(p, Protocol::V68).is_some() {
         return Some(Dir::C2s);
     }
-    let h = Header::parse(p, Dir::S2c, Protocol::V68).ok()?;
+    s2c_shape(p, Protocol::V68)
+}
+
+/// A server packet's shape on a channel of `proto` (see [`netchan_shape`]).
+fn s2c_shape(p: &[u8], proto: Protocol) -> Option<Dir> {
+    let small = |v: i32, max: i32| (0..max).contains(&v);
+    let h = Header::parse(p, Dir::S2c, proto).ok()?;
     if h.fragmented || h.sequence <= 0 {
         return None;
     }
@@ -147,8 +152,26 @@ enum Routed {
     Summarised,
 }
 
+/// Packets one candidate holds for replay once confirmed: a client loading a map sends
+/// nothing for seconds while the server sends its gamestate and snapshots (20/s).
+const CANDIDATE_HELD: usize = 128;
+/// Bytes all candidates hold together at most (past it they hold nothing more: decoding then
+/// starts later, memory stays bounded).
+const CANDIDATE_BYTES: usize = 1 << 22;
+
+/// A packet held by a candidate.
+#[derive(Debug)]
+struct Held {
+    dir: Dir,
+    frame: u64,
+    ts_ns: i64,
+    src: SocketAddr,
+    dst: SocketAddr,
+    payload: Vec<u8>,
+}
+
 /// A pair that looks like a Quake 3 connection seen mid-session, not yet confirmed.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Candidate {
     qport: u16,
     seq: i32,
@@ -158,6 +181,8 @@ struct Candidate {
     ch71: Option<i32>,
     ok71: u8,
     not71: bool,
+    /// Its packets so far (both directions), replayed once it is confirmed as protocol 71.
+    held: Vec<Held>,
 }
 
 impl Candidate {
@@ -169,7 +194,12 @@ impl Candidate {
             ch71: None,
             ok71: 0,
             not71: false,
+            held: Vec::new(),
         }
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.held.iter().map(|p| p.payload.len()).sum()
     }
 
     /// Weigh one client packet as protocol 71 (`h`: its V71 header, when it has that shape).
@@ -190,6 +220,21 @@ impl Candidate {
             }
             None => {}
         }
+    }
+}
+
+/// Keep a copy of `d` in candidate `c` for its replay, within the bounds.
+fn hold(c: &mut Candidate, held_bytes: &mut usize, dir: Dir, d: &Datagram<'_>) {
+    if c.held.len() < CANDIDATE_HELD && *held_bytes + d.payload.len() <= CANDIDATE_BYTES {
+        *held_bytes += d.payload.len();
+        c.held.push(Held {
+            dir,
+            frame: d.frame,
+            ts_ns: d.ts_ns,
+            src: d.src,
+            dst: d.dst,
+            payload: d.payload.to_vec(),
+        });
     }
 }
 
@@ -235,6 +280,8 @@ pub struct Tracker {
     by_qport: QportIndex,
     /// (server, client) pairs that may be connections seen mid-session.
     candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
+    /// Bytes the candidates hold (see [`CANDIDATE_BYTES`]).
+    held_bytes: usize,
     /// Capture time of the last idle scan.
     last_scan_ns: i64,
 }
@@ -261,7 +308,7 @@ impl Tracker {
         work: &mut WorkQueue,
     ) -> bool {
         self.scan_idle(d.ts_ns, work);
-        let (idx, dir) = match self.route(d, table) {
+        let (idx, dir) = match self.route(d, table, out, work) {
             Some(Routed::Flow(i, dir)) => (i, dir),
             Some(Routed::Summarised) => return true,
             None => return false,
@@ -296,7 +343,13 @@ impl Tracker {
         self.by_pair.insert(server, client, i);
     }
 
-    fn route(&mut self, d: &Datagram<'_>, table: &mut FlowTable) -> Option<Routed> {
+    fn route(
+        &mut self,
+        d: &Datagram<'_>,
+        table: &mut FlowTable,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
+    ) -> Option<Routed> {
         let known = self.by_pair.get(&(d.dst, d.src));
         if let Some(i) = known.a_serves {
             // A new handshake after an established netchan starts a new connection.
@@ -330,7 +383,7 @@ impl Tracker {
                 return Some(Routed::Flow(i, Dir::C2s));
             }
         }
-        self.mid_session_candidate(d, table)
+        self.mid_session_candidate(d, table, out, work)
             .map(|(i, dir)| Routed::Flow(i, dir))
     }
 
@@ -362,42 +415,104 @@ impl Tracker {
         &mut self,
         d: &Datagram<'_>,
         table: &mut FlowTable,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
     ) -> Option<(usize, Dir)> {
+        // A packet from the server of a candidate is that candidate's server packet, whatever
+        // its bytes look like (a server packet can pass the client shape): once a client
+        // packet named the pair's roles, or the sender sent server packets before. (One odd
+        // client packet with a server's shape must not turn the roles round.)
+        let from_server = !self.candidates.is_empty()
+            && self
+                .candidates
+                .get(&(d.src, d.dst))
+                .is_some_and(|c| c.hits > 0 || c.held.len() >= 2);
+        if from_server {
+            self.hold_server_packet(d, false);
+            return None;
+        }
         let h71 = maybe_71(d.payload)
             .then(|| c2s_shape(d.payload, Protocol::V71))
             .flatten();
-        if h71.is_none() && netchan_shape(d.payload) != Some(Dir::C2s) {
+        let shape = if h71.is_some() {
+            Some(Dir::C2s)
+        } else {
+            netchan_shape(d.payload)
+        };
+        if shape != Some(Dir::C2s) {
+            let shaped = shape == Some(Dir::S2c)
+                || (d.payload.len() >= 12 && s2c_shape(d.payload, Protocol::V71).is_some());
+            self.hold_server_packet(d, shaped);
             return None;
         }
         let h = Header::parse(d.payload, Dir::C2s, Protocol::V68).ok()?;
         let qport = h.qport?;
-        if self.candidates.len() >= MAX_CANDIDATES {
-            self.candidates.clear();
-        }
         let key = (d.dst, d.src);
+        if self.candidates.len() >= MAX_CANDIDATES && !self.candidates.contains_key(&key) {
+            self.candidates.clear();
+            self.held_bytes = 0;
+        }
         let c = self
             .candidates
             .entry(key)
             .or_insert(Candidate::new(qport, h.sequence));
         if c.hits > 0 && (c.qport != qport || h.sequence <= c.seq) {
+            self.held_bytes = self.held_bytes.saturating_sub(c.held_bytes());
             *c = Candidate::new(qport, h.sequence);
         }
-        c.hits += 1;
+        // Held server packets (if any) came first; the client packet names the qport.
+        c.qport = qport;
+        c.hits = c.hits.saturating_add(1);
         c.seq = h.sequence;
         c.evidence71(h71.as_ref());
         // Protocol 71 once one challenge verified two packets; 68 once 71 is ruled out (or
         // never settled over many packets: an odd-only run cannot last).
         let ch71 = c.ch71.filter(|_| c.ok71 >= 2);
         if c.hits < MID_SESSION_CONFIRM || (ch71.is_none() && !c.not71 && c.hits < 8) {
+            hold(c, &mut self.held_bytes, Dir::C2s, d);
             return None;
         }
-        self.candidates.remove(&key);
+        let c = self.candidates.remove(&key)?;
+        self.held_bytes = self.held_bytes.saturating_sub(c.held_bytes());
         let i = self.new_flow(d.dst, d.src, true, table)?;
         match ch71 {
-            Some(ch) => self.flows[i].mark_mid_session71(d.frame, ch),
+            Some(ch) => {
+                self.flows[i].mark_mid_session71(d.frame, ch, c.held.len());
+                // The held packets are in the counts the flow adopted: replayed, not counted.
+                for p in &c.held {
+                    let dg = Datagram {
+                        frame: p.frame,
+                        ts_ns: p.ts_ns,
+                        src: p.src,
+                        dst: p.dst,
+                        payload: &p.payload,
+                    };
+                    self.flows[i].replay(p.dir, &dg, out, work);
+                }
+            }
             None => self.flows[i].mark_mid_session(d.frame),
         }
         Some((i, Dir::C2s))
+    }
+
+    /// A packet that is not a client's, to an address that may be a client seen
+    /// mid-session: held for the replay by its candidate. `shaped`: it has a server packet's
+    /// shape, which starts a candidate (the server may send for seconds before the client
+    /// does, e.g. the gamestate and snapshots while the client loads the map).
+    fn hold_server_packet(&mut self, d: &Datagram<'_>, shaped: bool) {
+        if oob::is_oob(d.payload) || (self.candidates.is_empty() && !shaped) {
+            return;
+        }
+        let key = (d.src, d.dst);
+        if shaped && !self.candidates.contains_key(&key) {
+            if self.candidates.len() >= MAX_CANDIDATES {
+                return;
+            }
+            self.candidates.insert(key, Candidate::new(0, 0));
+        }
+        if let Some(c) = self.candidates.get_mut(&key) {
+            hold(c, &mut self.held_bytes, Dir::S2c, d);
+        }
     }
 
     /// A new flow, or None when its kind's limit is reached: `connection` for a flow that

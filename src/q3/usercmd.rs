@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::q3::bits::{decode_window, BitError, BitReader, BitWriter};
 
 /// `usercmd_t` as transmitted.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug, Serialize)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct UserCmd {
     /// Server time the command applies to.
     pub server_time: i32,
@@ -27,6 +27,84 @@ pub struct UserCmd {
     pub buttons: i32,
     /// Selected weapon.
     pub weapon: u8,
+    /// Values the decoder could not know (the usercmd key was unknown: mid-session before a
+    /// gamestate): [`UNKNOWN_ANGLE`] bits and the others below; serialized as `null`.
+    pub unknown: u8,
+}
+
+/// [`UserCmd::unknown`] bits: angle `i` is `UNKNOWN_ANGLE << i`.
+pub const UNKNOWN_ANGLE: u8 = 1;
+pub const UNKNOWN_FORWARD: u8 = 1 << 3;
+pub const UNKNOWN_RIGHT: u8 = 1 << 4;
+pub const UNKNOWN_UP: u8 = 1 << 5;
+pub const UNKNOWN_BUTTONS: u8 = 1 << 6;
+pub const UNKNOWN_WEAPON: u8 = 1 << 7;
+
+impl UserCmd {
+    /// Angle `i` (0..3), `None` when unknown.
+    pub fn angle(&self, i: usize) -> Option<i32> {
+        (self.unknown & (UNKNOWN_ANGLE << i) == 0).then(|| self.angles[i % 3])
+    }
+    pub fn forward(&self) -> Option<i8> {
+        (self.unknown & UNKNOWN_FORWARD == 0).then_some(self.forwardmove)
+    }
+    pub fn right(&self) -> Option<i8> {
+        (self.unknown & UNKNOWN_RIGHT == 0).then_some(self.rightmove)
+    }
+    pub fn up(&self) -> Option<i8> {
+        (self.unknown & UNKNOWN_UP == 0).then_some(self.upmove)
+    }
+    pub fn buttons_known(&self) -> Option<i32> {
+        (self.unknown & UNKNOWN_BUTTONS == 0).then_some(self.buttons)
+    }
+    pub fn weapon_known(&self) -> Option<u8> {
+        (self.unknown & UNKNOWN_WEAPON == 0).then_some(self.weapon)
+    }
+
+    /// The keyed values that differ between `self` and `other` (the same command read
+    /// with two keys), as [`UserCmd::unknown`] bits.
+    pub fn differing(&self, other: &UserCmd) -> u8 {
+        let mut m = 0;
+        for i in 0..3 {
+            if self.angles[i] != other.angles[i] {
+                m |= UNKNOWN_ANGLE << i;
+            }
+        }
+        let pairs = [
+            (self.forwardmove != other.forwardmove, UNKNOWN_FORWARD),
+            (self.rightmove != other.rightmove, UNKNOWN_RIGHT),
+            (self.upmove != other.upmove, UNKNOWN_UP),
+            (self.buttons != other.buttons, UNKNOWN_BUTTONS),
+            (self.weapon != other.weapon, UNKNOWN_WEAPON),
+        ];
+        for (d, bit) in pairs {
+            if d {
+                m |= bit;
+            }
+        }
+        m
+    }
+}
+
+impl Serialize for UserCmd {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let k = |bit: u8| self.unknown & bit == 0;
+        let angles: [Option<i32>; 3] =
+            std::array::from_fn(|i| k(UNKNOWN_ANGLE << i).then_some(self.angles[i]));
+        let mut st = s.serialize_struct("UserCmd", 8)?;
+        st.serialize_field("server_time", &self.server_time)?;
+        st.serialize_field("angles", &angles)?;
+        st.serialize_field(
+            "forwardmove",
+            &k(UNKNOWN_FORWARD).then_some(self.forwardmove),
+        )?;
+        st.serialize_field("rightmove", &k(UNKNOWN_RIGHT).then_some(self.rightmove))?;
+        st.serialize_field("upmove", &k(UNKNOWN_UP).then_some(self.upmove))?;
+        st.serialize_field("buttons", &k(UNKNOWN_BUTTONS).then_some(self.buttons))?;
+        st.serialize_field("weapon", &k(UNKNOWN_WEAPON).then_some(self.weapon))?;
+        st.end()
+    }
 }
 
 #[inline]
@@ -185,6 +263,7 @@ fn read_delta_usercmd_windowed(r: &mut BitReader, key: i32, from: &UserCmd) -> O
         upmove,
         buttons,
         weapon,
+        unknown: 0,
     })
 }
 
@@ -222,6 +301,7 @@ fn read_delta_usercmd_exact(
         upmove,
         buttons,
         weapon,
+        unknown: 0,
     })
 }
 
@@ -306,6 +386,7 @@ mod tests {
                 upmove: u,
                 buttons,
                 weapon,
+                unknown: 0,
             })
     }
 

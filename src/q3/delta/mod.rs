@@ -32,7 +32,7 @@ pub use read::{
 };
 pub use types::{
     shownet_bits, ChangeSink, EntityDelta, EntityState, FieldChange, FieldEnc, Number, PlayerDelta,
-    PlayerState, PlayerWire, REMOVED_NUMBER,
+    PlayerState, PlayerWire, PsKnown, REMOVED_NUMBER,
 };
 pub use write::{write_delta_entity, write_delta_playerstate};
 

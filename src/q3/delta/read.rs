@@ -7,6 +7,7 @@ use super::exact::fields_exact;
 use super::fast::{change_in_window, fields_fast};
 use super::types::{
     ChangeSink, EntityDelta, EntityState, FieldChange, PlayerDelta, PlayerState, PlayerWire,
+    PsKnown,
 };
 use super::DeltaError;
 use crate::q3::bits::{BitError, BitReader};
@@ -131,6 +132,7 @@ pub fn read_delta_entity(
         bit_after_flag,
         start_bit,
         end_bit: r.bit_pos(),
+        known: None,
     })
 }
 
@@ -208,6 +210,7 @@ pub fn read_delta_playerstate(
     let wire = read_playerstate_into(r, &mut state, &mut changes)?;
     Ok(PlayerDelta::new(
         state,
+        PsKnown::ALL,
         wire,
         changes,
         (start_bit, r.bit_pos()),

@@ -91,6 +91,37 @@ impl PlayerState {
     }
 }
 
+/// Which values of a playerstate are known: bit `i` of `fields` for field `i` of the
+/// table, one bit per entry of each array (stats, persistant, ammo, powerups). A capture
+/// that starts mid-session misses the delta bases: only what the deltas send is known
+/// until a full snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PsKnown {
+    pub fields: u64,
+    pub arrays: [u16; 4],
+}
+
+impl PsKnown {
+    pub const ALL: PsKnown = PsKnown {
+        fields: (1u64 << NUM_PLAYER_FIELDS) - 1,
+        arrays: [u16::MAX; 4],
+    };
+    pub const NONE: PsKnown = PsKnown {
+        fields: 0,
+        arrays: [0; 4],
+    };
+
+    pub fn is_all(&self) -> bool {
+        *self == PsKnown::ALL
+    }
+}
+
+impl Default for PsKnown {
+    fn default() -> Self {
+        PsKnown::ALL
+    }
+}
+
 /// How a changed field was encoded on the wire.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
 pub enum FieldEnc {
@@ -155,6 +186,9 @@ pub struct EntityDelta {
     pub start_bit: usize,
     /// Bit position at exit.
     pub end_bit: usize,
+    /// The fields of `state` whose values are known; `None`: all of them. (Mid-session the
+    /// base may be missing from the capture: only what the deltas sent is known.)
+    pub known: Option<u64>,
 }
 
 impl EntityDelta {
@@ -206,12 +240,15 @@ pub struct PlayerDelta {
     pub start_bit: usize,
     /// Bit position at exit.
     pub end_bit: usize,
+    /// Which values of `state` are known; `None`: all of them.
+    pub known: Option<PsKnown>,
 }
 
 impl PlayerDelta {
     /// The record of a delta read into `state`, spanning bits `start..end`.
     pub fn new(
         state: PlayerState,
+        known: PsKnown,
         wire: PlayerWire,
         changes: Vec<FieldChange>,
         (start_bit, end_bit): (usize, usize),
@@ -229,6 +266,7 @@ impl PlayerDelta {
             changed_powerups,
             start_bit,
             end_bit,
+            known: (!known.is_all()).then_some(known),
         }
     }
 

@@ -8,6 +8,7 @@ use crate::flow::FlowSummary;
 use crate::gameevent::GameEvent;
 use crate::q3;
 use crate::q3::clc::ClientOp as Q3ClientOp;
+use crate::q3::delta::PsKnown;
 use crate::q3::svc::ServerOp as Q3ServerOp;
 use crate::qw;
 use crate::qw::clc::ClientOp as QwClientOp;
@@ -124,6 +125,11 @@ pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<(
                     continue;
                 };
                 for (slot, u) in cmds.iter().enumerate() {
+                    // A command with values the decoder could not know (mid-session, before
+                    // the key is) has no row: its columns are required.
+                    if u.unknown != 0 {
+                        continue;
+                    }
                     t.usercmds.row(&[
                         flow,
                         game,
@@ -165,8 +171,23 @@ pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<(
                     Q3ServerOp::Snapshot(snap) => {
                         let Some(f) = fields else { continue };
                         let ps = &snap.playerstate.state;
-                        let fl = |i: usize| Cell::from(ps.float(i));
+                        // Values from a delta base the capture missed (mid-session): a row
+                        // only when the required ones are known, the optional ones null.
+                        let known = snap.playerstate.known.unwrap_or(PsKnown::ALL);
+                        let has = |i: usize| known.fields & (1u64 << i) != 0;
+                        let required = [f.client_num, f.origin[0], f.origin[1], f.origin[2]];
+                        let velocity = [f.velocity[0], f.velocity[1], f.velocity[2]];
+                        if !required.iter().chain(&velocity).all(|&i| has(i)) {
+                            continue;
+                        }
+                        let fl = |i: usize| -> Cell<'_> { has(i).then(|| ps.float(i)).into() };
                         let int = |i: usize| Cell::from(ps.fields.get(i).copied().unwrap_or(0));
+                        let opt_int = |i: usize| -> Cell<'_> {
+                            has(i)
+                                .then(|| ps.fields.get(i).copied().unwrap_or(0))
+                                .into()
+                        };
+                        let health_known = known.arrays[0] & (1 << STAT_HEALTH) != 0;
                         t.player_states.row(&[
                             flow,
                             game,
@@ -184,8 +205,12 @@ pub fn q3_message(m: &q3::message::Message, t: &mut Streams<'_>) -> io::Result<(
                             fl(f.viewangles[0]),
                             fl(f.viewangles[1]),
                             fl(f.viewangles[2]),
-                            ps.stats.get(STAT_HEALTH).copied().into(),
-                            int(f.weapon),
+                            ps.stats
+                                .get(STAT_HEALTH)
+                                .copied()
+                                .filter(|_| health_known)
+                                .into(),
+                            opt_int(f.weapon),
                         ])?;
                     }
                     _ => {}

@@ -62,7 +62,7 @@ fn server_ops(ops: &[ServerOp], out: &mut Vec<String>) {
                     s.server_time,
                     s.flags,
                     s.areamask.len(),
-                    s.entity_count,
+                    s.entity_count.map_or("unknown".to_string(), |n| n.to_string()),
                     s.entities.len()
                 ));
                 let mut p = "    playerstate ".to_string();
@@ -104,24 +104,32 @@ fn client_ops(ops: &[ClientOp], out: &mut Vec<String>) {
     for op in ops {
         match op {
             ClientOp::ClientCommand { seq, text, new, .. } => {
-                let re = if *new { "" } else { " (again)" };
+                let re = match new {
+                    Some(true) => "",
+                    Some(false) => " (again)",
+                    None => " (new or again: unknown)",
+                };
                 out.push(format!("  clientCommand {seq}{re}: {}", shown(text)))
             }
             ClientOp::Move { no_delta, cmds, .. } => {
                 let kind = if *no_delta { "moveNoDelta" } else { "move" };
                 out.push(format!("  {kind} {} cmds", cmds.len()));
+                // Values the decoder could not know (mid-session: the key) print as `?`.
+                fn v<T: std::fmt::Display>(x: Option<T>) -> String {
+                    x.map_or("?".to_string(), |x| x.to_string())
+                }
                 for c in cmds {
                     out.push(format!(
                         "    serverTime {} angles {} {} {} move {} {} {} buttons {} weapon {}",
                         c.server_time,
-                        c.angles[0],
-                        c.angles[1],
-                        c.angles[2],
-                        c.forwardmove,
-                        c.rightmove,
-                        c.upmove,
-                        c.buttons,
-                        c.weapon
+                        v(c.angle(0)),
+                        v(c.angle(1)),
+                        v(c.angle(2)),
+                        v(c.forward()),
+                        v(c.right()),
+                        v(c.up()),
+                        v(c.buttons_known()),
+                        v(c.weapon_known())
                     ));
                 }
             }
