@@ -55,6 +55,8 @@ struct Source {
     server: Endpoint,
     duration_ns: i64,
     bytes: u64,
+    /// Client endpoints (connections) of the session.
+    clients: usize,
 }
 
 /// An IPv4 address and UDP port.
@@ -108,11 +110,20 @@ fn load(path: &Path) -> Result<Source> {
         bail!("{}: no UDP packet", path.display())
     };
     let duration_ns = packets.last().map_or(0, |p| p.t_ns);
+    let mut clients: Vec<Endpoint> = packets
+        .iter()
+        .filter_map(|p| endpoints(&p.data))
+        .map(|(src, dst)| if src == server { dst } else { src })
+        .collect();
+    clients.sort_unstable();
+    clients.dedup();
+    let clients = clients.len();
     Ok(Source {
         packets,
         server,
         duration_ns,
         bytes,
+        clients,
     })
 }
 
@@ -193,6 +204,27 @@ fn plan(sources: &[Source], target_bytes: u64, lanes: usize) -> Vec<Replay> {
     replays
 }
 
+/// The most connections live at one time: every replay holds its session's clients from its
+/// first packet to its last.
+fn peak_connections(sources: &[Source], replays: &[Replay]) -> usize {
+    let mut edges: Vec<(i64, i64)> = Vec::with_capacity(2 * replays.len());
+    for r in replays {
+        let s = &sources[r.source];
+        let n = s.clients as i64;
+        edges.push((r.start_ns, n));
+        edges.push((r.start_ns + s.duration_ns, -n));
+    }
+    // Ends before starts at the same instant.
+    edges.sort_unstable();
+    let mut live = 0i64;
+    let mut peak = 0i64;
+    for (_, d) in edges {
+        live += d;
+        peak = peak.max(live);
+    }
+    peak as usize
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
@@ -232,8 +264,9 @@ fn main() -> Result<()> {
     }
     w.finish()?;
     eprintln!(
-        "mkbench: {} replays in {lanes} lanes, {frames} frames -> {}",
+        "mkbench: {} replays in {lanes} lanes, {frames} frames, at most {} connections at once -> {}",
         replays.len(),
+        peak_connections(&sources, &replays),
         args[1]
     );
     Ok(())
