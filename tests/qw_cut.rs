@@ -572,6 +572,31 @@ fn qw_cut_of_an_empty_window_writes_nothing() {
     );
 }
 
+/// A QuakeWorld demo piped to `demo`: standard input has no name to send it down the cut
+/// path, so it is refused with what to do instead (exit 3), never blamed on the demo.
+#[test]
+fn qw_demo_on_stdin_is_refused_with_what_to_do() {
+    let input = root().join("captures/qw-basic/client1-demo0.qwd");
+    let Ok(file) = std::fs::File::open(&input) else {
+        println!("skipped: {} missing", input.display());
+        return;
+    };
+    let dir = scratch("stdin");
+    let out = dir.join("cut.qwd");
+    let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(["demo", "--from", "0:10", "--to", "0:20", "-o"])
+        .arg(&out)
+        .arg("-")
+        .stdin(file)
+        .current_dir(root())
+        .output()
+        .expect("run quakecap");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(e.contains("cut from a named file"), "{e}");
+    assert!(!out.exists(), "nothing written");
+}
+
 /// QuakeWorld game time (`g…`) is the time since the level's `svc_serverdata`: `decode`
 /// keeps exactly the demo's blocks from 10 s to 12 s after the serverdata's block.
 #[test]

@@ -422,7 +422,10 @@ fn write_demos(
             eprintln!("quakecap: flow {}: no demo written: {why}", f.id);
             continue;
         }
-        let why = if from_demo {
+        let why = if from_demo && f.game == "qw" {
+            // A demo file's name decides the QuakeWorld path above; standard input has none.
+            "QuakeWorld demos are cut from a named file (`quakecap demo --from A --to B x.qwd`), not from standard input"
+        } else if from_demo {
             "the demo file holds no gamestate quakecap could read (unsupported or damaged demo)"
         } else {
             "the capture holds no gamestate for this connection; it started after the client loaded the map"
