@@ -329,26 +329,35 @@ pub(super) fn write_block(out: &mut Vec<u8>, time: f32, kind: u8, body: &[u8]) {
 /// Which blocks are in the window: (first, last) indexes.
 fn window_range(bl: &[Block<'_>], w: &Window, clock: Clock) -> Result<(usize, usize), CutError> {
     // Game time: block time minus the time of the level's serverdata.
-    let mut level: Option<f32> = None;
+    let mut level: Option<f64> = None;
     let mut replay = Replay::new();
-    let mut first = None;
-    let mut last = None;
+    let mut span = Stretch::default();
     for (i, b) in bl.iter().enumerate() {
         if let Some(ops) = replay.feed(b) {
             if ops
                 .iter()
                 .any(|(_, _, op)| matches!(op, ServerOp::Serverdata(_)))
             {
-                level = Some(b.time);
+                level = Some(f64::from(b.time));
             }
         }
-        let t = f64::from(b.time);
+        if !span.offer(i, w.holds(f64::from(b.time), level, &clock)) {
+            break;
+        }
+    }
+    span.range()
+}
+
+impl Window {
+    /// Whether demo time `t` is in the window; game time counts from the level's
+    /// serverdata at `level` (before one, no game time is).
+    pub(super) fn holds(&self, t: f64, level: Option<f64>, clock: &Clock) -> bool {
         let inside = |a: At, after: bool| {
             let (v, bound) = match a {
                 At::Epoch(e) => (clock.demo_zero + t, e),
                 At::Relative(r) => (clock.demo_zero + t - clock.first_packet, r),
                 At::Game(g) => match level {
-                    Some(l) => (t - f64::from(l), g),
+                    Some(l) => (t - l, g),
                     None => return false,
                 },
             };
@@ -358,18 +367,40 @@ fn window_range(bl: &[Block<'_>], w: &Window, clock: Clock) -> Result<(usize, us
                 v <= bound
             }
         };
-        let ok = w.from.is_none_or(|a| inside(a, true)) && w.to.is_none_or(|a| inside(a, false));
-        if ok {
-            first.get_or_insert(i);
-            last = Some(i);
-        } else if first.is_some() {
-            // Game time restarts with every level: the cut is the first stretch that matches.
-            break;
+        self.from.is_none_or(|a| inside(a, true)) && self.to.is_none_or(|a| inside(a, false))
+    }
+}
+
+/// The first stretch of blocks in a window, offered in order. Game time restarts with every
+/// level: the cut is the first stretch that matches.
+#[derive(Default)]
+pub(super) struct Stretch {
+    first: Option<usize>,
+    last: Option<usize>,
+}
+
+impl Stretch {
+    /// Block `i` is in the window or not; false once the first stretch has ended.
+    pub(super) fn offer(&mut self, i: usize, inside: bool) -> bool {
+        if inside {
+            self.first.get_or_insert(i);
+            self.last = Some(i);
+            true
+        } else {
+            self.first.is_none()
         }
     }
-    match (first, last) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(CutError::Empty),
+
+    /// The stretch has begun.
+    pub(super) fn started(&self) -> bool {
+        self.first.is_some()
+    }
+
+    pub(super) fn range(self) -> Result<(usize, usize), CutError> {
+        match (self.first, self.last) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err(CutError::Empty),
+        }
     }
 }
 

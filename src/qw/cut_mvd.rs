@@ -9,7 +9,7 @@
 //! from a frame's first block on with its first packet entities re-encoded as a full update,
 //! then `svc_disconnect "EndOfDemo"`.
 use super::cursor::Reader;
-use super::cut::{write_state_blocks, At, Clock, CutError, CutStats, StateLog, Window};
+use super::cut::{write_state_blocks, Clock, CutError, CutStats, StateLog, Stretch, Window};
 use super::entity;
 use super::ext::Ext;
 use super::playerinfo::{
@@ -135,7 +135,7 @@ fn full_playerinfo(out: &mut Vec<u8>, p: &PlayerInfo, ext: &Ext) {
 fn window_range(bl: &[Block<'_>], w: &Window, clock: Clock) -> Result<(usize, usize), CutError> {
     let mut st = ServerState::new(true);
     let mut level: Option<f64> = None;
-    let (mut first, mut last) = (None, None);
+    let mut span = Stretch::default();
     for (i, b) in bl.iter().enumerate() {
         if let Some(ops) = feed(&mut st, b) {
             if ops
@@ -145,37 +145,13 @@ fn window_range(bl: &[Block<'_>], w: &Window, clock: Clock) -> Result<(usize, us
                 level = Some(b.time);
             }
         }
-        let inside = |a: At, after: bool| {
-            let (v, bound) = match a {
-                At::Epoch(e) => (clock.demo_zero + b.time, e),
-                At::Relative(r) => (clock.demo_zero + b.time - clock.first_packet, r),
-                At::Game(g) => match level {
-                    Some(l) => (b.time - l, g),
-                    None => return false,
-                },
-            };
-            if after {
-                v >= bound
-            } else {
-                v <= bound
-            }
-        };
         // The window starts at a frame's first block.
-        let frame_start = b.msec > 0 || first.is_some();
-        if frame_start
-            && w.from.is_none_or(|a| inside(a, true))
-            && w.to.is_none_or(|a| inside(a, false))
-        {
-            first.get_or_insert(i);
-            last = Some(i);
-        } else if first.is_some() {
+        let frame_start = b.msec > 0 || span.started();
+        if !span.offer(i, frame_start && w.holds(b.time, level, &clock)) {
             break;
         }
     }
-    match (first, last) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(CutError::Empty),
-    }
+    span.range()
 }
 
 /// Cut `data` (an .mvd) to `window`; times as for [`super::cut::cut`] (demo time).
@@ -323,6 +299,7 @@ pub fn cut(data: &[u8], window: &Window) -> Result<(Vec<u8>, CutStats), CutError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qw::cut::At;
 
     /// Damaged demos (cut short, bytes changed) give a cut or an error, never a panic.
     #[test]
