@@ -4,6 +4,7 @@
 use crate::error::Error;
 use serde::Serialize;
 
+pub mod held;
 pub mod index;
 pub mod table;
 pub use table::FlowTable;

@@ -544,20 +544,25 @@ fn read_snap_head(
 
 /// What a snapshot parse records besides the new frame: everything for [`Detail::Full`]
 /// ([`SnapRecord`]), nothing for [`Detail::StateOnly`] (`()`, which compiles away).
+/// Each method records nothing unless the recorder says otherwise.
 trait Recorder {
     type Changes: ChangeSink + Default;
+    #[inline(always)]
     fn playerstate(
         &mut self,
-        ps: &PlayerState,
-        known: PsKnown,
-        wire: PlayerWire,
-        changes: Self::Changes,
-        bits: (usize, usize),
-    );
+        _ps: &PlayerState,
+        _known: PsKnown,
+        _wire: PlayerWire,
+        _changes: Self::Changes,
+        _bits: (usize, usize),
+    ) {
+    }
     /// One transmitted entity with its known fields; `None` for a removal.
-    fn entity(&mut self, e: EntityWire<Self::Changes>, state: Option<(&EntityState, u64)>);
+    #[inline(always)]
+    fn entity(&mut self, _e: EntityWire<Self::Changes>, _state: Option<(&EntityState, u64)>) {}
     /// The finished frame, before it enters the history.
-    fn frame(&mut self, st: &ClientState, f: &HistFrame);
+    #[inline(always)]
+    fn frame(&mut self, _st: &ClientState, _f: &HistFrame) {}
 }
 
 /// What the wire said about one transmitted entity.
@@ -573,20 +578,6 @@ struct EntityWire<C> {
 
 impl Recorder for () {
     type Changes = ();
-    #[inline(always)]
-    fn playerstate(
-        &mut self,
-        _: &PlayerState,
-        _: PsKnown,
-        _: PlayerWire,
-        _: (),
-        _: (usize, usize),
-    ) {
-    }
-    #[inline(always)]
-    fn entity(&mut self, _: EntityWire<()>, _: Option<(&EntityState, u64)>) {}
-    #[inline(always)]
-    fn frame(&mut self, _: &ClientState, _: &HistFrame) {}
 }
 
 /// The records of a snapshot parsed with [`Detail::Full`].
@@ -820,18 +811,6 @@ struct EventFrame {
 
 impl Recorder for EventFrame {
     type Changes = ();
-    #[inline(always)]
-    fn playerstate(
-        &mut self,
-        _: &PlayerState,
-        _: PsKnown,
-        _: PlayerWire,
-        _: (),
-        _: (usize, usize),
-    ) {
-    }
-    #[inline(always)]
-    fn entity(&mut self, _: EntityWire<()>, _: Option<(&EntityState, u64)>) {}
     fn frame(&mut self, st: &ClientState, f: &HistFrame) {
         self.frame = st.event_frame(f);
     }

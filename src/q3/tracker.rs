@@ -10,6 +10,7 @@ use super::conn::{Connection, DecodeLog, Options, WorkQueue};
 use super::message::Message;
 use super::netchan::{checksum71, solve_challenge71, Header, Protocol};
 use super::oob;
+use crate::flow::held::{HeldPackets, HoldBudget};
 use crate::flow::index::{self, Pair, QportIndex};
 use crate::flow::table::{self, FlowTable};
 use crate::flow::{Dir, FlowMap, FlowSummary};
@@ -155,20 +156,6 @@ enum Routed {
 /// Packets one candidate holds for replay once confirmed: a client loading a map sends
 /// nothing for seconds while the server sends its gamestate and snapshots (20/s).
 const CANDIDATE_HELD: usize = 128;
-/// Bytes all candidates hold together at most (past it they hold nothing more: decoding then
-/// starts later, memory stays bounded).
-const CANDIDATE_BYTES: usize = 1 << 22;
-
-/// A packet held by a candidate.
-#[derive(Debug)]
-struct Held {
-    dir: Dir,
-    frame: u64,
-    ts_ns: i64,
-    src: SocketAddr,
-    dst: SocketAddr,
-    payload: Vec<u8>,
-}
 
 /// A pair that looks like a Quake 3 connection seen mid-session, not yet confirmed.
 #[derive(Debug)]
@@ -182,7 +169,7 @@ struct Candidate {
     ok71: u8,
     not71: bool,
     /// Its packets so far (both directions), replayed once it is confirmed as protocol 71.
-    held: Vec<Held>,
+    held: HeldPackets,
 }
 
 impl Candidate {
@@ -194,12 +181,8 @@ impl Candidate {
             ch71: None,
             ok71: 0,
             not71: false,
-            held: Vec::new(),
+            held: HeldPackets::default(),
         }
-    }
-
-    fn held_bytes(&self) -> usize {
-        self.held.iter().map(|p| p.payload.len()).sum()
     }
 
     /// Weigh one client packet as protocol 71 (`h`: its V71 header, when it has that shape).
@@ -220,21 +203,6 @@ impl Candidate {
             }
             None => {}
         }
-    }
-}
-
-/// Keep a copy of `d` in candidate `c` for its replay, within the bounds.
-fn hold(c: &mut Candidate, held_bytes: &mut usize, dir: Dir, d: &Datagram<'_>) {
-    if c.held.len() < CANDIDATE_HELD && *held_bytes + d.payload.len() <= CANDIDATE_BYTES {
-        *held_bytes += d.payload.len();
-        c.held.push(Held {
-            dir,
-            frame: d.frame,
-            ts_ns: d.ts_ns,
-            src: d.src,
-            dst: d.dst,
-            payload: d.payload.to_vec(),
-        });
     }
 }
 
@@ -280,8 +248,8 @@ pub struct Tracker {
     by_qport: QportIndex,
     /// (server, client) pairs that may be connections seen mid-session.
     candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
-    /// Bytes the candidates hold (see [`CANDIDATE_BYTES`]).
-    held_bytes: usize,
+    /// Bytes the candidates hold.
+    held: HoldBudget,
     /// Capture time of the last idle scan.
     last_scan_ns: i64,
 }
@@ -450,14 +418,14 @@ impl Tracker {
         let key = (d.dst, d.src);
         if self.candidates.len() >= MAX_CANDIDATES && !self.candidates.contains_key(&key) {
             self.candidates.clear();
-            self.held_bytes = 0;
+            self.held.clear();
         }
         let c = self
             .candidates
             .entry(key)
             .or_insert(Candidate::new(qport, h.sequence));
         if c.hits > 0 && (c.qport != qport || h.sequence <= c.seq) {
-            self.held_bytes = self.held_bytes.saturating_sub(c.held_bytes());
+            self.held.release(&c.held);
             *c = Candidate::new(qport, h.sequence);
         }
         // Held server packets (if any) came first; the client packet names the qport.
@@ -469,25 +437,18 @@ impl Tracker {
         // never settled over many packets: an odd-only run cannot last).
         let ch71 = c.ch71.filter(|_| c.ok71 >= 2);
         if c.hits < MID_SESSION_CONFIRM || (ch71.is_none() && !c.not71 && c.hits < 8) {
-            hold(c, &mut self.held_bytes, Dir::C2s, d);
+            self.held.hold(&mut c.held, CANDIDATE_HELD, Dir::C2s, d);
             return None;
         }
         let c = self.candidates.remove(&key)?;
-        self.held_bytes = self.held_bytes.saturating_sub(c.held_bytes());
+        self.held.release(&c.held);
         let i = self.new_flow(d.dst, d.src, true, table)?;
         match ch71 {
             Some(ch) => {
                 self.flows[i].mark_mid_session71(d.frame, ch, c.held.len());
                 // The held packets are in the counts the flow adopted: replayed, not counted.
-                for p in &c.held {
-                    let dg = Datagram {
-                        frame: p.frame,
-                        ts_ns: p.ts_ns,
-                        src: p.src,
-                        dst: p.dst,
-                        payload: &p.payload,
-                    };
-                    self.flows[i].replay(p.dir, &dg, out, work);
+                for (dir, dg) in c.held.datagrams() {
+                    self.flows[i].replay(dir, &dg, out, work);
                 }
             }
             None => self.flows[i].mark_mid_session(d.frame),
@@ -511,7 +472,7 @@ impl Tracker {
             self.candidates.insert(key, Candidate::new(0, 0));
         }
         if let Some(c) = self.candidates.get_mut(&key) {
-            hold(c, &mut self.held_bytes, Dir::S2c, d);
+            self.held.hold(&mut c.held, CANDIDATE_HELD, Dir::S2c, d);
         }
     }
 

@@ -27,6 +27,7 @@ use super::qwd::RawPacket;
 use super::svc::{self, ServerOp, ServerState};
 use super::{Event, Options};
 use crate::error::{Error, ErrorKind};
+use crate::flow::held::{HeldPackets, HoldBudget};
 use crate::flow::index::{PairIndex, QportIndex};
 use crate::flow::table::{
     FlowTable, MAX_CANDIDATES, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS,
@@ -86,22 +87,8 @@ pub const MID_SESSION_CONFIRM: u8 = 3;
 /// Packets one candidate holds for replay once confirmed (the server acknowledges a client
 /// sequence one round trip after it: a quarter second of both directions at 77 packets/s).
 const CANDIDATE_HELD: usize = 64;
-/// Bytes all candidates hold together at most (past it they hold nothing more: the lock-on
-/// comes later, memory stays bounded).
-const CANDIDATE_BYTES: usize = 1 << 22;
 /// Largest step between two client sequences of one candidate (losses in between).
 const CANDIDATE_MAX_STEP: u32 = 64;
-
-/// A packet held by a candidate.
-#[derive(Debug)]
-struct Held {
-    dir: Dir,
-    frame: u64,
-    ts_ns: i64,
-    src: SocketAddr,
-    dst: SocketAddr,
-    payload: Vec<u8>,
-}
 
 /// A (server, client) pair that may be a connection seen mid-session, not yet confirmed.
 #[derive(Debug)]
@@ -114,7 +101,7 @@ struct Candidate {
     answered: bool,
     /// Client packets with a checksummed move that holds, since the last reset.
     moves: u8,
-    held: Vec<Held>,
+    held: HeldPackets,
 }
 
 /// A client packet's netchan shape: a non-zero sequence, the qport, then client ops that read
@@ -379,9 +366,9 @@ pub struct Tracker {
     /// bounded by the table's aggregate limit.
     summarised_servers: FlowMap<SocketAddr, ()>,
     /// (server, client) pairs that may be connections seen mid-session (bounded by
-    /// [`MAX_CANDIDATES`] pairs and [`CANDIDATE_BYTES`] held bytes).
+    /// [`MAX_CANDIDATES`] pairs and the held bytes' budget).
     candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
-    held_bytes: usize,
+    held: HoldBudget,
 }
 
 /// Client commands that are QuakeWorld connectionless requests (spec §3.1).
@@ -418,7 +405,7 @@ impl Tracker {
             queries: 0,
             summarised_servers: FlowMap::default(),
             candidates: FlowMap::default(),
-            held_bytes: 0,
+            held: HoldBudget::default(),
         }
     }
 
@@ -471,7 +458,7 @@ impl Tracker {
             let key = (d.dst, d.src);
             if !self.candidates.contains_key(&key) && self.candidates.len() >= MAX_CANDIDATES {
                 self.candidates.clear();
-                self.held_bytes = 0;
+                self.held.clear();
             }
             let c = self.candidates.entry(key).or_insert(Candidate {
                 qport,
@@ -480,12 +467,11 @@ impl Tracker {
                 hits: 0,
                 answered: false,
                 moves: 0,
-                held: Vec::new(),
+                held: HeldPackets::default(),
             });
             if c.hits > 0 && (c.qport != qport || seq <= c.seq || seq - c.seq > CANDIDATE_MAX_STEP)
             {
-                let freed: usize = c.held.iter().map(|p| p.payload.len()).sum();
-                self.held_bytes = self.held_bytes.saturating_sub(freed);
+                self.held.release(&c.held);
                 *c = Candidate {
                     qport,
                     first_seq: seq,
@@ -493,7 +479,7 @@ impl Tracker {
                     hits: 0,
                     answered: false,
                     moves: 0,
-                    held: Vec::new(),
+                    held: HeldPackets::default(),
                 };
             }
             if c.hits == 0 {
@@ -528,7 +514,7 @@ impl Tracker {
                         hits: 0,
                         answered: false,
                         moves: 0,
-                        held: Vec::new(),
+                        held: HeldPackets::default(),
                     },
                 );
             }
@@ -545,24 +531,13 @@ impl Tracker {
         };
         if c.hits < MID_SESSION_CONFIRM || !c.answered || c.moves < MID_SESSION_CONFIRM - 1 {
             let room = if c.hits == 0 { 2 } else { CANDIDATE_HELD };
-            if c.held.len() < room && self.held_bytes + d.payload.len() <= CANDIDATE_BYTES {
-                self.held_bytes += d.payload.len();
-                c.held.push(Held {
-                    dir,
-                    frame: d.frame,
-                    ts_ns: d.ts_ns,
-                    src: d.src,
-                    dst: d.dst,
-                    payload: d.payload.to_vec(),
-                });
-            }
+            self.held.hold(&mut c.held, room, dir, d);
             return false;
         }
         let Some(c) = self.candidates.remove(&key) else {
             return false;
         };
-        let freed: usize = c.held.iter().map(|p| p.payload.len()).sum();
-        self.held_bytes = self.held_bytes.saturating_sub(freed);
+        self.held.release(&c.held);
         if self.connections >= MAX_CONNECTIONS {
             return false;
         }
@@ -571,7 +546,7 @@ impl Tracker {
         let claim = table.claim(server, client, true);
         let mut f = Flow::new(claim.id, server, client, true);
         // The flow starts at the adopted counts (the held packets are in them).
-        let first_frame = c.held.first().map_or(d.frame, |p| p.frame);
+        let first_frame = c.held.first_frame().unwrap_or(d.frame);
         f.sum = FlowSummary {
             packets: Default::default(),
             bytes: Default::default(),
@@ -597,15 +572,8 @@ impl Tracker {
         self.by_pair.insert(key, Some(i));
         self.by_accepted_pair.insert(key, Some(i));
         self.by_qport.insert(server, client.ip(), c.qport, i);
-        for p in &c.held {
-            let dg = Datagram {
-                frame: p.frame,
-                ts_ns: p.ts_ns,
-                src: p.src,
-                dst: p.dst,
-                payload: &p.payload,
-            };
-            self.netchan(i, p.dir, &dg, out, false);
+        for (dir, dg) in c.held.datagrams() {
+            self.netchan(i, dir, &dg, out, false);
         }
         self.netchan(i, dir, d, out, true);
         true
@@ -1102,6 +1070,7 @@ fn info_value(info: &str, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flow::held::HELD_BYTES_MAX;
 
     /// Client-shaped packets from ever new addresses, and server-shaped answers: candidates
     /// stay bounded, nothing is claimed without a checksummed move (every datagram is left to
@@ -1153,10 +1122,13 @@ mod tests {
                 t.offer(&d, &mut table, &mut out);
             }
             assert!(t.candidates.len() <= MAX_CANDIDATES);
-            assert!(t.held_bytes <= CANDIDATE_BYTES);
+            assert!(t.held.bytes() <= HELD_BYTES_MAX);
         }
         assert!(t.flows.is_empty(), "{} flows claimed", t.flows.len());
-        assert!(t.held_bytes > 0, "the client packets were never candidates");
+        assert!(
+            t.held.bytes() > 0,
+            "the client packets were never candidates"
+        );
     }
 
     #[test]
