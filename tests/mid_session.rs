@@ -497,18 +497,29 @@ fn quakeworld_mid_session_demo_starts_at_the_map_change() {
     // No map change after the cut: nothing written, and why.
     let src = root().join("captures/qw-basic/capture.pcapng");
     cut(&src, frame_count(&src) / 2, &cap);
+    demo_refused(
+        &cap,
+        &dir.join("none"),
+        "started after the client loaded the map",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `demo` on `cap` writes nothing into `out`, exits 3 and says `why`.
+fn demo_refused(cap: &Path, out: &Path, why: &str) {
     let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
-        .args([
-            "demo",
-            "--out-dir",
-            &dir.join("none").to_string_lossy(),
-            &cap.to_string_lossy(),
-        ])
+        .args(["demo", "--out-dir"])
+        .arg(out)
+        .arg(cap)
         .output()
         .expect("run");
-    assert_eq!(o.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("started after the client loaded the map"));
-    let _ = std::fs::remove_dir_all(&dir);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(e.contains(why), "{e}");
+    assert!(
+        !out.exists() || std::fs::read_dir(out).unwrap().next().is_none(),
+        "nothing written"
+    );
 }
 
 /// Cuts inside the signon (between the client's handshake and its first frames: serverdata,
@@ -765,17 +776,7 @@ fn quake3_proto71_demo_needs_a_gamestate() {
         "the cut's demo differs from the full capture's"
     );
     cut(&src, frame_count(&src) / 3, &cap);
-    let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
-        .args([
-            "demo",
-            "--out-dir",
-            &dir.join("none").to_string_lossy(),
-            &cap.to_string_lossy(),
-        ])
-        .output()
-        .expect("run");
-    assert_eq!(o.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("holds no gamestate"));
+    demo_refused(&cap, &dir.join("none"), "holds no gamestate");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
