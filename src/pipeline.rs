@@ -187,23 +187,27 @@ impl Trackers {
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
         // Called for every datagram: most calls find one queue empty (or all), so the empty
         // ones are not taken and drained.
+        // Handed out by reference and cleared after: a message is a few hundred bytes, and
+        // moving each out of the queue first was a copy per message.
         if !self.q3_out.is_empty() {
-            let mut q3_out = std::mem::take(&mut self.q3_out);
-            for m in q3_out.drain(..) {
-                if self.wanted(m.flow) {
-                    sink.event(Event::Q3(&m))?;
-                }
-            }
+            let q3_out = std::mem::take(&mut self.q3_out);
+            let sent = q3_out
+                .iter()
+                .filter(|m| self.wanted(m.flow))
+                .try_for_each(|m| sink.event(Event::Q3(m)));
             self.q3_out = q3_out;
+            self.q3_out.clear();
+            sent?;
         }
         if !self.q3_work.samples.is_empty() {
-            let mut samples = std::mem::take(&mut self.q3_work.samples);
-            for x in samples.drain(..) {
-                if self.wanted(x.flow) {
-                    sink.event(Event::NetSample(&x))?;
-                }
-            }
+            let samples = std::mem::take(&mut self.q3_work.samples);
+            let sent = samples
+                .iter()
+                .filter(|x| self.wanted(x.flow))
+                .try_for_each(|x| sink.event(Event::NetSample(x)));
             self.q3_work.samples = samples;
+            self.q3_work.samples.clear();
+            sent?;
         }
         if self.qw_out.is_empty() {
             return Ok(());

@@ -567,6 +567,93 @@ fn report_of(path: &Path) -> String {
     html
 }
 
+/// The rows of the report's game-events table: (kind, what).
+fn event_rows(html: &str) -> Vec<(String, String)> {
+    let Some(i) = html.find("<table class=\"game-events\">") else {
+        return Vec::new();
+    };
+    let table = &html[i..i + html[i..].find("</table>").unwrap_or(0)];
+    table
+        .split("<tr data-kind=\"")
+        .skip(1)
+        .map(|row| {
+            let kind = row.split('"').next().unwrap_or("").to_string();
+            let cells: Vec<&str> = row.split("<td class=\"l\">").skip(1).collect();
+            let what = cells
+                .get(1)
+                .and_then(|c| c.split("</td>").next())
+                .unwrap_or("");
+            (kind, what.to_string())
+        })
+        .collect()
+}
+
+/// The report carries `quakecap events`' timeline: on a team deathmatch with bots, every
+/// `Kill:` line of the server's log is one kill row naming its victim (and killer, unless
+/// the world or a suicide), every `say:` line a chat row with its text, and each player's
+/// section lists the kills naming them, on the plots' time axis. Truth: server.log.
+#[test]
+fn report_lists_the_game_events_of_server_log() {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures/q3-events");
+    let (Ok(log), true) = (
+        std::fs::read_to_string(d.join("server.log")),
+        d.join("capture.pcapng").exists(),
+    ) else {
+        eprintln!("skipped: {} is missing", d.display());
+        return;
+    };
+    let html = report_of(&d.join("capture.pcapng"));
+    let rows = event_rows(&html);
+    let kills: Vec<&(String, String)> = rows.iter().filter(|r| r.0 == "kill").collect();
+    let logged: Vec<(String, String)> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("Kill: "))
+        .filter_map(|l| l.split_once(": ").map(|(_, who)| who.to_string()))
+        .filter_map(|who| {
+            let (killer, rest) = who.split_once(" killed ")?;
+            let (victim, _) = rest.split_once(" by ")?;
+            Some((killer.to_string(), victim.to_string()))
+        })
+        .collect();
+    assert!(!logged.is_empty(), "server.log has Kill: lines");
+    assert_eq!(
+        kills.len(),
+        logged.len(),
+        "kill rows {kills:?} against {logged:?}"
+    );
+    for (killer, victim) in &logged {
+        let shown = kills.iter().any(|(_, what)| {
+            what.contains(victim.as_str())
+                && (killer == "<world>" || killer == victim || what.contains(killer.as_str()))
+        });
+        assert!(
+            shown,
+            "Kill {killer} → {victim} not in the report: {kills:?}"
+        );
+    }
+    for text in log.lines().filter_map(|l| l.strip_prefix("say: ")) {
+        let said = text.split_once(": ").map_or(text, |(_, t)| t);
+        assert!(
+            rows.iter().any(|(k, w)| k == "chat" && w.contains(said)),
+            "say {said:?} not in the report"
+        );
+    }
+    // Each player's own section: the kills that name them.
+    for section in html.split("<section class=\"player\"").skip(1) {
+        let name = section
+            .split("data-name=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or("");
+        let theirs = logged
+            .iter()
+            .filter(|(k, v)| k == name || v == name)
+            .count();
+        let listed = section.matches("<li data-kind=\"kill\">").count();
+        assert_eq!(listed, theirs, "{name}: kills listed in the section");
+    }
+}
+
 const FIGURES: [&str; 6] = ["ping", "loss", "jitter", "rates", "bandwidth", "lagometer"];
 
 #[test]
@@ -604,7 +691,11 @@ fn report_html_against_relay_and_server() {
                     assert_eq!(fig.matches("<svg").count(), 1, "{who}: one plot in {f}");
                 }
                 // Lag events listed, and each one shaded on the ping plot.
-                let events: Vec<(String, String, f64, f64)> = s
+                // (The player's game events are list items too, in their own list.)
+                let lag_list = s
+                    .find("<ul class=\"lag-events\">")
+                    .map_or("", |i| &s[i..i + s[i..].find("</ul>").unwrap()]);
+                let events: Vec<(String, String, f64, f64)> = lag_list
                     .split("<li ")
                     .skip(1)
                     .map(|li| {

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 use quakecap::analysis::net::NetSink;
-use quakecap::pipeline::{self, Options};
+use quakecap::pipeline::{self, Options, Tee};
 use quakecap::sink;
+use quakecap::sink::events::EventSink;
 
 use super::input::{NothingDone, EXIT_INPUT, EXIT_OK};
 
@@ -132,11 +133,17 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     if is_refused_demo(file) {
         return Ok(EXIT_INPUT);
     }
-    let opts = options(&args.flows);
+    // The game events of `quakecap events` come from the same pass.
+    let opts = Options {
+        emit: true,
+        events_only: true,
+        ..options(&args.flows)
+    };
     let mut ns = NetSink::new(1.0)
         .with_strip()
         .with_max_points(sink::nethtml::MAX_POINTS);
-    let report = super::run_input(file, &opts, &mut ns)?;
+    let mut es = EventSink::new();
+    let report = super::run_input(file, &opts, &mut Tee(vec![&mut ns, &mut es]))?;
     super::warn(&report);
     let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
     if let Some(m) = super::input::missing_flows(&args.flows, &present, &report.file) {
@@ -149,7 +156,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
         .cloned()
         .collect();
-    let html = sink::nethtml::render(&report.file, &shown, &ns.reports);
+    let html = sink::nethtml::render(&report.file, &shown, &ns.reports, &es.events);
     let mut part = super::demo::PartFile::create(args.out.clone())?;
     part.write_all(html.as_bytes())?;
     part.commit()?;

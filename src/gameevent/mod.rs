@@ -90,6 +90,74 @@ pub struct GameEvent {
 }
 
 impl GameEvent {
+    /// One line of text saying what happened ("Major → Sarge  rocket", "Sarge: hello"):
+    /// the timeline of `quakecap events` and of the HTML report.
+    pub fn describe(&self) -> String {
+        match &self.detail {
+            Detail::Kill(k) => {
+                let weapon = k.means.trim_start_matches("MOD_").to_ascii_lowercase();
+                let tag = if k.team_kill { " (team kill)" } else { "" };
+                // A client whose name is unknown (a capture that missed the configstrings) is
+                // shown by number.
+                let victim = match (k.victim.as_deref(), k.victim_num) {
+                    (Some("") | None, Some(n)) => format!("#{n}"),
+                    (v, _) => v.unwrap_or("<a team mate>").to_string(),
+                };
+                match &k.killer {
+                    Some(killer) if !k.suicide => format!("{killer} → {victim}  {weapon}{tag}"),
+                    Some(_) => format!("{victim} (suicide)  {weapon}"),
+                    None if k.suicide && k.killer_num.is_some() => {
+                        format!("{victim} (suicide)  {weapon}")
+                    }
+                    None if k.killer_num.is_some() => format!(
+                        "#{} → {victim}  {weapon}{tag}",
+                        k.killer_num.unwrap_or_default()
+                    ),
+                    None if k.team_kill => format!("<a team mate> → {victim}  {weapon}{tag}"),
+                    None => format!("<world> → {victim}  {weapon}"),
+                }
+            }
+            Detail::Chat(c) => {
+                let who = c.name.as_deref().unwrap_or("console");
+                match (&c.to, c.mode) {
+                    (Some(to), _) => format!("{who} → {to}: {}", c.text),
+                    (None, "say_team") => format!("({who}): {}", c.text),
+                    (None, "tell") => format!("[{who}]: {}", c.text),
+                    _ => format!("{who}: {}", c.text),
+                }
+            }
+            Detail::Player(p) => match (&p.old_name, &p.old_team) {
+                (Some(old), _) => format!("{old} → {} (#{})", p.name, p.num),
+                (_, Some(old)) => format!(
+                    "{} (#{}) {old} → {}",
+                    p.name,
+                    p.num,
+                    p.team.as_deref().unwrap_or("?")
+                ),
+                _ => format!(
+                    "{} (#{}) {}",
+                    p.name,
+                    p.num,
+                    p.team.as_deref().unwrap_or("")
+                ),
+            },
+            Detail::Map(m) => format!(
+                "{}{} ({})",
+                m.map,
+                if m.restart { " restart" } else { "" },
+                m.mod_name
+            ),
+            Detail::Score(s) => format!("{} (#{}) {} ping {}", s.name, s.num, s.score, s.ping),
+            Detail::Match(m) => m.reason.clone(),
+            Detail::Flag(f) => format!(
+                "{} flag {} {}",
+                f.team,
+                f.action,
+                f.name.as_deref().unwrap_or("")
+            ),
+        }
+    }
+
     /// The players the event names (killer and victim, who spoke, who joined or scored).
     pub fn names(&self) -> Vec<&str> {
         match &self.detail {

@@ -99,6 +99,11 @@ impl Extractor {
                     _ => {}
                 }
             }
+            // A snapshot without event entities comes as its head only (`Detail::Events`).
+            if let Some(h) = s.snapshot_head.filter(|h| h.valid) {
+                snap_time = Some(h.server_time);
+                self.prev_obits.clear();
+            }
         } else if let Some(c) = m.client() {
             for op in &c.ops {
                 if let ClientOp::ClientCommand { text, new, .. } = op {

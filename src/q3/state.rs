@@ -517,30 +517,37 @@ impl ClientState {
 
     /// As [`Self::snap_frame`] with only the entities of an event type (`eType` past
     /// `ET_EVENTS`: obituaries, sounds, ...) and no playerstate or area mask: what game
-    /// events read, without copying the whole frame. An entity whose event fields are not
+    /// events read, without copying the whole frame; None when the frame holds no such
+    /// entity (most frames: nothing is built for them). An entity whose event fields are not
     /// all known (mid-session, from a base the capture missed) is left out: no event is
     /// better than a wrong one.
-    pub fn event_frame(&self, f: &HistFrame) -> SnapFrame {
-        SnapFrame {
+    pub fn event_frame(&self, f: &HistFrame) -> Option<SnapFrame> {
+        // The type first: it rules out nearly every entity with one load.
+        let entities: Vec<EntityState> = f
+            .ents
+            .iter()
+            .filter(|&&e| {
+                self.pool.get(e).fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS
+                    && self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS
+            })
+            .map(|&e| self.pool.get(e).clone())
+            .collect();
+        if entities.is_empty() {
+            return None;
+        }
+        Some(SnapFrame {
             message_num: f.message_num,
             server_time: f.server_time,
             delta_num: f.delta_num,
             flags: f.flags,
             areamask: Vec::new(),
             ps: PlayerState::default(),
-            entities: f
-                .ents
-                .iter()
-                .filter(|&&e| self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS)
-                .map(|&e| self.pool.get(e))
-                .filter(|s| s.fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS)
-                .cloned()
-                .collect(),
+            entities,
             parse_entities_num: f.parse_entities_num,
             ps_known: PsKnown::ALL,
             known: Vec::new(),
             ents_partial: f.ents_partial,
-        }
+        })
     }
 
     /// An empty frame to build the next snapshot in (buffers reused). Entity states no

@@ -230,8 +230,9 @@ pub struct ServerMessage {
     pub ops: Vec<ServerOp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<SvcError>,
-    /// Only with [`Detail::Headers`]: the message's snapshot as its head (`ops` then holds
-    /// no snapshot and no EOF).
+    /// With [`Detail::Headers`]: the message's snapshot as its head (`ops` then holds no
+    /// snapshot and no EOF). With [`Detail::Events`]: a snapshot whose frame holds no event
+    /// entity, as its head.
     #[serde(skip)]
     pub snapshot_head: Option<SnapshotHead>,
 }
@@ -283,7 +284,8 @@ pub enum Detail {
     /// base, flags, validity): no playerstate or entity records, no frame (`quakecap check`).
     Headers,
     /// Every op but EOF; a snapshot with its head and, as its frame, only the entities of
-    /// an event type (obituaries and the like): no delta records (`quakecap events`).
+    /// an event type (obituaries and the like): no delta records (`quakecap events`). A
+    /// snapshot without such entities is its head only ([`ServerMessage::snapshot_head`]).
     Events,
 }
 
@@ -310,12 +312,9 @@ pub fn parse_server_message_with(
 ) -> ServerMessage {
     let mut msg = ServerMessage {
         ack: ack.unwrap_or(0),
-        // A message holds a few ops (commands, a snapshot, EOF): one allocation, not three.
-        ops: if detail == Detail::StateOnly {
-            Vec::new()
-        } else {
-            Vec::with_capacity(4)
-        },
+        // The first push allocates room for four ops (a message holds a few: commands, a
+        // snapshot, EOF); a message that records none allocates nothing.
+        ops: Vec::new(),
         error: None,
         snapshot_head: None,
     };
@@ -366,21 +365,11 @@ fn parse_op(
     }
     if op == SVC_SNAPSHOT && detail == Detail::Headers {
         let h = parse_snapshot_with(r, seq, st, &mut ())?;
-        *head = Some(SnapshotHead {
-            bit,
-            server_time: h.server_time,
-            delta_num: h.delta_num,
-            delta_base: h.delta_base,
-            flags: h.flags,
-            valid: h.valid,
-            invalid_reason: h.invalid_reason,
-        });
+        *head = Some(h.head(bit));
         return Ok(None);
     }
     if op == SVC_SNAPSHOT && detail == Detail::Events {
-        return Ok(Some(ServerOp::Snapshot(Box::new(parse_snapshot_events(
-            r, bit, seq, st,
-        )?))));
+        return parse_snapshot_events(r, bit, seq, st, head);
     }
     Ok(Some(match op {
         SVC_EOF => ServerOp::Eof { bit },
@@ -479,6 +468,21 @@ struct SnapHead {
     base_unknown: bool,
     valid: bool,
     invalid_reason: Option<&'static str>,
+}
+
+impl SnapHead {
+    /// The public head of the snapshot whose op byte ends at `bit`.
+    fn head(&self, bit: usize) -> SnapshotHead {
+        SnapshotHead {
+            bit,
+            server_time: self.server_time,
+            delta_num: self.delta_num,
+            delta_base: self.delta_base,
+            flags: self.flags,
+            valid: self.valid,
+            invalid_reason: self.invalid_reason,
+        }
+    }
 }
 
 /// Read the snapshot head; the area mask goes into `frame`.
@@ -755,24 +759,31 @@ fn parse_snapshot(
 }
 
 /// A snapshot for [`Detail::Events`]: the head, and a frame holding only the entities of an
-/// event type (`eType` past `ET_EVENTS`), without delta records or playerstate.
+/// event type (`eType` past `ET_EVENTS`), without delta records or playerstate. Most frames
+/// hold none: such a snapshot is only its head (as with [`Detail::Headers`]), which spares
+/// building and boxing a snapshot op per message.
 fn parse_snapshot_events(
     r: &mut BitReader<'_>,
     bit: usize,
     seq: i32,
     st: &mut ClientState,
-) -> Result<Snapshot, SvcError> {
+    head: &mut Option<SnapshotHead>,
+) -> Result<Option<ServerOp>, SvcError> {
     let mut rec = EventFrame::default();
     let h = parse_snapshot_with(r, seq, st, &mut rec)?;
+    let Some(frame) = rec.frame else {
+        *head = Some(h.head(bit));
+        return Ok(None);
+    };
     let none = PlayerDelta::default();
-    Ok(snapshot_op(
+    Ok(Some(ServerOp::Snapshot(Box::new(snapshot_op(
         bit,
         &h,
         none,
         Vec::new(),
         Vec::new(),
-        rec.frame,
-    ))
+        frame,
+    )))))
 }
 
 /// The snapshot op of a parsed head, its records and its frame.
@@ -803,10 +814,11 @@ fn snapshot_op(
     }
 }
 
-/// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities.
+/// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities,
+/// when it has any.
 #[derive(Default)]
 struct EventFrame {
-    frame: SnapFrame,
+    frame: Option<SnapFrame>,
 }
 
 impl Recorder for EventFrame {

@@ -43,7 +43,11 @@ impl Extractor {
 /// Collects game events over one or more inputs.
 #[derive(Default)]
 pub struct EventSink {
-    flows: FlowMap<u32, Extractor>,
+    /// The extractor of each flow, through an index: consecutive messages are mostly of the
+    /// same flow, so the last lookup is kept.
+    flows: Vec<(u32, Extractor)>,
+    index: FlowMap<u32, usize>,
+    last: Option<(u32, usize)>,
     /// Events of the current input, each with the flow that saw it.
     raw: Vec<(u32, GameEvent)>,
     scratch: Vec<GameEvent>,
@@ -60,7 +64,26 @@ impl EventSink {
     }
 
     fn take(&mut self, flow: u32) {
-        self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
+        if !self.scratch.is_empty() {
+            self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
+        }
+    }
+
+    /// The index of `flow`'s extractor, made by `new` on its first message.
+    fn extractor(&mut self, flow: u32, new: impl FnOnce() -> Extractor) -> usize {
+        let i = match self.last {
+            Some((id, i)) if id == flow => i,
+            _ => {
+                let next = self.flows.len();
+                let i = *self.index.entry(flow).or_insert(next);
+                if i == next {
+                    self.flows.push((flow, new()));
+                }
+                self.last = Some((flow, i));
+                i
+            }
+        };
+        i
     }
 }
 
@@ -68,19 +91,17 @@ impl Sink for EventSink {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Q3(m) => {
-                let x = self.flows.entry(m.flow).or_insert_with(|| {
-                    Extractor::Q3(q3::events::Extractor::new(m.file_offset.is_some()))
-                });
-                if let Extractor::Q3(x) = x {
+                let demo = m.file_offset.is_some();
+                let i = self.extractor(m.flow, || Extractor::Q3(q3::events::Extractor::new(demo)));
+                if let Extractor::Q3(x) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
                 self.take(m.flow);
             }
             Event::Qw(m) => {
-                let x = self.flows.entry(m.flow).or_insert_with(|| {
-                    Extractor::Qw(qw::events::Extractor::new(m.block.is_some()))
-                });
-                if let Extractor::Qw(x) = x {
+                let demo = m.block.is_some();
+                let i = self.extractor(m.flow, || Extractor::Qw(qw::events::Extractor::new(demo)));
+                if let Extractor::Qw(x) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
                 self.take(m.flow);
@@ -96,7 +117,9 @@ impl Sink for EventSink {
             .iter()
             .map(|f| (f.id, f.server.as_str()))
             .collect();
-        let mut flows: Vec<(u32, Extractor)> = self.flows.drain().collect();
+        let mut flows = std::mem::take(&mut self.flows);
+        self.index.clear();
+        self.last = None;
         flows.sort_by_key(|f| f.0);
         let mut demo = HashMap::new();
         for (flow, mut x) in flows {

@@ -16,6 +16,7 @@ use crate::analysis::net::acc::RttMethod;
 use crate::analysis::net::report::{Interval, LagEvent, NetQuality};
 use crate::analysis::net::strip;
 use crate::flow::{Dir, FlowSummary};
+use crate::gameevent::{Detail, GameEvent};
 
 /// Entries per series the report asks for (about a point per two pixels).
 pub const MAX_POINTS: usize = 450;
@@ -66,8 +67,13 @@ figure{margin:.4em 0}figcaption{font-size:13px;color:#555}\
 .note{font-size:13px;color:#555}section{border-top:2px solid #ddd;margin-top:1.5em}";
 
 /// The whole report of one capture: `flows` are the capture's flows (all kinds), `rows` the
-/// network quality of its connections.
-pub fn render(file: &str, flows: &[FlowSummary], rows: &[NetQuality]) -> String {
+/// network quality of its connections, `events` the game events (`quakecap events`).
+pub fn render(
+    file: &str,
+    flows: &[FlowSummary],
+    rows: &[NetQuality],
+    events: &[GameEvent],
+) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
     let _ = writeln!(
@@ -86,8 +92,9 @@ pub fn render(file: &str, flows: &[FlowSummary], rows: &[NetQuality]) -> String 
     if rows.is_empty() {
         h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
     }
+    game_events_table(&mut h, events);
     for r in rows {
-        connection(&mut h, r);
+        connection(&mut h, r, events);
     }
     h.push_str("</body>\n</html>\n");
     h
@@ -157,7 +164,7 @@ fn dir_name(d: Option<Dir>) -> &'static str {
     }
 }
 
-fn connection(h: &mut String, r: &NetQuality) {
+fn connection(h: &mut String, r: &NetQuality, events: &[GameEvent]) {
     let who = r.name.as_deref().unwrap_or("(unnamed)");
     let _ = writeln!(
         h,
@@ -182,15 +189,18 @@ fn connection(h: &mut String, r: &NetQuality) {
         r.interval
     );
     events_list(h, r);
+    let mine = player_events(r, events);
+    player_events_list(h, r, &mine);
     let span = (r.last_time - r.first_time).max(1.0);
     let x = |i: &Interval| i.start - r.first_time;
     let figs: [(&str, String, Result<String, String>); 5] = [
         (
             "ping",
             "Ping (ms): mean per interval, highest per interval (light); lag events shaded \
-             (red: ping, purple: loss); dashed: the connection's median"
+             (red: ping, purple: loss); dashed: the connection's median; ticks at the top: \
+             the player's frags (green) and deaths (black)"
                 .into(),
-            plot_ping(r, span),
+            plot_ping(r, span, &mine),
         ),
         (
             "loss",
@@ -207,7 +217,7 @@ fn connection(h: &mut String, r: &NetQuality) {
                     series(r, &x, |i| i.loss.s2c.map(|v| v * 100.0), S2C, "s2c"),
                 ],
                 Some(100.0),
-                &[],
+                &Marks::default(),
             ),
         ),
         (
@@ -231,7 +241,7 @@ fn connection(h: &mut String, r: &NetQuality) {
                     series(r, &x, |i| i.jitter.s2c, S2C, "s2c"),
                 ],
                 None,
-                &[],
+                &Marks::default(),
             ),
         ),
         (
@@ -265,7 +275,7 @@ fn connection(h: &mut String, r: &NetQuality) {
                     ),
                 ],
                 None,
-                &[],
+                &Marks::default(),
             ),
         ),
         (
@@ -291,7 +301,7 @@ fn connection(h: &mut String, r: &NetQuality) {
                     ),
                 ],
                 None,
-                &[],
+                &Marks::default(),
             ),
         ),
     ];
@@ -372,6 +382,96 @@ fn figure(h: &mut String, class: &str, caption: &str, svg: Result<String, String
     h.push_str("</figure>\n");
 }
 
+/// What a plot marks besides its lines: shaded spans (start, end, colour) and ticks at the
+/// top (time, colour).
+#[derive(Default)]
+struct Marks {
+    shade: Vec<(f64, f64, RGBColor)>,
+    ticks: Vec<(f64, RGBColor)>,
+}
+
+/// Rows of the game-events table at most (an hour of a busy server stays readable); a note
+/// says how many were left out.
+const MAX_EVENT_ROWS: usize = 2_000;
+/// Events listed under one connection at most.
+const MAX_PLAYER_EVENTS: usize = 300;
+
+/// The capture's game events (those of `quakecap events`), on the capture's clock.
+fn game_events_table(h: &mut String, events: &[GameEvent]) {
+    h.push_str("<h2>Game events</h2>\n");
+    if events.is_empty() {
+        h.push_str("<p class=\"note\">No game events (kills, chat, players, scores) in this capture.</p>\n");
+        return;
+    }
+    h.push_str("<p class=\"note\">Capture s: seconds since the capture's first game packet. Game time: the server's clock since the level started.</p>\n<table class=\"game-events\">\n<tr><th>capture s</th><th>game time</th><th class=\"l\">kind</th><th class=\"l\">what</th><th class=\"l\">flows</th></tr>\n");
+    for e in events.iter().take(MAX_EVENT_ROWS) {
+        let flows: Vec<String> = e.flows.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            h,
+            "<tr data-kind=\"{}\"><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            e.kind.name(),
+            num(e.session_time, 1),
+            e.game_time.map_or_else(|| "–".into(), game_clock),
+            e.kind.name(),
+            esc(&e.describe()),
+            flows.join(",")
+        );
+    }
+    h.push_str("</table>\n");
+    if events.len() > MAX_EVENT_ROWS {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} more events not shown (`quakecap events` lists them all).</p>",
+            events.len() - MAX_EVENT_ROWS
+        );
+    }
+}
+
+/// `m:ss.mmm` of a game time in milliseconds.
+fn game_clock(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let ms = ms.unsigned_abs();
+    format!(
+        "{sign}{}:{:02}.{:03}",
+        ms / 60_000,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
+/// The events this connection saw that name its player (frags, deaths, chat, joins).
+fn player_events<'e>(r: &NetQuality, events: &'e [GameEvent]) -> Vec<&'e GameEvent> {
+    let Some(name) = r.name.as_deref() else {
+        return Vec::new();
+    };
+    events
+        .iter()
+        .filter(|e| e.flows.contains(&r.flow) && e.names().contains(&name))
+        .collect()
+}
+
+/// The player's events, on the connection's time axis (that of the plots below).
+fn player_events_list(h: &mut String, r: &NetQuality, mine: &[&GameEvent]) {
+    if mine.is_empty() {
+        return;
+    }
+    h.push_str("<details class=\"player-events\"><summary>Game events of this player (seconds on the plots' axis)</summary>\n<ul>\n");
+    for e in mine.iter().take(MAX_PLAYER_EVENTS) {
+        let _ = writeln!(
+            h,
+            "<li data-kind=\"{}\">{:.1} s: {} {}</li>",
+            e.kind.name(),
+            e.time - r.first_time,
+            e.kind.name(),
+            esc(&e.describe())
+        );
+    }
+    if mine.len() > MAX_PLAYER_EVENTS {
+        let _ = writeln!(h, "<li>… {} more</li>", mine.len() - MAX_PLAYER_EVENTS);
+    }
+    h.push_str("</ul></details>\n");
+}
+
 /// One line of a plot: runs of points (a gap where the value is unknown).
 struct Line {
     runs: Vec<Vec<(f64, f64)>>,
@@ -414,7 +514,7 @@ fn lines(
     unit: &str,
     ls: &[Line],
     ymax: Option<f64>,
-    shade: &[(f64, f64, RGBColor)],
+    marks: &Marks,
 ) -> Result<String, String> {
     let top = ymax.unwrap_or_else(|| {
         let m = ls
@@ -444,11 +544,16 @@ fn lines(
             .draw()
             .map_err(err)?;
         chart
-            .draw_series(shade.iter().map(|&(a, z, c)| {
+            .draw_series(marks.shade.iter().map(|&(a, z, c)| {
                 Rectangle::new(
                     [(a, 0.0), (z.max(a + span / W as f64), top)],
                     c.mix(0.22).filled(),
                 )
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(marks.ticks.iter().map(|&(t, c)| {
+                PathElement::new(vec![(t, top * 0.92), (t, top)], c.stroke_width(2))
             }))
             .map_err(err)?;
         let mut labelled = false;
@@ -486,7 +591,7 @@ fn lines(
     Ok(svg)
 }
 
-fn plot_ping(r: &NetQuality, span: f64) -> Result<String, String> {
+fn plot_ping(r: &NetQuality, span: f64, mine: &[&GameEvent]) -> Result<String, String> {
     let x = |i: &Interval| i.start - r.first_time;
     let mean = series(r, &x, |i| i.ping, C2S, "mean");
     let max = series(r, &x, |i| i.ping_max, RGBColor(0x9E, 0xC5, 0xE8), "max");
@@ -521,7 +626,17 @@ fn plot_ping(r: &NetQuality, span: f64) -> Result<String, String> {
             label: "median",
         });
     }
-    lines(span, "ms", &ls, None, &shade)
+    let ticks = mine
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Kill(k) if k.suicide || k.killer.as_deref() != r.name.as_deref() => {
+                Some((e.time - r.first_time, BLACK))
+            }
+            Detail::Kill(_) => Some((e.time - r.first_time, THIRD)),
+            _ => None,
+        })
+        .collect();
+    lines(span, "ms", &ls, None, &Marks { shade, ticks })
 }
 
 fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {

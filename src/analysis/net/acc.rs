@@ -81,6 +81,15 @@ pub struct DirTotals {
     pub unacked: u64,
 }
 
+/// Which cached bin a lookup uses ([`FlowAcc::bin_index`]).
+#[derive(Debug, Clone, Copy)]
+enum Cache {
+    /// The samples' own times.
+    Now = 0,
+    /// Send times settled or measured later.
+    Sent = 1,
+}
+
 fn di(d: Dir) -> usize {
     match d {
         Dir::C2s => 0,
@@ -94,6 +103,9 @@ pub struct FlowAcc {
     pub t0: f64,
     pub t_last: f64,
     pub bins: Vec<Bin>,
+    /// The bin last looked up for each [`Cache`]: its bounds in bins since `t0`, [i, i + 1),
+    /// and i.
+    cur_bin: [(f64, f64, usize); 2],
     pub dir: [DirTotals; 2],
     /// Packets of each direction waiting for the far side's ack.
     acks: [AckTable; 2],
@@ -103,6 +115,8 @@ pub struct FlowAcc {
     pub jitter: [Jitter; 2],
     /// Quake 3 client packets: (capture time, last usercmd serverTime), newest last.
     cmd_ring: VecDeque<(f64, i32)>,
+    /// A packet of `cmd_ring` has an earlier capture time than the one before it.
+    cmd_ring_unordered: bool,
     pub snapshots: u64,
     pub rate_delayed: u64,
     pub new_cmds: u64,
@@ -134,8 +148,14 @@ impl FlowAcc {
 
     /// The index of the bin of capture time `t` (times before the first sample go to the
     /// first bin), the bins grown to hold it.
-    fn bin_index(&mut self, t: f64) -> Option<usize> {
+    fn bin_index(&mut self, t: f64, cache: Cache) -> Option<usize> {
         let x = (t - self.t0) * (1.0 / BIN_S);
+        // Most times fall in the bin of the one before of their kind: compared with its
+        // bounds, exactly as the conversion below would place them, without the conversion.
+        let c = &mut self.cur_bin[cache as usize];
+        if x >= c.0 && x < c.1 {
+            return Some(c.2);
+        }
         let x = if x > 0.0 { x } else { 0.0 };
         if x.is_nan() || x >= MAX_BINS as f64 {
             return None;
@@ -144,12 +164,14 @@ impl FlowAcc {
         if self.bins.len() <= i {
             self.bins.resize(i + 1, Bin::default());
         }
+        self.cur_bin[cache as usize] = (i as f64, (i + 1) as f64, i);
         Some(i)
     }
 
-    /// The bin of capture time `t`.
+    /// The bin of a send time `t` (a round trip's or a settled packet's start): those run
+    /// seconds behind the samples, so they keep their own cached bin.
     fn bin(&mut self, t: f64) -> Option<&mut Bin> {
-        let i = self.bin_index(t)?;
+        let i = self.bin_index(t, Cache::Sent)?;
         self.bins.get_mut(i)
     }
 
@@ -166,7 +188,7 @@ impl FlowAcc {
             Arrival::Fragment | Arrival::Accepted => {}
         }
         let late = s.arrival == Arrival::OutOfOrder;
-        let bi = self.bin_index(s.time);
+        let bi = self.bin_index(s.time, Cache::Now);
         if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {
             let db = &mut b.dir[d];
             db.packets += 1;
@@ -192,10 +214,9 @@ impl FlowAcc {
         t.fragmented += u64::from(s.fragmented);
         t.gaps += u64::from(s.gap);
         self.settle_gap(d, s, bi);
-        let mut settled = std::mem::take(&mut self.settled);
-        self.acks[d].sent(s.seq, s.time, &mut settled);
-        self.record_settled(d, &mut settled);
-        self.settled = settled;
+        if let Some(st) = self.acks[d].sent(s.seq, s.time) {
+            self.record_one_settled(d, st);
+        }
         if let Some(snap) = s.snapshot {
             self.snapshot(s, snap, bi);
         }
@@ -214,6 +235,9 @@ impl FlowAcc {
                 self.bin_jitter(0, bi, j);
                 if self.cmd_ring.len() >= CMD_RING {
                     self.cmd_ring.pop_front();
+                }
+                if self.cmd_ring.back().is_some_and(|&(t, _)| t > s.time) {
+                    self.cmd_ring_unordered = true;
                 }
                 self.cmd_ring.push_back((s.time, ct));
             }
@@ -251,30 +275,35 @@ impl FlowAcc {
         self.settled = settled;
     }
 
+    /// The packets of direction `d` the acknowledgements settled (most calls: none).
     #[inline]
     fn record_settled(&mut self, d: usize, settled: &mut Vec<Settled>) {
         if settled.is_empty() {
             return;
         }
         for st in settled.drain(..) {
-            let t = &mut self.dir[d];
-            if st.delivered {
-                t.acked += 1;
-            } else {
-                t.unacked += 1;
+            self.record_one_settled(d, st);
+        }
+    }
+
+    fn record_one_settled(&mut self, d: usize, st: Settled) {
+        let t = &mut self.dir[d];
+        if st.delivered {
+            t.acked += 1;
+        } else {
+            t.unacked += 1;
+        }
+        if let Some(b) = self.bin(st.time) {
+            let db = &mut b.dir[d];
+            db.expected_ack += 1;
+            if !st.delivered {
+                db.lost_ack += 1;
+                db.first_loss.get_or_insert(st.time);
+                db.last_loss = Some(st.time);
             }
-            if let Some(b) = self.bin(st.time) {
-                let db = &mut b.dir[d];
-                db.expected_ack += 1;
-                if !st.delivered {
-                    db.lost_ack += 1;
-                    db.first_loss.get_or_insert(st.time);
-                    db.last_loss = Some(st.time);
-                }
-            }
-            if let (Some(strip), false, 1) = (&mut self.strip, st.delivered, d) {
-                strip.lost_ack(st.time);
-            }
+        }
+        if let (Some(strip), false, 1) = (&mut self.strip, st.delivered, d) {
+            strip.lost_ack(st.time);
         }
     }
 
@@ -335,8 +364,17 @@ impl FlowAcc {
             .find(|(_, ct)| *ct <= snap.command_time)
             .copied();
         if let Some((sent, _)) = hit {
-            // Each client packet counts once: the first snapshot that reaches it.
-            self.cmd_ring.retain(|(t, _)| *t > sent);
+            // Each client packet counts once: the first snapshot that reaches it. Capture
+            // times only go back in a damaged capture: in order, those are a prefix.
+            if self.cmd_ring_unordered {
+                self.cmd_ring.retain(|(t, _)| *t > sent);
+                let r = &self.cmd_ring;
+                self.cmd_ring_unordered = r.iter().zip(r.iter().skip(1)).any(|(a, b)| a.0 > b.0);
+            } else {
+                while self.cmd_ring.front().is_some_and(|&(t, _)| t <= sent) {
+                    self.cmd_ring.pop_front();
+                }
+            }
             self.await_rtt(Dir::C2s, RttMethod::Command, sent, None);
         }
     }

@@ -173,23 +173,25 @@ pub struct AckTable {
 }
 
 impl AckTable {
-    /// A packet of sequence `seq` left at `time` (repeats and stale sequences are ignored).
-    pub fn sent(&mut self, seq: i64, time: f64, out: &mut Vec<Settled>) {
+    /// A packet of sequence `seq` left at `time` (repeats and stale sequences are ignored);
+    /// the oldest waiting packet, settled, when the table was full.
+    pub fn sent(&mut self, seq: i64, time: f64) -> Option<Settled> {
         // Before the far side acknowledged anything it is not listening yet (connection
         // set-up): those packets tell nothing about the path.
         if !self.live || self.pending.back().is_some_and(|s| s.seq >= seq) {
-            return;
+            return None;
         }
-        if self.pending.len() >= MAX_PENDING {
-            if let Some(s) = self.pending.pop_front() {
-                out.push(self.settle(s));
-            }
-        }
+        let full = if self.pending.len() >= MAX_PENDING {
+            self.pending.pop_front().map(|s| self.settle(s))
+        } else {
+            None
+        };
         self.pending.push_back(Sent {
             seq,
             time,
             acked: false,
         });
+        full
     }
 
     /// The far side acknowledged `ack` at `now`: the round trip of that packet (seconds) when
@@ -282,7 +284,7 @@ mod tests {
             t.ack(a, 0.0, &mut out);
         }
         for s in 1..=3 {
-            t.sent(s, s as f64 * 0.05, &mut out);
+            out.extend(t.sent(s, s as f64 * 0.05));
         }
         assert!(t.ack(1, 0.2, &mut out).is_some());
         assert!(t.ack(3, 0.3, &mut out).is_some());
