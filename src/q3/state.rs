@@ -270,6 +270,15 @@ pub struct HistFrame {
     /// See [`SnapFrame::ps_known`] and [`SnapFrame::ents_partial`] (entity masks: the pool).
     pub ps_known: PsKnown,
     pub ents_partial: bool,
+    /// The frame may hold an entity of an event type (set only by the game-events decode,
+    /// [`super::svc::Detail::Events`]: false is exact, true may be stale).
+    pub maybe_events: bool,
+}
+
+/// An entity of an event type (`eType` past `ET_EVENTS`: temporary events such as
+/// obituaries and sounds).
+pub fn is_event_type(s: &EntityState) -> bool {
+    s.fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS
 }
 
 impl HistFrame {
@@ -515,39 +524,23 @@ impl ClientState {
         }
     }
 
-    /// As [`Self::snap_frame`] with only the entities of an event type (`eType` past
-    /// `ET_EVENTS`: obituaries, sounds, ...) and no playerstate or area mask: what game
-    /// events read, without copying the whole frame; None when the frame holds no such
-    /// entity (most frames: nothing is built for them). An entity whose event fields are not
-    /// all known (mid-session, from a base the capture missed) is left out: no event is
-    /// better than a wrong one.
-    pub fn event_frame(&self, f: &HistFrame) -> Option<SnapFrame> {
-        // The type first: it rules out nearly every entity with one load.
-        let entities: Vec<EntityState> = f
-            .ents
-            .iter()
-            .filter(|&&e| {
-                self.pool.get(e).fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS
-                    && self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS
-            })
-            .map(|&e| self.pool.get(e).clone())
-            .collect();
-        if entities.is_empty() {
-            return None;
+    /// The entities of `f` of an event type (`eType` past `ET_EVENTS`: obituaries, sounds,
+    /// ...), as game events read them, and whether it holds any such entity at all. An
+    /// entity whose event fields are not all known (mid-session, from a base the capture
+    /// missed) is left out: no event is better than a wrong one.
+    pub fn event_entities(&self, f: &HistFrame) -> (Vec<EntityState>, bool) {
+        let mut any = false;
+        let mut out = Vec::new();
+        for &e in &f.ents {
+            let s = self.pool.get(e);
+            if is_event_type(s) {
+                any = true;
+                if self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS {
+                    out.push(s.clone());
+                }
+            }
         }
-        Some(SnapFrame {
-            message_num: f.message_num,
-            server_time: f.server_time,
-            delta_num: f.delta_num,
-            flags: f.flags,
-            areamask: Vec::new(),
-            ps: PlayerState::default(),
-            entities,
-            parse_entities_num: f.parse_entities_num,
-            ps_known: PsKnown::ALL,
-            known: Vec::new(),
-            ents_partial: f.ents_partial,
-        })
+        (out, any)
     }
 
     /// An empty frame to build the next snapshot in (buffers reused). Entity states no

@@ -16,7 +16,7 @@ use super::delta::{
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
 pub use super::state::MAX_AREAMASK;
 use super::state::{
-    ClientState, EntRef, EntityPool, HistFrame, PsKnown, SnapFrame, ENT_ALL_KNOWN,
+    is_event_type, ClientState, EntRef, EntityPool, HistFrame, PsKnown, SnapFrame, ENT_ALL_KNOWN,
     MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES,
 };
 
@@ -564,9 +564,13 @@ trait Recorder {
     /// One transmitted entity with its known fields; `None` for a removal.
     #[inline(always)]
     fn entity(&mut self, _e: EntityWire<Self::Changes>, _state: Option<(&EntityState, u64)>) {}
+    /// The frame the snapshot deltas from (its slot's, even when too old), before any
+    /// entity is read.
+    #[inline(always)]
+    fn base(&mut self, _old: Option<&HistFrame>) {}
     /// The finished frame, before it enters the history.
     #[inline(always)]
-    fn frame(&mut self, _st: &ClientState, _f: &HistFrame) {}
+    fn frame(&mut self, _st: &ClientState, _f: &mut HistFrame) {}
 }
 
 /// What the wire said about one transmitted entity.
@@ -621,7 +625,7 @@ impl Recorder for SnapRecord {
         });
     }
 
-    fn frame(&mut self, st: &ClientState, f: &HistFrame) {
+    fn frame(&mut self, st: &ClientState, f: &mut HistFrame) {
         self.frame = st.snap_frame(f);
     }
 }
@@ -643,7 +647,7 @@ fn parse_snapshot_with<R: Recorder>(
             frame.flags = h.flags;
             frame.parse_entities_num = st.parse_entities_num;
             st.parse_entities_num += frame.ents.len() as u64;
-            rec.frame(st, &frame);
+            rec.frame(st, &mut frame);
             if h.valid {
                 st.store_snapshot(frame);
             } else {
@@ -702,6 +706,7 @@ fn read_snapshot_into<R: Recorder>(
     frame.ents_partial = base_partial;
     let bits = (ps_bit, r.bit_pos());
     rec.playerstate(&frame.ps, frame.ps_known, wire, changes, bits);
+    rec.base(old);
     let old_ents = old.map_or(&[][..], |o| &o.ents[..]);
     // An entity not in a partial base frame may have been in the real one: only what its
     // delta sends is known.
@@ -771,9 +776,22 @@ fn parse_snapshot_events(
 ) -> Result<Option<ServerOp>, SvcError> {
     let mut rec = EventFrame::default();
     let h = parse_snapshot_with(r, seq, st, &mut rec)?;
-    let Some(frame) = rec.frame else {
+    if rec.entities.is_empty() {
         *head = Some(h.head(bit));
         return Ok(None);
+    }
+    let frame = SnapFrame {
+        message_num: seq,
+        server_time: h.server_time,
+        delta_num: h.delta_base,
+        flags: h.flags,
+        areamask: Vec::new(),
+        ps: PlayerState::default(),
+        entities: rec.entities,
+        parse_entities_num: rec.parse_entities_num,
+        ps_known: PsKnown::ALL,
+        known: Vec::new(),
+        ents_partial: rec.ents_partial,
     };
     let none = PlayerDelta::default();
     Ok(Some(ServerOp::Snapshot(Box::new(snapshot_op(
@@ -814,17 +832,35 @@ fn snapshot_op(
     }
 }
 
-/// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities,
-/// when it has any.
+/// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities.
+/// A frame can only hold one when its base did or one was transmitted: the others (most)
+/// are not searched ([`HistFrame::maybe_events`]).
 #[derive(Default)]
 struct EventFrame {
-    frame: Option<SnapFrame>,
+    base_events: bool,
+    sent_events: bool,
+    entities: Vec<EntityState>,
+    parse_entities_num: u64,
+    ents_partial: bool,
 }
 
 impl Recorder for EventFrame {
     type Changes = ();
-    fn frame(&mut self, st: &ClientState, f: &HistFrame) {
-        self.frame = st.event_frame(f);
+    fn base(&mut self, old: Option<&HistFrame>) {
+        self.base_events = old.is_some_and(|o| o.maybe_events);
+    }
+    fn entity(&mut self, _e: EntityWire<()>, state: Option<(&EntityState, u64)>) {
+        self.sent_events |= state.is_some_and(|(s, _)| is_event_type(s));
+    }
+    fn frame(&mut self, st: &ClientState, f: &mut HistFrame) {
+        f.maybe_events = false;
+        if self.base_events || self.sent_events {
+            let (entities, any) = st.event_entities(f);
+            self.entities = entities;
+            f.maybe_events = any;
+        }
+        self.parse_entities_num = f.parse_entities_num;
+        self.ents_partial = f.ents_partial;
     }
 }
 
