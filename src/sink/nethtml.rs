@@ -197,7 +197,7 @@ fn connection(h: &mut String, r: &NetQuality, events: &[GameEvent]) {
         (
             "ping",
             "Ping (ms): mean per interval, highest per interval (light); lag events shaded \
-             (red: ping, purple: loss); dashed: the connection's median; ticks at the top: \
+             (red: ping, purple: loss); grey: the connection's median; ticks at the top: \
              the player's frags (green) and deaths (black)"
                 .into(),
             plot_ping(r, span, &mine),
@@ -539,6 +539,7 @@ fn lines(
             .x_desc("s")
             .y_desc(unit)
             .light_line_style(TRANSPARENT)
+            .max_light_lines(0)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
             .draw()
@@ -612,17 +613,11 @@ fn plot_ping(r: &NetQuality, span: f64, mine: &[&GameEvent]) -> Result<String, S
         .collect();
     let mut ls = vec![max, mean];
     if let Some(m) = r.ping.median {
-        // The median as a dashed line: short segments.
-        let mut runs = Vec::new();
-        let step = span / 60.0;
-        let mut t = 0.0;
-        while t < span {
-            runs.push(vec![(t, m), ((t + step / 2.0).min(span), m)]);
-            t += step;
-        }
+        // The median as one grey line (plotters draws no dashes: sixty dash elements per
+        // plot cost more than the rest of the plot).
         ls.push(Line {
-            runs,
-            color: RGBColor(0x55, 0x55, 0x55),
+            runs: vec![vec![(0.0, m), (span, m)]],
+            color: RGBColor(0x88, 0x88, 0x88),
             label: "median",
         });
     }
@@ -679,31 +674,96 @@ fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
             .map_err(err)?;
         let cols = &strip.cols;
         let px = span / f64::from(W);
-        let bars = cols.iter().enumerate().filter_map(|(i, c)| {
+        // One column per server packet: (start, end, height, colour), None for a packet
+        // without a latency (a gap in the strip).
+        let bars = cols.iter().enumerate().map(|(i, c)| {
             let a = c.start - r.first_time;
             let z = cols
                 .get(i + 1)
                 .map_or(c.end - r.first_time, |n| n.start - r.first_time)
                 .max(a + px);
             if lost(c) > 0 {
-                return Some(Rectangle::new([(a, 0.0), (z, top)], LAG_DROP.filled()));
+                return Some((a, z, top, LAG_DROP));
             }
             let l = f64::from(c.latency[k]);
-            if l < 0.0 {
-                return None;
-            }
             let color = if c.rate_delayed > 0 { LAG_RATE } else { LAG_OK };
-            Some(Rectangle::new([(a, 0.0), (z, l)], color.filled()))
+            (l >= 0.0).then_some((a, z, l, color))
         });
-        chart.draw_series(bars).map_err(err)?;
+        // Neighbouring columns of one colour are one polygon (their skyline): a thousand
+        // rectangles cost more to write than the rest of the report's plots together.
+        chart
+            .draw_series(skylines(bars).map(|(pts, c)| Polygon::new(pts, c.filled())))
+            .map_err(err)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
 }
 
+/// Runs of touching columns (start, end, height, colour) of one colour, each as the outline
+/// of its columns from the axis up: (points, colour).
+fn skylines(
+    bars: impl Iterator<Item = Option<(f64, f64, f64, RGBColor)>>,
+) -> impl Iterator<Item = (Vec<(f64, f64)>, RGBColor)> {
+    let mut runs: Vec<(Vec<(f64, f64)>, RGBColor)> = Vec::new();
+    let mut open = false;
+    for bar in bars {
+        let Some((a, z, h, c)) = bar else {
+            open = false;
+            continue;
+        };
+        match runs.last_mut() {
+            Some((pts, rc)) if open && *rc == c && pts.last().is_some_and(|p| p.0 == a) => {
+                pts.extend([(a, h), (z, h)]);
+            }
+            _ => runs.push((vec![(a, 0.0), (a, h), (z, h)], c)),
+        }
+        open = true;
+    }
+    runs.into_iter().map(|(mut pts, c)| {
+        if let Some(&(z, _)) = pts.last() {
+            pts.push((z, 0.0));
+        }
+        (pts, c)
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::{esc, skylines, LAG_DROP, LAG_OK};
+
+    #[test]
+    fn touching_columns_of_one_colour_are_one_outline() {
+        let bars = [
+            Some((0.0, 1.0, 5.0, LAG_OK)),
+            Some((1.0, 2.0, 7.0, LAG_OK)),
+            Some((2.0, 3.0, 9.0, LAG_DROP)),
+            None,
+            Some((4.0, 5.0, 3.0, LAG_DROP)),
+            Some((6.0, 7.0, 3.0, LAG_DROP)),
+        ];
+        let runs: Vec<_> = skylines(bars.into_iter()).collect();
+        assert_eq!(
+            runs.len(),
+            4,
+            "a colour change, a gap and a hole split runs"
+        );
+        assert_eq!(
+            runs[0].0,
+            vec![
+                (0.0, 0.0),
+                (0.0, 5.0),
+                (1.0, 5.0),
+                (1.0, 7.0),
+                (2.0, 7.0),
+                (2.0, 0.0)
+            ]
+        );
+        assert_eq!(
+            runs[1].0,
+            vec![(2.0, 0.0), (2.0, 9.0), (3.0, 9.0), (3.0, 0.0)]
+        );
+        assert_eq!(runs[3].1, LAG_DROP);
+    }
 
     #[test]
     fn names_are_escaped() {
