@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use quakecap::gameevent::summary::{summarize, PlayerSummary};
-use quakecap::gameevent::{GameEvent, Kind, ALL_KINDS};
+use quakecap::gameevent::{clock_ms, GameEvent, Kind, ALL_KINDS};
 use quakecap::pipeline::Options;
 use quakecap::sink::events::EventSink;
 
@@ -167,14 +167,7 @@ fn clock(e: &GameEvent) -> String {
         .game_time
         .filter(|_| e.server_clock)
         .unwrap_or_else(|| (e.session_time.unwrap_or(e.time) * 1000.0) as i64);
-    let sign = if ms < 0 { "-" } else { "" };
-    let ms = ms.unsigned_abs();
-    format!(
-        "{sign}{:02}:{:02}.{:03}",
-        ms / 60_000,
-        ms / 1000 % 60,
-        ms % 1000
-    )
+    clock_ms(ms)
 }
 
 fn timeline_line(e: &GameEvent) -> String {

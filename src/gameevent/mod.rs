@@ -62,6 +62,19 @@ pub const ALL_KINDS: [Kind; 11] = [
     Kind::Flag,
 ];
 
+/// `mm:ss.mmm` of a time in milliseconds (negative ones with a sign): the clock of the
+/// `quakecap events` timeline and of the report's.
+pub fn clock_ms(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let ms = ms.unsigned_abs();
+    format!(
+        "{sign}{:02}:{:02}.{:03}",
+        ms / 60_000,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
 /// One game event as one server's game saw it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GameEvent {

@@ -16,7 +16,7 @@ use crate::analysis::net::acc::RttMethod;
 use crate::analysis::net::report::{Interval, LagEvent, NetQuality};
 use crate::analysis::net::strip;
 use crate::flow::{Dir, FlowSummary};
-use crate::gameevent::{Detail, GameEvent};
+use crate::gameevent::{clock_ms, Detail, GameEvent};
 
 /// Entries per series the report asks for (about a point per two pixels).
 pub const MAX_POINTS: usize = 450;
@@ -411,7 +411,7 @@ fn game_events_table(h: &mut String, events: &[GameEvent]) {
             "<tr data-kind=\"{}\"><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             e.kind.name(),
             num(e.session_time, 1),
-            e.game_time.map_or_else(|| "–".into(), game_clock),
+            e.game_time.map_or_else(|| "–".into(), clock_ms),
             e.kind.name(),
             esc(&e.describe()),
             flows.join(",")
@@ -425,18 +425,6 @@ fn game_events_table(h: &mut String, events: &[GameEvent]) {
             events.len() - MAX_EVENT_ROWS
         );
     }
-}
-
-/// `m:ss.mmm` of a game time in milliseconds.
-fn game_clock(ms: i64) -> String {
-    let sign = if ms < 0 { "-" } else { "" };
-    let ms = ms.unsigned_abs();
-    format!(
-        "{sign}{}:{:02}.{:03}",
-        ms / 60_000,
-        ms / 1000 % 60,
-        ms % 1000
-    )
 }
 
 /// The events this connection saw that name its player (frags, deaths, chat, joins).
