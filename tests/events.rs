@@ -42,6 +42,13 @@ enum Line {
         name: String,
         team: String,
     },
+    /// OpenArena's `CTF: client team action: text` (action 0 took, 1 captured, 2 returned, 3
+    /// fragged the carrier; team: the flag's, for 3 the carrier's; client -1: the game).
+    Flag {
+        num: i32,
+        team: i32,
+        action: i32,
+    },
 }
 
 fn parse_log(text: &str) -> Vec<Line> {
@@ -80,6 +87,14 @@ fn parse_line(l: &str) -> Option<Line> {
             team: false,
             to: Some(to.into()),
         });
+    }
+    if let Some(r) = l.strip_prefix("CTF: ") {
+        let (nums, _) = r.split_once(':')?;
+        let v: Vec<i32> = nums.split_whitespace().filter_map(num).collect();
+        return match v[..] {
+            [num, team, action] => Some(Line::Flag { num, team, action }),
+            _ => None,
+        };
     }
     if let Some(r) = l.strip_prefix("console: ") {
         return Some(Line::Console { text: r.into() });
@@ -321,6 +336,7 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
             _ => {}
         }
     }
+    problems.extend(check_flags(&r, &ev, who));
     // Every kill reported is a Kill line (none invented, none doubled).
     for (j, e) in kills.iter().enumerate() {
         if !used[j] {
@@ -362,6 +378,217 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Flag events against the `CTF:` lines: every logged take, capture and return a recorded
+/// client could see found once with the same client and flag; every named take, capture
+/// and return reported is a logged one (none invented, none doubled); a carrier fragged
+/// (action 3) drops the flag, so each such line has a `dropped` event of that flag. Returns
+/// nobody logs (a dropped flag's timeout) may be reported without a player.
+fn check_flags(r: &Replay, ev: &[GameEvent], who: Option<&str>) -> Vec<String> {
+    let flags: Vec<&quakecap::gameevent::Flag> = ev
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Flag(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let mut used = vec![false; flags.len()];
+    let mut problems = Vec::new();
+    let team_word = |t: i32| match t {
+        1 => "red",
+        2 => "blue",
+        _ => "neutral",
+    };
+    let mut drops_wanted = [0usize; 3];
+    for (i, l) in r.lines.iter().enumerate() {
+        let Line::Flag { num, team, action } = *l else {
+            continue;
+        };
+        if !visible(r, i, who, false) {
+            continue;
+        }
+        let word = match action {
+            0 => "taken",
+            1 => "captured",
+            2 => "returned",
+            3 => {
+                // The carrier (of team `team`) held the other team's flag.
+                drops_wanted[(3 - team).clamp(0, 2) as usize] += 1;
+                continue;
+            }
+            _ => continue,
+        };
+        let want_num = (num >= 0).then_some(num);
+        let name = want_num.and_then(|n| name_of(r, i, n)).map(|x| x.0);
+        let hit = flags.iter().enumerate().position(|(j, f)| {
+            !used[j]
+                && f.team == team_word(team)
+                && f.action == word
+                && f.num == want_num
+                && f.name == name
+        });
+        match hit {
+            Some(j) => used[j] = true,
+            None => problems.push(format!("flag not found: {l:?} ({name:?})")),
+        }
+    }
+    for (j, f) in flags.iter().enumerate() {
+        let named = f.num.is_some() && f.action != "dropped";
+        if !used[j] && (named || f.action == "captured" || f.action == "taken") {
+            problems.push(format!("flag event not in server.log (or repeated): {f:?}"));
+        }
+    }
+    for (t, want) in drops_wanted.iter().enumerate() {
+        let got = flags
+            .iter()
+            .filter(|f| f.action == "dropped" && f.team == team_word(t as i32))
+            .count();
+        if got < *want {
+            problems.push(format!(
+                "{} flag: {want} carriers fragged, {got} dropped events",
+                team_word(t as i32)
+            ));
+        }
+    }
+    problems
+}
+
+/// Every input of a session folder: the capture (no client filter) and each client's demos.
+fn session_inputs(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
+    let mut v = vec![(dir.join("capture.pcapng"), None)];
+    for n in 1..=4 {
+        for ext in ["dm_68", "dm_71"] {
+            for m in 0..3 {
+                let demo = dir.join(format!("client{n}-demo{m}.{ext}"));
+                if demo.exists() {
+                    v.push((demo, Some(format!("LabPlayer{n}"))));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A real CTF session recorded with the lab (OpenArena CTF map, bots that take and capture
+/// flags; not stored in the repository): `QUAKECAP_CTF_SESSION`, default /work/lab-ctf. Every
+/// `CTF:` line of its server.log (and every kill, chat line, score and connect as in the
+/// other sessions) found from the capture and from each client's demo.
+#[test]
+fn ctf_session_matches_server_log() {
+    let dir = PathBuf::from(
+        std::env::var("QUAKECAP_CTF_SESSION").unwrap_or_else(|_| "/work/lab-ctf".into()),
+    );
+    let Ok(log) = std::fs::read_to_string(dir.join("server.log")) else {
+        eprintln!(
+            "skipped: no CTF session at {} (QUAKECAP_CTF_SESSION)",
+            dir.display()
+        );
+        return;
+    };
+    let logged = parse_log(&log)
+        .iter()
+        .filter(|l| matches!(l, Line::Flag { .. }))
+        .count();
+    assert!(logged > 0, "{}: no CTF: line in server.log", dir.display());
+    let mut all = Vec::new();
+    let mut flags = 0;
+    for (input, who) in session_inputs(&dir) {
+        if !input.exists() {
+            continue;
+        }
+        flags += events_of(&input)
+            .iter()
+            .filter(|e| e.kind == Kind::Flag)
+            .count();
+        for p in check(&dir, &input, who.as_deref()) {
+            all.push(format!("{}: {p}", input.display()));
+        }
+    }
+    eprintln!("{logged} CTF: lines, {flags} flag events over the inputs");
+    assert!(all.is_empty(), "{}", all.join("\n"));
+}
+
+/// CPMA's Capture Strike demos (g_gametype 7, both damaged): the flag events equal what the
+/// demo's own server commands say, counted here from the decoded text: `CS_FLAGSTATUS`
+/// (configstring 23) going to `1` (taken) or `2` (dropped) per flag, `2` back to `0`
+/// (returned), and CPMA's centre print `TEAM scores: Capture` (the other flag captured) —
+/// events after the damage included.
+#[test]
+fn cpma_ctfs_demos_flag_events_match_their_commands() {
+    for name in [
+        "invalid_area_mask_length.dm_68",
+        "invalid_entity_state_field_count_2.dm_68",
+    ] {
+        let path = Path::new(DEMOS).join(name);
+        if !path.exists() {
+            eprintln!("skipped: {} is missing", path.display());
+            continue;
+        }
+        let text = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+            .args(["decode", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&text.stdout);
+        let mut want: Vec<(String, &str)> = Vec::new();
+        let mut status = String::new();
+        let mut seen = std::collections::HashSet::new();
+        for l in text.lines() {
+            let l = l.trim();
+            // The gamestate's value, then each new command once (by sequence number).
+            if let Some(v) = l.strip_prefix("cs 23 ") {
+                status = v.trim_matches('"').to_string();
+                continue;
+            }
+            let Some((seq, cmd)) = l
+                .strip_prefix("serverCommand ")
+                .and_then(|r| r.split_once(": "))
+            else {
+                continue;
+            };
+            if !seen.insert(seq.to_string()) {
+                continue;
+            }
+            let cmd = cmd.replace("\\\"", "\"").replace("\\n", "");
+            if let Some(v) = cmd.strip_prefix("\"cs 23 ") {
+                let v = v.trim_matches('"').to_string();
+                for (i, team) in ["red", "blue"].iter().enumerate() {
+                    let (a, b) = (status.as_bytes().get(i), v.as_bytes().get(i));
+                    let action = match (a, b) {
+                        (Some(a), Some(b)) if a == b => continue,
+                        (_, Some(b'1')) => "taken",
+                        (_, Some(b'2')) => "dropped",
+                        (Some(b'2'), Some(b'0')) => "returned",
+                        _ => continue,
+                    };
+                    want.push((team.to_string(), action));
+                }
+                status = v;
+            } else if let Some(t) = cmd.strip_prefix("\"cp ").and_then(|c| {
+                c.trim_matches('"')
+                    .strip_suffix(" scores: Capture")
+                    .map(str::to_string)
+            }) {
+                let flag = if t == "RED" { "blue" } else { "red" };
+                want.push((flag.to_string(), "captured"));
+            }
+        }
+        let ev = events_of(&path);
+        let got: Vec<(String, &str)> = ev
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Flag(f) => Some((f.team.clone(), f.action.as_str())),
+                _ => None,
+            })
+            .collect();
+        eprintln!("{name}: {} flag events", got.len());
+        assert!(!want.is_empty(), "{name}: no flag command found");
+        let mut w = want.clone();
+        let mut g = got.clone();
+        w.sort();
+        g.sort();
+        assert_eq!(g, w, "{name}: flag events {got:?}, commands say {want:?}");
+    }
 }
 
 #[test]

@@ -78,6 +78,11 @@ fn same(a: &GameEvent, b: &GameEvent) -> bool {
             x.name == y.name && x.text == y.text && x.team == y.team && x.mode == y.mode
         }
         (Detail::Score(x), Detail::Score(y)) => (x.num, x.score) == (y.num, y.score),
+        // A connection that missed the take does not know who dropped the flag.
+        (Detail::Flag(x), Detail::Flag(y)) => {
+            (&x.team, &x.action) == (&y.team, &y.action)
+                && (x.num.is_none() || y.num.is_none() || x.num == y.num)
+        }
         (x, y) => x == y,
     }
 }
@@ -85,13 +90,20 @@ fn same(a: &GameEvent, b: &GameEvent) -> bool {
 /// Fold a repeat into the kept event: its flows, and what only it knows.
 fn absorb(kept: &mut GameEvent, e: GameEvent) {
     add_flows(kept, &e.flows);
-    if let (Detail::Chat(k), Detail::Chat(n)) = (&mut kept.detail, e.detail) {
-        if k.to.is_none() {
-            k.to = n.to;
+    match (&mut kept.detail, e.detail) {
+        (Detail::Chat(k), Detail::Chat(n)) => {
+            if k.to.is_none() {
+                k.to = n.to;
+            }
+            if k.num.is_none() {
+                k.num = n.num;
+            }
         }
-        if k.num.is_none() {
+        (Detail::Flag(k), Detail::Flag(n)) if k.num.is_none() => {
             k.num = n.num;
+            k.name = n.name;
         }
+        _ => {}
     }
 }
 

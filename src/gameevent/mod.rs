@@ -207,10 +207,15 @@ pub struct MatchFlow {
 /// A CTF flag event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flag {
+    /// Which flag: "red", "blue", "neutral" (one-flag CTF).
     pub team: String,
     /// "taken", "captured", "returned", "dropped".
     pub action: String,
+    /// Who (clean name): the taker, capturer, returner, the carrier who dropped it; None when
+    /// the game acted (a dropped flag's automatic return) or the mod names no one (CPMA).
     pub name: Option<String>,
+    /// That player's client number, when known.
+    pub num: Option<i32>,
 }
 
 #[cfg(test)]
