@@ -92,9 +92,26 @@ fn parse_line(l: &str) -> Option<Line> {
         let (nums, _) = r.split_once(':')?;
         let v: Vec<i32> = nums.split_whitespace().filter_map(num).collect();
         return match v[..] {
+            // The game's own return is taken from its broadcast (below): not every
+            // OpenArena build logs it.
+            [-1, _, 2] => None,
             [num, team, action] => Some(Line::Flag { num, team, action }),
             _ => None,
         };
+    }
+    // The dedicated server's echo of a broadcast print: a flag the game returned (fallen
+    // out of the world), logged as a `CTF:` line by some builds only.
+    if let Some(r) = l.strip_prefix("broadcast: print \"The ") {
+        let team = match r.strip_suffix(" flag has returned!\\n\"")? {
+            "RED" => 1,
+            "BLUE" => 2,
+            _ => return None,
+        };
+        return Some(Line::Flag {
+            num: -1,
+            team,
+            action: 2,
+        });
     }
     if let Some(r) = l.strip_prefix("console: ") {
         return Some(Line::Console { text: r.into() });
@@ -161,7 +178,10 @@ fn replay(lines: Vec<Line>, recorded: &[String]) -> Replay {
         });
         let p = ingame
             .iter()
-            .filter(|n| Some(**n) != leaving || !matches!(l, Line::Kill { .. }))
+            .filter(|n| {
+                Some(**n) != leaving
+                    || !matches!(l, Line::Kill { victim, .. } if Some(*victim) == leaving)
+            })
             .filter_map(|n| info.iter().find(|x| x.0 == *n))
             .filter(|x| recorded.contains(&x.1))
             .map(|x| (x.0, x.2.clone()))
@@ -382,9 +402,10 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
 
 /// Flag events against the `CTF:` lines: every logged take, capture and return a recorded
 /// client could see found once with the same client and flag; every named take, capture
-/// and return reported is a logged one (none invented, none doubled); a carrier fragged
-/// (action 3) drops the flag, so each such line has a `dropped` event of that flag. Returns
-/// nobody logs (a dropped flag's timeout) may be reported without a player.
+/// and return reported is a logged one (none invented, none doubled); the game's returns
+/// (its broadcast `The RED flag has returned!`) found; a carrier fragged (action 3) drops the
+/// flag, so each such line has a `dropped` event of that flag. Returns nobody logs (a dropped
+/// flag's 30 s timeout) may be reported without a player.
 fn check_flags(r: &Replay, ev: &[GameEvent], who: Option<&str>) -> Vec<String> {
     let flags: Vec<&quakecap::gameevent::Flag> = ev
         .iter()
@@ -437,6 +458,22 @@ fn check_flags(r: &Replay, ev: &[GameEvent], who: Option<&str>) -> Vec<String> {
         let named = f.num.is_some() && f.action != "dropped";
         if !used[j] && (named || f.action == "captured" || f.action == "taken") {
             problems.push(format!("flag event not in server.log (or repeated): {f:?}"));
+        }
+    }
+    // One event once: no flag event repeated within a second of game time (the merge of
+    // several connections' reports, a print and its status change).
+    let timed: Vec<(&quakecap::gameevent::Flag, i64)> = ev
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Flag(f) => Some((f, e.game_time.unwrap_or(i64::MIN / 2))),
+            _ => None,
+        })
+        .collect();
+    for (i, (a, ta)) in timed.iter().enumerate() {
+        for (b, tb) in &timed[i + 1..] {
+            if (&a.team, &a.action) == (&b.team, &b.action) && (ta - tb).abs() < 1000 {
+                problems.push(format!("flag event twice: {a:?} at {ta} and {tb}"));
+            }
         }
     }
     for (t, want) in drops_wanted.iter().enumerate() {
