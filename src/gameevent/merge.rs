@@ -150,3 +150,45 @@ fn last_of_player(out: &[GameEvent], e: &GameEvent) -> Option<usize> {
             && matches!(&o.detail, Detail::Player(q) if q.num == p.num && q.name == p.name)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gameevent::Flag;
+
+    fn flag(flow: u32, game_time: i64, num: Option<i32>) -> GameEvent {
+        GameEvent {
+            kind: Kind::Flag,
+            time: 10.0 + game_time as f64 / 1000.0,
+            game_time: Some(game_time),
+            session_time: None,
+            flows: vec![flow],
+            server: Some("127.0.0.1:27960".into()),
+            server_clock: true,
+            detail: Detail::Flag(Flag {
+                team: "red".into(),
+                action: "dropped".into(),
+                name: num.map(|n| format!("P{n}")),
+                num,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_flag_event_two_connections_saw_is_one() {
+        // The second connection missed the take, so it does not know the carrier.
+        let out = merge(vec![flag(1, 5000, Some(3)), flag(2, 5050, None)]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].flows, [1, 2]);
+        assert!(matches!(&out[0].detail, Detail::Flag(f) if f.num == Some(3)));
+        let out = merge(vec![flag(2, 5000, None), flag(1, 5050, Some(3))]);
+        assert!(
+            matches!(&out[..], [e] if matches!(&e.detail, Detail::Flag(f) if f.name.as_deref() == Some("P3")))
+        );
+        // Two carriers are two events.
+        assert_eq!(
+            merge(vec![flag(1, 5000, Some(3)), flag(2, 5050, Some(4))]).len(),
+            2
+        );
+    }
+}

@@ -754,6 +754,35 @@ mod tests {
     }
 
     #[test]
+    fn flag_print_and_status_are_one_event() {
+        let mut ex = Extractor::new(false);
+        let mut out = Vec::new();
+        let m = server_message(&[
+            "cs 544 \"n\\^1Kyon\\t\\2\"",
+            "cs 23 \"00\"",
+            "print \"^1Kyon^7 got the RED flag!\n\"",
+            "cs 23 \"10\"",
+        ]);
+        ex.message(&m, &mut out);
+        ex.message(&server_message(&["cs 23 \"20\""]), &mut out);
+        // A restart resets the status: no event.
+        ex.message(&server_message(&["map_restart", "cs 23 \"00\""]), &mut out);
+        ex.finish(&mut out);
+        let flags: Vec<_> = out
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Flag(f) => Some((f.team.as_str(), f.action.as_str(), f.num)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            flags,
+            [("red", "taken", Some(0)), ("red", "dropped", Some(0))]
+        );
+        assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
+    }
+
+    #[test]
     fn scores_forms() {
         assert_eq!(
             parse_scores("1 0 0 7000 3 5 9 0 0 0 0 0 0 0 0 0 0 0 0"),
