@@ -118,7 +118,9 @@ impl Extractor {
         if let Some(t) = snap_time {
             self.server_time = Some(t);
         }
-        self.flag_events();
+        if self.flags.touched {
+            self.flag_events();
+        }
         self.flush(m, out);
     }
 

@@ -181,6 +181,8 @@ pub struct Flags {
     moves: Vec<Move>,
     /// A `map_restart` in this message: the status it resets is no flag event.
     quiet: bool,
+    /// Something to look at at the end of this message (most messages have nothing).
+    pub touched: bool,
 }
 
 const TEAMS: [FlagTeam; 3] = [FlagTeam::Red, FlagTeam::Blue, FlagTeam::Neutral];
@@ -192,12 +194,14 @@ impl Flags {
         self.notices.clear();
         self.moves.clear();
         self.quiet = true;
+        self.touched = true;
     }
 
     /// A `print` or `cp` server command's argument.
     pub fn print(&mut self, text: &str) {
         if let Some(n) = parse_print(text) {
             self.notices.push(n);
+            self.touched = true;
         }
     }
 
@@ -211,6 +215,7 @@ impl Flags {
             if let (Some(from), Some(to)) = (a[team.index()], b[team.index()]) {
                 if from != to {
                     self.moves.push(Move { team, from, to });
+                    self.touched = true;
                 }
             }
         }
@@ -222,6 +227,7 @@ impl Flags {
     /// reset (round end), not reported.
     pub fn take_events(&mut self, players: &[String]) -> Vec<Flag> {
         self.quiet = false;
+        self.touched = false;
         if self.notices.is_empty() && self.moves.is_empty() {
             return Vec::new();
         }
