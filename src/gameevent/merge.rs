@@ -78,9 +78,12 @@ fn same(a: &GameEvent, b: &GameEvent) -> bool {
             x.name == y.name && x.text == y.text && x.team == y.team && x.mode == y.mode
         }
         (Detail::Score(x), Detail::Score(y)) => (x.num, x.score) == (y.num, y.score),
-        // A connection that missed the take does not know who dropped the flag.
+        // A connection that missed the take does not know who dropped the flag. A flag is
+        // taken and dropped again and again: one connection's (or one demo's) two reports
+        // are two events, even at one game time (a demo whose snapshots stopped decoding).
         (Detail::Flag(x), Detail::Flag(y)) => {
-            (&x.team, &x.action) == (&y.team, &y.action)
+            b.flows.iter().any(|f| !a.flows.contains(f))
+                && (&x.team, &x.action) == (&y.team, &y.action)
                 && (x.num.is_none() || y.num.is_none() || x.num == y.num)
         }
         (x, y) => x == y,
@@ -190,5 +193,13 @@ mod tests {
             merge(vec![flag(1, 5000, Some(3)), flag(2, 5050, Some(4))]).len(),
             2
         );
+        // One connection's (or one demo's) two reports are two events.
+        assert_eq!(
+            merge(vec![flag(1, 5000, None), flag(1, 5000, None)]).len(),
+            2
+        );
+        let mut demo = vec![flag(1, 5000, None), flag(1, 5000, None)];
+        demo.iter_mut().for_each(|e| e.flows.clear());
+        assert_eq!(merge(demo).len(), 2);
     }
 }
