@@ -42,6 +42,13 @@ enum Line {
         name: String,
         team: String,
     },
+    /// OpenArena's `CTF: client team action: text` (action 0 took, 1 captured, 2 returned, 3
+    /// fragged the carrier; team: the flag's, for 3 the carrier's; client -1: the game).
+    Flag {
+        num: i32,
+        team: i32,
+        action: i32,
+    },
 }
 
 fn parse_log(text: &str) -> Vec<Line> {
@@ -79,6 +86,31 @@ fn parse_line(l: &str) -> Option<Line> {
             text: text.into(),
             team: false,
             to: Some(to.into()),
+        });
+    }
+    if let Some(r) = l.strip_prefix("CTF: ") {
+        let (nums, _) = r.split_once(':')?;
+        let v: Vec<i32> = nums.split_whitespace().filter_map(num).collect();
+        return match v[..] {
+            // The game's own return is taken from its broadcast (below): not every
+            // OpenArena build logs it.
+            [-1, _, 2] => None,
+            [num, team, action] => Some(Line::Flag { num, team, action }),
+            _ => None,
+        };
+    }
+    // The dedicated server's echo of a broadcast print: a flag the game returned (fallen
+    // out of the world), logged as a `CTF:` line by some builds only.
+    if let Some(r) = l.strip_prefix("broadcast: print \"The ") {
+        let team = match r.strip_suffix(" flag has returned!\\n\"")? {
+            "RED" => 1,
+            "BLUE" => 2,
+            _ => return None,
+        };
+        return Some(Line::Flag {
+            num: -1,
+            team,
+            action: 2,
         });
     }
     if let Some(r) = l.strip_prefix("console: ") {
@@ -271,13 +303,22 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
                 victim,
                 means,
             } => {
-                if !visible(&r, i, who, false) {
-                    continue;
-                }
                 let killer = (*killer != 1022).then_some(*killer);
                 let hit = kills.iter().enumerate().position(|(j, e)| {
                     !used[j] && matches!(&e.detail, Detail::Kill(k) if k.killer_num == killer && k.victim_num == Some(*victim) && &k.means == means)
                 });
+                if !visible(&r, i, who, false) {
+                    // A kill logged as a client leaves may or may not reach it: not
+                    // required, but no invention when it did.
+                    let leaving = r.lines[i + 1..]
+                        .iter()
+                        .take(2)
+                        .any(|x| matches!(x, Line::Disconnect(_)));
+                    if let (true, Some(j)) = (leaving, hit) {
+                        used[j] = true;
+                    }
+                    continue;
+                }
                 match hit {
                     Some(j) => used[j] = true,
                     None => problems.push(format!("kill not found: {l:?}")),
@@ -321,6 +362,7 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
             _ => {}
         }
     }
+    problems.extend(check_flags(&r, &ev, who));
     // Every kill reported is a Kill line (none invented, none doubled).
     for (j, e) in kills.iter().enumerate() {
         if !used[j] {
@@ -362,6 +404,307 @@ fn check(dir: &Path, input: &Path, who: Option<&str>) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Flag events against the `CTF:` lines: every logged take, capture and return a recorded
+/// client could see found once with the same client and flag; every named take, capture
+/// and return reported is a logged one (none invented, none doubled); the game's returns
+/// (its broadcast `The RED flag has returned!`) found; a carrier fragged (action 3) drops the
+/// flag, so each such line has a `dropped` event of that flag. Returns nobody logs (a dropped
+/// flag's 30 s timeout) may be reported without a player.
+fn check_flags(r: &Replay, ev: &[GameEvent], who: Option<&str>) -> Vec<String> {
+    let flags: Vec<&quakecap::gameevent::Flag> = ev
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Flag(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let mut used = vec![false; flags.len()];
+    let mut problems = Vec::new();
+    let team_word = |t: i32| match t {
+        1 => "red",
+        2 => "blue",
+        _ => "neutral",
+    };
+    let mut drops_wanted = [0usize; 3];
+    for (i, l) in r.lines.iter().enumerate() {
+        let Line::Flag { num, team, action } = *l else {
+            continue;
+        };
+        if !visible(r, i, who, false) {
+            continue;
+        }
+        let word = match action {
+            0 => "taken",
+            1 => "captured",
+            2 => "returned",
+            3 => {
+                // The carrier (of team `team`) held the other team's flag.
+                drops_wanted[(3 - team).clamp(0, 2) as usize] += 1;
+                continue;
+            }
+            _ => continue,
+        };
+        let want_num = (num >= 0).then_some(num);
+        let name = want_num.and_then(|n| name_of(r, i, n)).map(|x| x.0);
+        let hit = flags.iter().enumerate().position(|(j, f)| {
+            !used[j]
+                && f.team == team_word(team)
+                && f.action == word
+                && f.num == want_num
+                && f.name == name
+        });
+        match hit {
+            Some(j) => used[j] = true,
+            None => problems.push(format!("flag not found: {l:?} ({name:?})")),
+        }
+    }
+    for (j, f) in flags.iter().enumerate() {
+        let named = f.num.is_some() && f.action != "dropped";
+        if !used[j] && (named || f.action == "captured" || f.action == "taken") {
+            problems.push(format!("flag event not in server.log (or repeated): {f:?}"));
+        }
+    }
+    // One event once: no flag event repeated within a second of game time (the merge of
+    // several connections' reports, a print and its status change).
+    let timed: Vec<(&quakecap::gameevent::Flag, i64)> = ev
+        .iter()
+        .filter_map(|e| match &e.detail {
+            Detail::Flag(f) => Some((f, e.game_time.unwrap_or(i64::MIN / 2))),
+            _ => None,
+        })
+        .collect();
+    for (i, (a, ta)) in timed.iter().enumerate() {
+        for (b, tb) in &timed[i + 1..] {
+            if (&a.team, &a.action) == (&b.team, &b.action) && (ta - tb).abs() < 1000 {
+                problems.push(format!("flag event twice: {a:?} at {ta} and {tb}"));
+            }
+        }
+    }
+    for (t, want) in drops_wanted.iter().enumerate() {
+        let got = flags
+            .iter()
+            .filter(|f| f.action == "dropped" && f.team == team_word(t as i32))
+            .count();
+        if got < *want {
+            problems.push(format!(
+                "{} flag: {want} carriers fragged, {got} dropped events",
+                team_word(t as i32)
+            ));
+        }
+    }
+    problems
+}
+
+/// Every input of a session folder: the capture (no client filter) and each client's demos.
+fn session_inputs(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
+    let mut v = vec![(dir.join("capture.pcapng"), None)];
+    for n in 1..=4 {
+        for ext in ["dm_68", "dm_71"] {
+            for m in 0..3 {
+                let demo = dir.join(format!("client{n}-demo{m}.{ext}"));
+                if demo.exists() {
+                    v.push((demo, Some(format!("LabPlayer{n}"))));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Real CTF sessions recorded with the lab (OpenArena CTF maps, bots that take and capture
+/// flags; not stored in the repository): `QUAKECAP_CTF_SESSION`, one folder or several
+/// separated by `:`, default /work/lab-ctf. Every `CTF:` line of each server.log (and every
+/// kill, chat line, score and connect as in the other sessions) found from the capture and
+/// from each client's demo; the summary's captures per player equal the logged captures.
+#[test]
+fn ctf_session_matches_server_log() {
+    let dirs = std::env::var("QUAKECAP_CTF_SESSION").unwrap_or_else(|_| "/work/lab-ctf".into());
+    for dir in dirs.split(':').filter(|d| !d.is_empty()).map(PathBuf::from) {
+        check_ctf_session(&dir);
+    }
+}
+
+fn check_ctf_session(dir: &Path) {
+    let Ok(log) = std::fs::read_to_string(dir.join("server.log")) else {
+        eprintln!(
+            "skipped: no CTF session at {} (QUAKECAP_CTF_SESSION)",
+            dir.display()
+        );
+        return;
+    };
+    let lines = parse_log(&log);
+    let logged = lines
+        .iter()
+        .filter(|l| matches!(l, Line::Flag { .. }))
+        .count();
+    assert!(logged > 0, "{}: no CTF: line in server.log", dir.display());
+    let mut all = Vec::new();
+    let mut flags = 0;
+    for (input, who) in session_inputs(dir) {
+        if !input.exists() {
+            continue;
+        }
+        let ev = events_of(&input);
+        flags += ev.iter().filter(|e| e.kind == Kind::Flag).count();
+        for p in check(dir, &input, who.as_deref()) {
+            all.push(format!("{}: {p}", input.display()));
+        }
+        if who.is_none() {
+            all.extend(check_captures(&lines, &ev, &input));
+        }
+    }
+    eprintln!(
+        "{}: {logged} CTF: lines, {flags} flag events over the inputs",
+        dir.display()
+    );
+    assert!(all.is_empty(), "{}", all.join("\n"));
+}
+
+/// The summary's flag captures per player equal the `CTF: N T 1` lines of that client.
+fn check_captures(lines: &[Line], ev: &[GameEvent], input: &Path) -> Vec<String> {
+    let r = replay(lines.to_vec(), &[]);
+    let mut want: std::collections::BTreeMap<String, u32> = Default::default();
+    for (i, l) in lines.iter().enumerate() {
+        if let Line::Flag { num, action: 1, .. } = l {
+            if let Some((name, _)) = name_of(&r, i, *num) {
+                *want.entry(name).or_default() += 1;
+            }
+        }
+    }
+    let summary = quakecap::gameevent::summary::summarize(ev);
+    let got: std::collections::BTreeMap<String, u32> = summary
+        .iter()
+        .filter(|p| p.flag_captures > 0)
+        .map(|p| (p.name.clone(), p.flag_captures))
+        .collect();
+    if got == want {
+        Vec::new()
+    } else {
+        vec![format!(
+            "{}: captures {got:?}, server.log {want:?}",
+            input.display()
+        )]
+    }
+}
+
+/// Real demos: the flag events equal what each demo's own server commands say, counted here
+/// from the decoded text: `CS_FLAGSTATUS` (configstring 23) going to `1` (taken) or `2`
+/// (dropped) per flag, `2` back to `0` (returned), and CPMA's centre print `TEAM scores:
+/// Capture` (the other flag captured); none where the commands have none. CPMA's Capture
+/// Strike demos (g_gametype 7, both damaged) must have some, after the damage.
+#[test]
+fn real_demos_flag_events_match_their_commands() {
+    let Ok(rd) = std::fs::read_dir(DEMOS) else {
+        eprintln!("skipped: {DEMOS} is missing");
+        return;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "dm_68"))
+        .collect();
+    files.sort();
+    let mut problems = Vec::new();
+    let mut with_flags = Vec::new();
+    for path in &files {
+        let want = flag_commands(path);
+        let got: Vec<(String, String)> = events_of(path)
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Flag(f) => Some((f.team.clone(), f.action.clone())),
+                _ => None,
+            })
+            .collect();
+        let (mut w, mut g) = (want.clone(), got.clone());
+        w.sort();
+        g.sort();
+        if g != w {
+            problems.push(format!(
+                "{}: flag events {got:?}, commands say {want:?}",
+                path.display()
+            ));
+        }
+        if !got.is_empty() {
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            eprintln!("{name}: {} flag events", got.len());
+            with_flags.push(name);
+        }
+    }
+    for name in [
+        "invalid_area_mask_length.dm_68",
+        "invalid_entity_state_field_count_2.dm_68",
+    ] {
+        if files.iter().any(|f| f.ends_with(name)) && !with_flags.iter().any(|n| n == name) {
+            problems.push(format!("{name}: no flag event"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// (flag, action) of every flag signal in a demo's server commands, each command once.
+fn flag_commands(path: &Path) -> Vec<(String, String)> {
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(["decode", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let mut want = Vec::new();
+    let mut status = String::new();
+    let mut seen = std::collections::HashSet::new();
+    // A `map_restart` resets the status in its own message: no event.
+    let mut restarting = false;
+    for l in text.lines() {
+        let l = l.trim();
+        if l.starts_with("record ") {
+            restarting = false;
+        }
+        if l.starts_with("gamestate ") {
+            seen.clear();
+            status.clear();
+        }
+        // The gamestate's value, then each new command once (by sequence number).
+        if let Some(v) = l.strip_prefix("cs 23 ") {
+            status = v.trim_matches('"').to_string();
+            continue;
+        }
+        let Some((seq, cmd)) = l
+            .strip_prefix("serverCommand ")
+            .and_then(|r| r.split_once(": "))
+        else {
+            continue;
+        };
+        if seq.contains("again") || !seen.insert(seq.to_string()) {
+            continue;
+        }
+        let cmd = cmd.replace("\\\"", "\"").replace("\\n", "");
+        if cmd.starts_with("\"map_restart") {
+            restarting = true;
+        } else if let Some(v) = cmd.strip_prefix("\"cs 23 ") {
+            let v = v.trim_matches('"').to_string();
+            for (i, team) in ["red", "blue"].iter().enumerate() {
+                let (a, b) = (status.as_bytes().get(i), v.as_bytes().get(i));
+                let action = match (a, b) {
+                    _ if restarting => continue,
+                    (Some(a), Some(b)) if a == b => continue,
+                    (Some(_), Some(b'1')) => "taken",
+                    (Some(_), Some(b'2')) => "dropped",
+                    (Some(b'2'), Some(b'0')) => "returned",
+                    _ => continue,
+                };
+                want.push((team.to_string(), action.to_string()));
+            }
+            status = v;
+        } else if let Some(t) = cmd.strip_prefix("\"cp ").and_then(|c| {
+            c.trim_matches('"')
+                .strip_suffix(" scores: Capture")
+                .map(str::to_string)
+        }) {
+            let flag = if t == "RED" { "blue" } else { "red" };
+            want.push((flag.to_string(), "captured".to_string()));
+        }
+    }
+    want
 }
 
 #[test]

@@ -174,16 +174,24 @@ fn timeline_line(e: &GameEvent) -> String {
     format!("{}  {:<11} {}", clock(e), e.kind.name(), e.describe())
 }
 
+/// The table; CTF columns (flags taken, captured, returned) only when a player has one.
 fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<()> {
-    writeln!(
+    let ctf = players
+        .iter()
+        .any(|p| p.flag_takes + p.flag_captures + p.flag_returns > 0);
+    write!(
         out,
         "{:<24} {:>6} {:>6} {:>8} {:>9} {:>5} {:>9} {:>6}",
         "player", "frags", "deaths", "suicides", "teamkills", "chat", "time", "score"
     )?;
+    if ctf {
+        write!(out, " {:>5} {:>5} {:>7}", "takes", "caps", "returns")?;
+    }
+    writeln!(out)?;
     for p in players {
         let score = p.final_score.map_or("-".to_string(), |s| s.to_string());
         let t = p.time_in_game.round() as u64;
-        writeln!(
+        write!(
             out,
             "{:<24} {:>6} {:>6} {:>8} {:>9} {:>5} {:>6}:{:02} {:>6}",
             p.name,
@@ -196,6 +204,14 @@ fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<
             t % 60,
             score
         )?;
+        if ctf {
+            write!(
+                out,
+                " {:>5} {:>5} {:>7}",
+                p.flag_takes, p.flag_captures, p.flag_returns
+            )?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }

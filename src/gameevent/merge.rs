@@ -78,6 +78,14 @@ fn same(a: &GameEvent, b: &GameEvent) -> bool {
             x.name == y.name && x.text == y.text && x.team == y.team && x.mode == y.mode
         }
         (Detail::Score(x), Detail::Score(y)) => (x.num, x.score) == (y.num, y.score),
+        // A connection that missed the take does not know who dropped the flag. A flag is
+        // taken and dropped again and again: one connection's (or one demo's) two reports
+        // are two events, even at one game time (a demo whose snapshots stopped decoding).
+        (Detail::Flag(x), Detail::Flag(y)) => {
+            b.flows.iter().any(|f| !a.flows.contains(f))
+                && (&x.team, &x.action) == (&y.team, &y.action)
+                && (x.num.is_none() || y.num.is_none() || x.num == y.num)
+        }
         (x, y) => x == y,
     }
 }
@@ -85,13 +93,20 @@ fn same(a: &GameEvent, b: &GameEvent) -> bool {
 /// Fold a repeat into the kept event: its flows, and what only it knows.
 fn absorb(kept: &mut GameEvent, e: GameEvent) {
     add_flows(kept, &e.flows);
-    if let (Detail::Chat(k), Detail::Chat(n)) = (&mut kept.detail, e.detail) {
-        if k.to.is_none() {
-            k.to = n.to;
+    match (&mut kept.detail, e.detail) {
+        (Detail::Chat(k), Detail::Chat(n)) => {
+            if k.to.is_none() {
+                k.to = n.to;
+            }
+            if k.num.is_none() {
+                k.num = n.num;
+            }
         }
-        if k.num.is_none() {
+        (Detail::Flag(k), Detail::Flag(n)) if k.num.is_none() => {
             k.num = n.num;
+            k.name = n.name;
         }
+        _ => {}
     }
 }
 
@@ -137,4 +152,54 @@ fn last_of_player(out: &[GameEvent], e: &GameEvent) -> Option<usize> {
             && o.server == e.server
             && matches!(&o.detail, Detail::Player(q) if q.num == p.num && q.name == p.name)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gameevent::Flag;
+
+    fn flag(flow: u32, game_time: i64, num: Option<i32>) -> GameEvent {
+        GameEvent {
+            kind: Kind::Flag,
+            time: 10.0 + game_time as f64 / 1000.0,
+            game_time: Some(game_time),
+            session_time: None,
+            flows: vec![flow],
+            server: Some("127.0.0.1:27960".into()),
+            server_clock: true,
+            detail: Detail::Flag(Flag {
+                team: "red".into(),
+                action: "dropped".into(),
+                name: num.map(|n| format!("P{n}")),
+                num,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_flag_event_two_connections_saw_is_one() {
+        // The second connection missed the take, so it does not know the carrier.
+        let out = merge(vec![flag(1, 5000, Some(3)), flag(2, 5050, None)]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].flows, [1, 2]);
+        assert!(matches!(&out[0].detail, Detail::Flag(f) if f.num == Some(3)));
+        let out = merge(vec![flag(2, 5000, None), flag(1, 5050, Some(3))]);
+        assert!(
+            matches!(&out[..], [e] if matches!(&e.detail, Detail::Flag(f) if f.name.as_deref() == Some("P3")))
+        );
+        // Two carriers are two events.
+        assert_eq!(
+            merge(vec![flag(1, 5000, Some(3)), flag(2, 5050, Some(4))]).len(),
+            2
+        );
+        // One connection's (or one demo's) two reports are two events.
+        assert_eq!(
+            merge(vec![flag(1, 5000, None), flag(1, 5000, None)]).len(),
+            2
+        );
+        let mut demo = vec![flag(1, 5000, None), flag(1, 5000, None)];
+        demo.iter_mut().for_each(|e| e.flows.clear());
+        assert_eq!(merge(demo).len(), 2);
+    }
 }

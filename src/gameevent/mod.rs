@@ -162,12 +162,10 @@ impl GameEvent {
             ),
             Detail::Score(s) => format!("{} (#{}) {} ping {}", s.name, s.num, s.score, s.ping),
             Detail::Match(m) => m.reason.clone(),
-            Detail::Flag(f) => format!(
-                "{} flag {} {}",
-                f.team,
-                f.action,
-                f.name.as_deref().unwrap_or("")
-            ),
+            Detail::Flag(f) => match &f.name {
+                Some(n) => format!("{} flag {} by {n}", f.team, f.action),
+                None => format!("{} flag {}", f.team, f.action),
+            },
         }
     }
 
@@ -288,10 +286,15 @@ pub struct MatchFlow {
 /// A CTF flag event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flag {
+    /// Which flag: "red", "blue", "neutral" (one-flag CTF).
     pub team: String,
     /// "taken", "captured", "returned", "dropped".
     pub action: String,
+    /// Who (clean name): the taker, capturer, returner, the carrier who dropped it; None when
+    /// the game acted (a dropped flag's automatic return) or the mod names no one (CPMA).
     pub name: Option<String>,
+    /// That player's client number, when known.
+    pub num: Option<i32>,
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Per-player totals over a merged timeline: frags, deaths, suicides, team kills, chat lines,
-//! time in game and the final score. Players are keyed by clean name: a player who
+//! time in game, the final score and CTF flag takes, captures and returns. Players are keyed by clean name: a player who
 //! reconnects gets another client number but is the same person to the reader.
 use std::collections::BTreeMap;
 
@@ -21,6 +21,10 @@ pub struct PlayerSummary {
     /// Seconds between joining (or first being seen) and leaving (or the end of the input).
     pub time_in_game: f64,
     pub final_score: Option<i32>,
+    /// CTF: flags taken, captured and returned by the player.
+    pub flag_takes: u32,
+    pub flag_captures: u32,
+    pub flag_returns: u32,
     #[serde(skip)]
     joined_at: Option<f64>,
 }
@@ -67,6 +71,17 @@ pub fn summarize(events: &[GameEvent]) -> Vec<PlayerSummary> {
             (Kind::Leave, Detail::Player(p)) => close_stint(get(&mut by, &p.name), e.time),
             (Kind::Score, Detail::Score(s)) if s.is_final => {
                 get(&mut by, &s.name).final_score = Some(s.score);
+            }
+            (Kind::Flag, Detail::Flag(f)) => {
+                if let Some(n) = &f.name {
+                    let p = get(&mut by, n);
+                    match f.action.as_str() {
+                        "taken" => p.flag_takes += 1,
+                        "captured" => p.flag_captures += 1,
+                        "returned" => p.flag_returns += 1,
+                        _ => {}
+                    }
+                }
             }
             _ => {}
         }

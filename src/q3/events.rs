@@ -9,6 +9,7 @@ use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow
 use crate::q3::clc::ClientOp;
 use crate::q3::delta::EntityState;
 use crate::q3::fields::ENTITYNUM_WORLD;
+use crate::q3::flags::Flags;
 use crate::q3::gamemod::{info_value, GameMod, ET_EVENTS, EV_EVENT_BITS};
 use crate::q3::message::Message;
 use crate::q3::state::SnapFrame;
@@ -19,6 +20,7 @@ const CS_SYSTEMINFO: usize = 1;
 const CS_WARMUP: usize = 5;
 const CS_LEVEL_START_TIME: usize = 21;
 const CS_INTERMISSION: usize = 22;
+const CS_FLAGSTATUS: usize = 23;
 const CS_PLAYERS: usize = 544;
 const MAX_CLIENTS: usize = 64;
 const MAX_CONFIGSTRINGS: usize = 1024;
@@ -47,6 +49,8 @@ pub struct Extractor {
     prev_obits: Vec<(i32, Obituary)>,
     final_scores_sent: bool,
     last_print: String,
+    /// CTF flags: this message's flag prints and status changes, each flag's carrier.
+    flags: Flags,
     /// Events of the current message, timed once its snapshot (if any) is known.
     pending: Vec<(Kind, Detail, Option<i32>)>,
     /// Capture time of the latest message.
@@ -70,6 +74,7 @@ impl Extractor {
             prev_obits: Vec::new(),
             final_scores_sent: false,
             last_print: String::new(),
+            flags: Flags::default(),
             pending: Vec::new(),
             last_time: 0.0,
             warnings: Vec::new(),
@@ -117,6 +122,9 @@ impl Extractor {
         }
         if let Some(t) = snap_time {
             self.server_time = Some(t);
+        }
+        if self.flags.touched {
+            self.flag_events();
         }
         self.flush(m, out);
     }
@@ -182,6 +190,7 @@ impl Extractor {
         self.client_num = Some(g.client_num);
         self.prev_obits.clear();
         self.final_scores_sent = false;
+        self.flags.reset();
         self.gamemod = GameMod::detect(&self.cs[CS_SERVERINFO], &self.cs[CS_SYSTEMINFO]);
         if self.gamemod.is_unknown() && !self.warned_mod {
             self.warned_mod = true;
@@ -250,6 +259,8 @@ impl Extractor {
         self.cs[index].clone_from(&value);
         if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&index) {
             self.player_change(index - CS_PLAYERS, &old, &value);
+        } else if index == CS_FLAGSTATUS {
+            self.flags.status(&old, &value);
         } else if index == CS_INTERMISSION && is_on(&value) && !is_on(&old) {
             let reason = if self.last_print.is_empty() {
                 "intermission".to_string()
@@ -286,7 +297,9 @@ impl Extractor {
             }
             "mm2" => self.cpma_team_chat(rest),
             "print" | "cp" => {
-                let t = plain(first_arg(rest).trim());
+                let raw = first_arg(rest);
+                self.flags.print(&raw);
+                let t = plain(raw.trim());
                 if t.contains("limit hit") || t.contains("hit the") {
                     self.last_print = t;
                 }
@@ -301,6 +314,7 @@ impl Extractor {
                 });
                 self.prev_obits.clear();
                 self.final_scores_sent = false;
+                self.flags.reset();
                 self.push(Kind::Map, detail);
             }
             _ => {}
@@ -381,6 +395,14 @@ impl Extractor {
                     is_final: true,
                 }),
             );
+        }
+    }
+
+    /// The flag events of the message just read (its prints and `CS_FLAGSTATUS` changes).
+    fn flag_events(&mut self) {
+        let players = &self.cs[CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS];
+        for f in self.flags.take_events(players) {
+            self.push(Kind::Flag, Detail::Flag(f));
         }
     }
 
@@ -736,6 +758,35 @@ mod tests {
         assert_eq!(ex.warnings.len(), 2, "{:?}", ex.warnings);
         assert!(ex.warnings.iter().all(|w| w.pos.frame == Some(7)));
         assert!(out.iter().any(|e| e.kind == Kind::Join));
+    }
+
+    #[test]
+    fn flag_print_and_status_are_one_event() {
+        let mut ex = Extractor::new(false);
+        let mut out = Vec::new();
+        let m = server_message(&[
+            "cs 544 \"n\\^1Kyon\\t\\2\"",
+            "cs 23 \"00\"",
+            "print \"^1Kyon^7 got the RED flag!\n\"",
+            "cs 23 \"10\"",
+        ]);
+        ex.message(&m, &mut out);
+        ex.message(&server_message(&["cs 23 \"20\""]), &mut out);
+        // A restart resets the status: no event.
+        ex.message(&server_message(&["map_restart", "cs 23 \"00\""]), &mut out);
+        ex.finish(&mut out);
+        let flags: Vec<_> = out
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Flag(f) => Some((f.team.as_str(), f.action.as_str(), f.num)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            flags,
+            [("red", "taken", Some(0)), ("red", "dropped", Some(0))]
+        );
+        assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
     }
 
     #[test]

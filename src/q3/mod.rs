@@ -30,6 +30,7 @@ pub mod demo;
 pub mod demo_file;
 pub mod events;
 pub mod fields;
+pub mod flags;
 pub mod gamemod;
 pub mod huffman;
 pub mod message;
