@@ -514,13 +514,15 @@ fn session_inputs(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
 }
 
 /// Real CTF sessions recorded with the lab (OpenArena CTF maps, bots that take and capture
-/// flags; not stored in the repository): `QUAKECAP_CTF_SESSION`, one folder or several
-/// separated by `:`, default /work/lab-ctf. Every `CTF:` line of each server.log (and every
+/// flags): `captures/q3-ctf`, or `QUAKECAP_CTF_SESSION`, one folder or several separated by
+/// `:`. Every `CTF:` line of each server.log (and every
 /// kill, chat line, score and connect as in the other sessions) found from the capture and
 /// from each client's demo; the summary's captures per player equal the logged captures.
 #[test]
 fn ctf_session_matches_server_log() {
-    let dirs = std::env::var("QUAKECAP_CTF_SESSION").unwrap_or_else(|_| "/work/lab-ctf".into());
+    let stored = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/q3-ctf");
+    let dirs = std::env::var("QUAKECAP_CTF_SESSION")
+        .unwrap_or_else(|_| stored.to_string_lossy().into_owned());
     for dir in dirs.split(':').filter(|d| !d.is_empty()).map(PathBuf::from) {
         check_ctf_session(&dir);
     }
