@@ -738,6 +738,58 @@ mod tests {
         }
     }
 
+    /// A gamestate message whose serverinfo names the game `game`.
+    fn gamestate_of(game: &str) -> Message {
+        use crate::q3::svc::{ConfigString, Gamestate, ServerMessage};
+        let mut m = server_message(&[]);
+        let g = Gamestate {
+            bit: 8,
+            server_command_seq: 0,
+            configstrings: vec![ConfigString {
+                index: CS_SERVERINFO as u16,
+                value: format!("\\gamename\\{game}\\mapname\\q3dm17"),
+            }],
+            baselines: Vec::new(),
+            client_num: 0,
+            checksum_feed: 0,
+        };
+        m.body = crate::q3::message::Body::Server(ServerMessage {
+            ack: 0,
+            ops: vec![ServerOp::Gamestate(Box::new(g))],
+            error: None,
+            snapshot_head: None,
+        });
+        m
+    }
+
+    #[test]
+    fn an_unknown_mod_is_read_with_baseq3_tables_and_said_once() {
+        let mut ex = Extractor::new(false);
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            ex.message(&gamestate_of("defrag"), &mut out);
+        }
+        let said: Vec<_> = ex
+            .warnings
+            .iter()
+            .filter(|w| w.to_string().contains("unknown game module"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", ex.warnings);
+        assert!(said[0].to_string().contains("baseq3"));
+        assert_eq!(ex.gamemod, GameMod::Unknown("defrag".into()));
+        for i in 0..40 {
+            assert_eq!(
+                ex.gamemod.means_of_death(i),
+                GameMod::BaseQ3.means_of_death(i),
+                "means of death {i}"
+            );
+        }
+        // A known mod says nothing.
+        let mut ex = Extractor::new(false);
+        ex.message(&gamestate_of("baseoa"), &mut out);
+        assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
+    }
+
     #[test]
     fn malformed_commands_are_warnings_with_position() {
         let mut ex = Extractor::new(false);
