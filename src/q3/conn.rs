@@ -60,6 +60,20 @@ impl Options {
 /// (`sv_timeout`, `cl_timeout`), so neither end could still be using that state.
 pub const IDLE_RELEASE_NS: i64 = 200_000_000_000;
 
+/// A connection whose client left (it sent `disconnect` or was told to) and that has been
+/// silent this long releases its decode state: the server dropped the client at once and the
+/// client cleared its state, so only stray packets could follow, and neither engine would
+/// decode them with that state. Without this a capture's finished sessions would hold their
+/// state for [`IDLE_RELEASE_NS`], most of the memory when sessions follow each other.
+pub const GONE_RELEASE_NS: i64 = 5_000_000_000;
+
+/// A message buffer larger than this (one reassembled from fragments: a gamestate, a
+/// download block) is not kept for the next message, which is almost always one packet.
+const SPARE_MAX: usize = 2048;
+/// Message buffers an inline decoder gives back that the queue keeps (one is in use at a
+/// time; demo writing keeps bodies, so the queue may run dry).
+const SPARE_BODIES: usize = 4;
+
 /// A netchan message the receiving engine accepted, ready to decode.
 #[derive(Debug)]
 pub struct Accepted {
@@ -84,6 +98,9 @@ pub enum Work {
     Reset,
     /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
     Release,
+    /// The connection has been silent for [`GONE_RELEASE_NS`]: free the decode state if the
+    /// client left (only the decoder knows).
+    ReleaseIfGone,
 }
 
 /// Decoding work handed out by detached connections (tagged with the flow id), and message
@@ -272,6 +289,13 @@ impl Decoder {
             Work::Reset | Work::Release => {
                 self.max_cmd_time = None;
                 self.st = None;
+                None
+            }
+            Work::ReleaseIfGone => {
+                if self.st.as_ref().is_some_and(|st| st.client_gone) {
+                    self.max_cmd_time = None;
+                    self.st = None;
+                }
                 None
             }
         }
@@ -516,9 +540,9 @@ pub struct Connection {
     decoder: Option<Decoder>,
     /// Decode state was released for idleness.
     released: bool,
-    /// A message buffer the inline decoder gave back: the next accepted message is copied
-    /// into it, so steady traffic allocates nothing.
-    spare: Vec<u8>,
+    /// The decoder was asked to release the state if the client left, since the last
+    /// datagram ([`GONE_RELEASE_NS`]).
+    gone_probed: bool,
     /// The capture started after the handshake: challenge and reliable commands unknown.
     mid_session: bool,
 }
@@ -546,7 +570,7 @@ impl Connection {
             opts,
             decoder: (!opts.detached).then(|| Decoder::new(opts)),
             released: false,
-            spare: Vec::new(),
+            gone_probed: false,
             mid_session: false,
         }
     }
@@ -588,8 +612,12 @@ impl Connection {
     fn dispatch(&mut self, w: Work, out: &mut Vec<Message>, work: &mut WorkQueue) {
         match &mut self.decoder {
             Some(dec) => {
+                // The buffer goes back to the queue's, shared by the connections: the next
+                // message of any of them is copied into memory still in cache.
                 if let Some(buf) = dec.run(w, out) {
-                    self.spare = buf;
+                    if buf.capacity() <= SPARE_MAX && work.bodies.len() < SPARE_BODIES {
+                        work.bodies.push(buf);
+                    }
                 }
             }
             None => work.items.push((self.summary.id, w)),
@@ -619,6 +647,7 @@ impl Connection {
         work: &mut WorkQueue,
     ) {
         self.released = false;
+        self.gone_probed = false;
         if dir == Dir::C2s {
             self.summary.add_client_port(d.src.port());
             self.client = d.src;
@@ -639,16 +668,21 @@ impl Connection {
     }
 
     /// Free the decode state when the flow has been silent for [`IDLE_RELEASE_NS`] at
-    /// capture time `now_ns`. Returns true when it did.
+    /// capture time `now_ns`, or for [`GONE_RELEASE_NS`] if its client left (the decoder
+    /// decides that one). Returns true when it released for idleness.
     pub fn release_if_idle(&mut self, now_ns: i64, work: &mut WorkQueue) -> bool {
         let last_ns = (self.summary.last_time * 1e9) as i64;
-        if self.released || now_ns.saturating_sub(last_ns) < IDLE_RELEASE_NS {
+        let silent = now_ns.saturating_sub(last_ns);
+        if !self.released && !self.gone_probed && silent >= GONE_RELEASE_NS {
+            self.gone_probed = true;
+            self.dispatch(Work::ReleaseIfGone, &mut Vec::new(), work);
+        }
+        if self.released || silent < IDLE_RELEASE_NS {
             return false;
         }
         self.released = true;
         self.rx_server.release_buffer();
         self.rx_client.release_buffer();
-        self.spare = Vec::new();
         self.dispatch(Work::Release, &mut Vec::new(), work);
         true
     }
@@ -831,10 +865,7 @@ impl Connection {
                 Cow::Owned(v) => v,
                 Cow::Borrowed(b) => {
                     // Inline, the decoder gives the buffer back; detached, the workers do.
-                    let mut v = match self.decoder {
-                        Some(_) => std::mem::take(&mut self.spare),
-                        None => work.bodies.pop().unwrap_or_default(),
-                    };
+                    let mut v = work.bodies.pop().unwrap_or_default();
                     v.clear();
                     v.extend_from_slice(b);
                     v
@@ -949,5 +980,24 @@ impl Connection {
             s.protocol = Some(self.proto.number());
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A silent connection's decoder keeps its state unless its client left.
+    #[test]
+    fn release_if_gone_frees_only_a_left_clients_state() {
+        let mut dec = Decoder::new(Options::default());
+        dec.st = Some(DecodeState::boxed());
+        assert!(dec.run(Work::ReleaseIfGone, &mut Vec::new()).is_none());
+        assert!(dec.st.is_some(), "a client still there keeps its state");
+        dec.st.as_mut().unwrap().client_gone = true;
+        dec.run(Work::ReleaseIfGone, &mut Vec::new());
+        assert!(dec.st.is_none(), "a client that left frees its state");
+        dec.run(Work::ReleaseIfGone, &mut Vec::new());
+        assert!(dec.st.is_none());
     }
 }

@@ -95,13 +95,20 @@ pub fn c2s(
 /// `key0 ^ x[i - start]`, where `x` is a prefix XOR that depends only on the command string
 /// and `start`; the string (an acknowledged reliable command) changes rarely, so `x` is
 /// computed once per string and each message is one XOR pass the compiler vectorizes.
+///
+/// At most one cycle of `x` is kept: its terms repeat with the string (every `2l` bytes:
+/// string length and parity), so `x[k + m] = x[k] ^ x[m - 1]` for any whole number `m` of
+/// string periods, and a body longer than the cycle takes one pass per cycle. The stream was
+/// as long as the longest message (a gamestate's 16 KB, per direction and connection, and
+/// cold memory with a thousand connections live); now it is at most about [`MIN_CYCLE`].
 #[derive(Debug, Default, Clone)]
 pub struct KeyCache {
     /// The command string `x` was computed for, exactly as given.
     s: Vec<u8>,
     start: usize,
     /// `x[k]` = XOR over `j` in `start..=start + k` of `(c_j << (j & 1)) as u8`, `c_j` the
-    /// mapped string character used at body offset `j`; grown on demand.
+    /// mapped string character used at body offset `j`; grown on demand, up to the cycle
+    /// ([`Self::cycle`]).
     x: Vec<u8>,
     /// The string holds a NUL: such strings take [`xor_body`] (never seen in practice).
     has_nul: bool,
@@ -125,10 +132,24 @@ impl KeyCache {
         let Some(tail) = body.get_mut(start..) else {
             return;
         };
-        self.extend_to(tail.len());
+        let cycle = self.cycle();
+        self.extend_to(tail.len().min(cycle));
         let k = (key0 & 0xff) as u8;
-        for (b, &x) in tail.iter_mut().zip(&self.x) {
-            *b ^= k ^ x;
+        if tail.len() <= self.x.len() {
+            for (b, &x) in tail.iter_mut().zip(&self.x) {
+                *b ^= k ^ x;
+            }
+            return;
+        }
+        // Longer than a cycle: each further cycle is the first XORed with its last byte.
+        let carry = self.x[cycle - 1];
+        let mut q = 0;
+        for chunk in tail.chunks_mut(cycle) {
+            let kq = k ^ q;
+            for (b, &x) in chunk.iter_mut().zip(&self.x) {
+                *b ^= kq ^ x;
+            }
+            q ^= carry;
         }
     }
 
@@ -160,6 +181,15 @@ impl KeyCache {
         self.x.clear();
         self.has_nul = s.contains(&0);
         self.valid = true;
+    }
+
+    /// The length of the kept cycle: the whole number of string periods (`2l` bytes) that
+    /// first reaches [`MIN_CYCLE`].
+    fn cycle(&self) -> usize {
+        match 2 * self.s.len() {
+            0 => MIN_CYCLE,
+            period => MIN_CYCLE.div_ceil(period) * period,
+        }
     }
 
     /// Make `x` cover `n` body bytes.
@@ -202,6 +232,11 @@ impl KeyCache {
         }
     }
 }
+
+/// The shortest key cycle a [`KeyCache`] keeps: most messages are shorter (one vectorized
+/// pass, as with a stream of the message's length), and it is still a bounded share of what
+/// a connection holds (the stream of a 16 KB gamestate was not).
+const MIN_CYCLE: usize = 1024;
 
 #[cfg(test)]
 mod tests {
@@ -304,10 +339,32 @@ mod tests {
                 }
             }
         }
-        // A longer body after a shorter one with the same string extends the cached prefix.
+        // Bodies shorter and longer than the cycle with the same string.
         check_cached(&mut cache, &body[..10], 4, 9, b"xy");
         check_cached(&mut cache, &body[..2000], 4, 9, b"xy");
         check_cached(&mut cache, &body[..50], 4, 9, b"xy");
+    }
+
+    /// A gamestate-sized body (16 KB) against strings whose period is below, at and above
+    /// the kept cycle, and the cache stays one cycle long.
+    #[test]
+    fn key_stream_cycles_over_long_bodies() {
+        let body: Vec<u8> = (0..=255u8).cycle().take(16_384).collect();
+        let long: Vec<u8> = (0..3000).map(|i| b'a' + (i % 26) as u8).collect();
+        for l in [0, 1, 5, 31, 32, 33, 64, 100, 1500, 3000] {
+            let s = &long[..l];
+            let mut cache = KeyCache::new();
+            for len in [16_384, 100, 4000, 13, 16_383] {
+                for start in [4, 12] {
+                    check_cached(&mut cache, &body[..len], start, 0x0bad_cafe, s);
+                }
+            }
+            assert!(
+                cache.x.len() <= MIN_CYCLE.max(2 * l) + 2 * l,
+                "{}",
+                cache.x.len()
+            );
+        }
     }
 
     #[test]
