@@ -114,6 +114,8 @@ pub struct KeyCache {
     has_nul: bool,
     /// False until the first use.
     valid: bool,
+    /// [`Self::cycle_of`] the string, computed when the string changes.
+    cycle: usize,
 }
 
 impl KeyCache {
@@ -132,8 +134,10 @@ impl KeyCache {
         let Some(tail) = body.get_mut(start..) else {
             return;
         };
-        let cycle = self.cycle();
-        self.extend_to(tail.len().min(cycle));
+        let cycle = self.cycle;
+        if tail.len() > self.x.len() {
+            self.extend_to(tail.len().min(cycle));
+        }
         let k = (key0 & 0xff) as u8;
         if tail.len() <= self.x.len() {
             for (b, &x) in tail.iter_mut().zip(&self.x) {
@@ -181,12 +185,13 @@ impl KeyCache {
         self.x.clear();
         self.has_nul = s.contains(&0);
         self.valid = true;
+        self.cycle = Self::cycle_of(s.len());
     }
 
     /// The length of the kept cycle: the whole number of string periods (`2l` bytes) that
     /// first reaches [`MIN_CYCLE`].
-    fn cycle(&self) -> usize {
-        match 2 * self.s.len() {
+    fn cycle_of(string_len: usize) -> usize {
+        match 2 * string_len {
             0 => MIN_CYCLE,
             period => MIN_CYCLE.div_ceil(period) * period,
         }
