@@ -32,6 +32,7 @@ pub mod events;
 pub mod fields;
 pub mod gamemod;
 pub mod huffman;
+pub mod keysearch;
 pub mod message;
 pub mod netchan;
 pub mod oob;
