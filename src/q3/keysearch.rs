@@ -295,19 +295,47 @@ pub const GUESSABLE_COMMANDS: [&str; 13] = [
 pub fn challenges_for(group: &[Scrambled<'_>], command: &[u8]) -> (Vec<u8>, Work) {
     let mut checker = Checker::new();
     let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
-    let mut key = vec![0u8; longest];
+    // The stream of challenge byte 0 (a sequence-0 key stream); another byte XORs it.
+    let mut x = vec![0u8; longest.max(S2C_START)];
+    super::scramble::s2c(&mut x, 0, 0, command);
+    let x = &x[S2C_START..];
+    let mut u = vec![0u8; x.len()];
     let mut found = Vec::new();
     for ch in 0..=255u8 {
-        // u[k] for this challenge: the key stream of sequence 0.
-        key.iter_mut().for_each(|b| *b = 0);
-        super::scramble::s2c(&mut key, i32::from(ch), 0, command);
-        let u = key.get(S2C_START..).unwrap_or_default();
-        let all = group
+        for (u, x) in u.iter_mut().zip(x) {
+            *u = x ^ ch;
+        }
+        // The first bytes first: nearly every wrong byte fails there on every message.
+        let head = group
             .iter()
-            .all(|m| checker.check(m, u, m.body.len()) == Check::Complete);
+            .all(|m| checker.check(m, &u, S2C_START + QUICK_BYTES) != Check::Wrong);
+        let all = head
+            && group
+                .iter()
+                .all(|m| checker.check(m, &u, m.body.len()) == Check::Complete);
         if all && !group.is_empty() {
             found.push(ch);
         }
     }
     (found, checker.work)
+}
+
+/// Bytes of each message decoded before whole messages are (see [`challenges_for`]).
+const QUICK_BYTES: usize = 6;
+
+/// The one (command, challenge byte) among [`GUESSABLE_COMMANDS`] under which every message
+/// of `group` decodes to its end; `None` when no guess or more than one does.
+pub fn guess_command(group: &[Scrambled<'_>]) -> (Option<(&'static str, u8)>, Work) {
+    let mut work = Work::default();
+    let mut found = None;
+    for g in GUESSABLE_COMMANDS {
+        let (chs, w) = challenges_for(group, g.as_bytes());
+        work.decodes += w.decodes;
+        for ch in chs {
+            if found.replace((g, ch)).is_some() {
+                return (None, work);
+            }
+        }
+    }
+    (found, work)
 }
