@@ -578,8 +578,9 @@ const LOCK_GROUP: usize = 4;
 /// Messages kept per group (the latest).
 const LOCK_GROUP_MAX: usize = 8;
 /// Searches per connection: each costs a few thousand body decodes at most (13 guesses of
-/// 256 challenge bytes, most ruled out by the first message's first bits).
-const LOCK_TRIES: u32 = 6;
+/// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
+/// instructions (under 2 ms): the work per connection stays a few milliseconds.
+const LOCK_TRIES: u32 = 3;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
