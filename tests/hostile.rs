@@ -350,8 +350,10 @@ fn shuffled_packets_of_one_client_leave_the_other_exact() {
         .map(|f| f.out_of_order.total() + f.errors)
         .sum();
     // 2256 out-of-order packets and errors, and 37 runs of packets further back than any
-    // reordering (`sequence` errors: a shuffled stream looks like a sender going back).
-    assert_eq!(c2, 2256 + 37, "the shuffle shows on client 2");
+    // reordering (`sequence` errors: a shuffled stream looks like a sender going back); 3
+    // more since the packets a protocol-68 mid-session candidate held (the shuffle makes
+    // one) are replayed through its netchan as protocol 71's are, showing their disorder.
+    assert_eq!(c2, 2256 + 37 + 3, "the shuffle shows on client 2");
 }
 
 #[test]

@@ -96,6 +96,12 @@ pub enum Work {
     Client(Accepted),
     /// A new netchan started (connectResponse): forget everything.
     Reset,
+    /// Mid-session protocol 68: the key search found the text of client command `seq` (the
+    /// one the server messages acknowledge).
+    ClientCommand {
+        seq: i32,
+        text: String,
+    },
     /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
     Release,
     /// The connection has been silent for [`GONE_RELEASE_NS`]: free the decode state if the
@@ -180,15 +186,23 @@ struct DecodeState {
     clc_scratch: clc::ClcScratch,
     /// Mid-session: the client's server command sequence was learnt (from its header).
     cmd_seq_known: bool,
+    /// Mid-session protocol 68: the ring slots of `client_cmds` whose text is known (bit per
+    /// slot); a server message acknowledging another is not descrambled.
+    client_cmds_known: u64,
 }
 
 /// The decode state, made on the first message (marked mid-session when the capture
 /// missed the connection's start).
 fn state<'s>(st: &'s mut Option<Box<DecodeState>>, a: &Accepted) -> &'s mut DecodeState {
+    state_of(st, a.mid_session)
+}
+
+/// [`state`] for a connection whose start the capture missed (`mid_session`) or not.
+fn state_of(st: &mut Option<Box<DecodeState>>, mid_session: bool) -> &mut DecodeState {
     st.get_or_insert_with(|| {
         let mut st = DecodeState::boxed();
-        st.state.mid_session = a.mid_session;
-        if a.mid_session {
+        st.state.mid_session = mid_session;
+        if mid_session {
             st.last_client_cmd = None;
         }
         st
@@ -222,6 +236,7 @@ impl Default for DecodeState {
             key_hash: clc::KeyHashCache::default(),
             clc_scratch: clc::ClcScratch::default(),
             cmd_seq_known: false,
+            client_cmds_known: 0,
         }
     }
 }
@@ -286,6 +301,13 @@ impl Decoder {
         match w {
             Work::Server(a) => self.server_message(a, out),
             Work::Client(a) => self.client_message(a, out),
+            Work::ClientCommand { seq, text } => {
+                let st = state_of(&mut self.st, true);
+                let slot = (seq as usize) & (MAX_RELIABLE_COMMANDS - 1);
+                st.client_cmds[slot] = text;
+                st.client_cmds_known |= 1 << slot;
+                None
+            }
             Work::Reset | Work::Release => {
                 self.max_cmd_time = None;
                 self.st = None;
@@ -319,6 +341,15 @@ impl Decoder {
         Some(self.error(a, dir, e))
     }
 
+    /// A mid-session message whose key is not known yet: reported with its header only.
+    fn undecoded(&mut self, a: Accepted, dir: Dir, out: &mut Vec<Message>) -> Option<Vec<u8>> {
+        if self.opts.emit {
+            let kind = if dir == Dir::S2c { "server" } else { "client" };
+            out.push(message(&a, dir, kind, Body::None));
+        }
+        Some(a.body)
+    }
+
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let st = state(&mut self.st, &a);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
@@ -328,7 +359,12 @@ impl Decoder {
         };
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
-                let s = &st.client_cmds[(ack as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
+                if a.mid_session && st.client_cmds_known & (1 << slot) == 0 {
+                    // Mid-session: the key string (the acknowledged command) is unknown.
+                    return self.undecoded(a, Dir::S2c, out);
+                }
+                let s = &st.client_cmds[slot];
                 st.keys_s2c
                     .s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
             }
@@ -413,6 +449,14 @@ impl Decoder {
             st.state.server_command_seq = hdr.2;
             st.cmd_seq_known = true;
         }
+        if a.proto == Protocol::V68
+            && a.mid_session
+            && a.body.len() > scramble::C2S_START
+            && !st.state.server_command_known(hdr.2)
+        {
+            // Mid-session: the key string (the acknowledged server command) is unknown.
+            return self.undecoded(a, Dir::C2s, out);
+        }
         let acked = st.state.server_command(hdr.2).as_bytes();
         if a.proto == Protocol::V68 {
             st.keys_c2s
@@ -440,10 +484,11 @@ impl Decoder {
         let emit = self.opts.emit;
         let mut stamp = CmdStamp::default();
         let max_cmd_time = &mut self.max_cmd_time;
-        let (cmds, last, gone) = (
+        let (cmds, last, gone, known) = (
             &mut st.client_cmds,
             &mut st.last_client_cmd,
             &mut st.client_gone,
+            &mut st.client_cmds_known,
         );
         let mut commands = false;
         let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
@@ -454,10 +499,12 @@ impl Decoder {
             {
                 commands = true;
                 if new != Some(false) {
-                    let slot = &mut cmds[(cs as usize) & (MAX_RELIABLE_COMMANDS - 1)];
+                    let i = (cs as usize) & (MAX_RELIABLE_COMMANDS - 1);
+                    let slot = &mut cmds[i];
                     slot.clear();
                     slot.push_str(&String::from_utf8_lossy(text));
                     *gone |= is_disconnect(slot);
+                    *known |= 1 << i;
                 }
                 if new == Some(true) {
                     *last = Some(cs);
@@ -545,6 +592,61 @@ pub struct Connection {
     gone_probed: bool,
     /// The capture started after the handshake: challenge and reliable commands unknown.
     mid_session: bool,
+    /// Mid-session protocol 68 until the key search locks on (then `None` again).
+    lock68: Option<Box<Lock68>>,
+}
+
+/// Server messages with one acknowledgement searched for the protocol-68 key at once: with
+/// fewer, a wrong guess is not ruled out firmly enough.
+const LOCK_GROUP: usize = 4;
+/// Messages kept per group (the latest).
+const LOCK_GROUP_MAX: usize = 8;
+/// Searches per connection: each costs a few thousand body decodes at most (13 guesses of
+/// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
+/// instructions (under 2 ms): the work per connection stays a few milliseconds.
+const LOCK_TRIES: u32 = 3;
+
+/// A mid-session protocol-68 connection before lock-on: the latest server messages of one
+/// acknowledgement, and what the search has cost.
+#[derive(Debug, Default)]
+struct Lock68 {
+    ack: Option<i32>,
+    msgs: Vec<(i32, Vec<u8>)>,
+    /// Accepted messages of both directions so far, and the first one's capture time.
+    packets: u64,
+    first_ns: Option<i64>,
+    tries: u32,
+    decodes: usize,
+}
+
+impl Lock68 {
+    /// Take server message `seq` and search when a group is complete: the guessed client
+    /// command the group acknowledges, and the challenge byte.
+    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, &'static str, u8)> {
+        let (ack, _) = super::keysearch::reliable_ack(body)?;
+        if self.ack != Some(ack) {
+            self.ack = Some(ack);
+            self.msgs.clear();
+        }
+        if self.msgs.len() >= LOCK_GROUP_MAX {
+            self.msgs.remove(0);
+        }
+        self.msgs.push((seq, body.to_vec()));
+        // Search when a group is complete, then once more when it has doubled.
+        let n = self.msgs.len();
+        if (n != LOCK_GROUP && n != LOCK_GROUP_MAX) || self.tries >= LOCK_TRIES {
+            return None;
+        }
+        self.tries += 1;
+        let group: Vec<super::keysearch::Scrambled<'_>> = self
+            .msgs
+            .iter()
+            .map(|(seq, body)| super::keysearch::Scrambled { seq: *seq, body })
+            .collect();
+        let (found, work) = super::keysearch::guess_command(&group);
+        self.decodes += work.decodes;
+        found.map(|(cmd, ch)| (ack, cmd, ch))
+    }
 }
 
 impl Connection {
@@ -572,6 +674,7 @@ impl Connection {
             released: false,
             gone_probed: false,
             mid_session: false,
+            lock68: None,
         }
     }
 
@@ -857,9 +960,12 @@ impl Connection {
             fragmented,
         } = res
         {
-            if self.mid_session && self.proto == Protocol::V68 {
-                work.samples.extend(sample);
-                return self.undecoded(d, dir, seq, fragmented, out);
+            if self.mid_session && self.proto == Protocol::V68 && self.challenge.is_none() {
+                let locked = self.lock_on68(d, dir, seq, &body, fragmented, out, work);
+                if !locked {
+                    work.samples.extend(sample);
+                    return self.undecoded(d, dir, seq, fragmented, out);
+                }
             }
             let body = match body {
                 Cow::Owned(v) => v,
@@ -900,6 +1006,55 @@ impl Connection {
         }
     }
 
+    /// Mid-session protocol 68: offer accepted message `seq` to the key search. True once
+    /// locked on (the key is set and the decoder knows the acknowledged command): this
+    /// message and the next ones are decoded.
+    #[allow(clippy::too_many_arguments)]
+    fn lock_on68(
+        &mut self,
+        d: &Datagram<'_>,
+        dir: Dir,
+        seq: i32,
+        body: &[u8],
+        fragmented: bool,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
+    ) -> bool {
+        let Some(l) = self.lock68.as_mut() else {
+            return false;
+        };
+        l.packets += 1;
+        let first_ns = *l.first_ns.get_or_insert(d.ts_ns);
+        if dir != Dir::S2c || fragmented {
+            return false;
+        }
+        let Some((ack, cmd, ch)) = l.offer(seq, body) else {
+            return false;
+        };
+        let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
+        self.lock68 = None;
+        self.challenge = Some(i32::from(ch));
+        self.summary.protocol = Some(68);
+        let text = format!(
+            "capture starts after the connection's handshake: protocol 68 locked on at packet {packets} of the connection ({:.3} s), challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess; messages before are counted, not decoded, and so are later ones whose key string (a command sent before the capture) is unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values",
+            (d.ts_ns - first_ns) as f64 / 1e9
+        );
+        if let Some(e) = self
+            .summary
+            .error_details
+            .iter_mut()
+            .find(|e| e.kind == ErrorKind::MidSession)
+        {
+            e.message = text;
+        }
+        let w = Work::ClientCommand {
+            seq: ack,
+            text: cmd.to_string(),
+        };
+        self.dispatch(w, out, work);
+        true
+    }
+
     /// A message of a connection that cannot be descrambled: reported with its header only.
     fn undecoded(
         &mut self,
@@ -921,6 +1076,7 @@ impl Connection {
     /// 68 bodies cannot be descrambled without the challenge and the reliable commands.
     pub fn mark_mid_session(&mut self, frame: u64) {
         self.mid_session = true;
+        self.lock68 = Some(Box::default());
         self.connected = true;
         self.summary.kind = "connection";
         let id = self.summary.id;
@@ -975,7 +1131,25 @@ impl Connection {
         if let Some(dec) = &self.decoder {
             dec.log.merge_into(&mut s);
         }
-        s.challenge = self.challenge.map(i64::from);
+        // Mid-session protocol 68 knows the challenge's low byte only (in the note).
+        let byte_only = self.mid_session && self.proto == Protocol::V68;
+        s.challenge = self.challenge.filter(|_| !byte_only).map(i64::from);
+        if let Some(l) = &self.lock68 {
+            if let Some(e) = s
+                .error_details
+                .iter_mut()
+                .find(|e| e.kind == ErrorKind::MidSession)
+            {
+                e.message = format!(
+                    "{}; key search: no lock-on in {} messages ({} searches, {} body decodes): no server messages that acknowledge a guessable client command ({:?})",
+                    e.message,
+                    l.packets,
+                    l.tries,
+                    l.decodes,
+                    super::keysearch::GUESSABLE_COMMANDS
+                );
+            }
+        }
         if s.kind == "connection" && s.protocol.is_none() && !self.mid_session {
             s.protocol = Some(self.proto.number());
         }

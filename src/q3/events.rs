@@ -464,7 +464,8 @@ impl Extractor {
         };
         let kill = Kill {
             killer: killer_num.and_then(|k| self.name(k)),
-            victim: Some(self.name(victim).unwrap_or_default()),
+            // Unknown (a capture that started mid-session has no configstrings yet): null.
+            victim: self.name(victim),
             killer_num,
             victim_num: Some(victim),
             means,

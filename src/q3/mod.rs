@@ -33,6 +33,7 @@ pub mod fields;
 pub mod flags;
 pub mod gamemod;
 pub mod huffman;
+pub mod keysearch;
 pub mod message;
 pub mod netchan;
 pub mod oob;

@@ -91,7 +91,9 @@ impl EntRef {
 #[derive(Debug, Clone, Default)]
 pub struct EntityPool {
     states: Vec<EntityState>,
-    /// Known fields of each slot's state (see [`SnapFrame::known`]).
+    /// Known fields of each slot's state (see [`SnapFrame::known`]); empty while every
+    /// state is wholly known, as in any capture with its handshake: the masks are made by
+    /// the first partly known state (mid-session), so a full session never pays for them.
     known: Vec<u64>,
     /// Collection epoch in which each slot was last found held.
     marks: Vec<u32>,
@@ -135,11 +137,12 @@ impl EntityPool {
                     };
                     self.states.reserve_exact(want);
                     self.marks.reserve_exact(want);
-                    self.known.reserve_exact(want);
                 }
                 self.states.push(EntityState::default());
                 self.marks.push(0);
-                self.known.push(ENT_ALL_KNOWN);
+                if !self.known.is_empty() {
+                    self.known.push(ENT_ALL_KNOWN);
+                }
                 (self.states.len() - 1) as u32
             }
         }
@@ -152,7 +155,9 @@ impl EntityPool {
         let dst = &mut self.states[id as usize];
         dst.number = number;
         dst.fields = *fields;
-        self.known[id as usize] = ENT_ALL_KNOWN;
+        if let Some(k) = self.known.get_mut(id as usize) {
+            *k = ENT_ALL_KNOWN;
+        }
         EntRef::new(number, id)
     }
 
@@ -184,19 +189,30 @@ impl EntityPool {
         let dst = &mut self.states[id as usize];
         dst.number = number;
         dst.fields = src;
-        self.known[id as usize] = self.known[from.id() as usize];
+        if !self.known.is_empty() {
+            self.known[id as usize] = self.known[from.id() as usize];
+        }
         EntRef::new(number, id)
     }
 
     /// The fields of `e` whose values are known.
     #[inline]
     pub fn known(&self, e: EntRef) -> u64 {
-        self.known[e.id() as usize]
+        self.known
+            .get(e.id() as usize)
+            .copied()
+            .unwrap_or(ENT_ALL_KNOWN)
     }
 
     /// Set the known fields of an entity just allocated.
     #[inline]
     pub fn set_known(&mut self, e: EntRef, mask: u64) {
+        if self.known.is_empty() {
+            if mask == ENT_ALL_KNOWN {
+                return;
+            }
+            self.known.resize(self.states.len(), ENT_ALL_KNOWN);
+        }
         self.known[e.id() as usize] = mask;
     }
 

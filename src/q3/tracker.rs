@@ -116,12 +116,20 @@ fn c2s_body_shape(p: &[u8], proto: Protocol) -> Option<Header<'_>> {
 /// sequenced traffic that reaches the candidate test) has its acknowledgement, a sequence
 /// near its own, where a 71 client packet has its qport and half its checksum.
 fn maybe_71(p: &[u8]) -> bool {
+    p.len() >= 14 && !quakeworld_words(p)
+}
+
+/// True for a QuakeWorld netchan packet's shape: its second word is its acknowledgement, a
+/// sequence near its own. No Quake 3 packet has it (there the word is the qport and Huffman
+/// bits, the checksum, or Huffman bits), so QuakeWorld traffic skips the Quake 3 shape tests
+/// and is never held by a mid-session candidate.
+fn quakeworld_words(p: &[u8]) -> bool {
     let word = |at: usize| {
         p.get(at..at + 4).map_or(0, |b| {
             u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff
         })
     };
-    p.len() >= 14 && word(0).abs_diff(word(4)) >= 4096
+    p.len() >= 8 && word(0).abs_diff(word(4)) < 4096
 }
 
 /// The request a server reply answers (the aggregate it counts in).
@@ -399,6 +407,9 @@ impl Tracker {
             self.hold_server_packet(d, false);
             return None;
         }
+        if quakeworld_words(d.payload) {
+            return None;
+        }
         let h71 = maybe_71(d.payload)
             .then(|| c2s_shape(d.payload, Protocol::V71))
             .flatten();
@@ -451,7 +462,14 @@ impl Tracker {
                     self.flows[i].replay(dir, &dg, out, work);
                 }
             }
-            None => self.flows[i].mark_mid_session(d.frame),
+            None => {
+                // Protocol 68: the held packets are replayed as for 71: they feed the key
+                // search, and once it locks on, their commands feed the keys.
+                self.flows[i].mark_mid_session(d.frame);
+                for (dir, dg) in c.held.datagrams() {
+                    self.flows[i].replay(dir, &dg, out, work);
+                }
+            }
         }
         Some((i, Dir::C2s))
     }
