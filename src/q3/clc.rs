@@ -290,10 +290,10 @@ fn parse_op<'s>(
             }
             scratch.cmds.clear();
             let mut from = UserCmd::default();
-            // Unknown key: each command is read with two complementary keys; a value that
-            // comes out the same both ways does not depend on the key.
-            let mut from_not = UserCmd::default();
             if ctx.key_unknown {
+                // Unknown key: each command is read with two complementary keys; a value
+                // that comes out the same both ways does not depend on the key.
+                let mut from_not = UserCmd::default();
                 for _ in 0..count {
                     let at = r.bit_pos();
                     let not = read_delta_usercmd(r, !key, &from_not)?;
