@@ -10,7 +10,7 @@ use quakecap::gameevent::{Detail, GameEvent, Kind};
 use quakecap::pipeline::{self, Options};
 use quakecap::sink::events::EventSink;
 
-const SHARED: &str = "/work/shared/captures";
+const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/captures");
 
 /// One server.log line that matters, with its position.
 #[derive(Debug, Clone)]
@@ -598,15 +598,9 @@ fn check_captures(lines: &[Line], ev: &[GameEvent], input: &Path) -> Vec<String>
 /// Strike demos (g_gametype 7, both damaged) must have some, after the damage.
 #[test]
 fn real_demos_flag_events_match_their_commands() {
-    let Ok(rd) = std::fs::read_dir(DEMOS) else {
-        eprintln!("skipped: {DEMOS} is missing");
+    let Some(files) = files_with_ext(DEMOS, "dm_68") else {
         return;
     };
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "dm_68"))
-        .collect();
-    files.sort();
     let mut problems = Vec::new();
     let mut with_flags = Vec::new();
     for path in &files {
@@ -744,21 +738,15 @@ fn lab_sessions_match_server_log() {
     assert!(all.is_empty(), "{}", all.join("\n"));
 }
 
-const DEMOS: &str = "/work/shared/demos/q3";
+const DEMOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/demos/q3");
 
 /// Real players' demos: every file gives events (the broken ones before and after the
 /// damage), every kill's means of death is in its mod's table, every chat line has text.
 #[test]
 fn real_demos_give_events() {
-    let Ok(rd) = std::fs::read_dir(DEMOS) else {
-        eprintln!("skipped: {DEMOS} is missing");
+    let Some(files) = files_with_ext(DEMOS, "dm_68") else {
         return;
     };
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "dm_68"))
-        .collect();
-    files.sort();
     let (mut kills, mut chats) = (0, 0);
     let mut problems = Vec::new();
     for f in &files {
@@ -1037,7 +1025,21 @@ fn qw_lab_sessions_match_server_log() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-const QW_DEMOS: &str = "/work/shared/demos/qw";
+const QW_DEMOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/demos/qw");
+
+/// The files of `dir` ending in `.ext`, sorted; None (said as skipped) when `dir` is missing.
+fn files_with_ext(dir: &str, ext: &str) -> Option<Vec<PathBuf>> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        eprintln!("skipped: {dir} is missing");
+        return None;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    files.sort();
+    Some(files)
+}
 
 /// (clean name, frags, kills, deaths, suicides, team kills) as KTX counted them.
 type KtxPlayer = (String, i64, i64, i64, i64, i64);
@@ -1075,15 +1077,9 @@ fn ktx_stats(data: &[u8]) -> Option<Vec<KtxPlayer>> {
 /// whose players are known.
 #[test]
 fn ktx_mvds_match_ktx_statistics() {
-    let Ok(rd) = std::fs::read_dir(QW_DEMOS) else {
-        eprintln!("skipped: {QW_DEMOS} is missing");
+    let Some(files) = files_with_ext(QW_DEMOS, "mvd") else {
         return;
     };
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "mvd"))
-        .collect();
-    files.sort();
     let mut problems = Vec::new();
     let mut with_stats = 0;
     for f in &files {

@@ -111,6 +111,29 @@ fn full_messages(cap: &Path) -> std::sync::Arc<Vec<Value>> {
     v
 }
 
+/// `capture.pcapng` of session `name`: the repository's copy, else ../shared's.
+fn stored_capture(name: &str) -> Option<PathBuf> {
+    let root = root();
+    [root.join("captures"), root.join("../shared/captures")]
+        .iter()
+        .map(|d| d.join(name).join("capture.pcapng"))
+        .find(|p| p.exists())
+}
+
+/// The netchan messages of flow `full_id` of the full capture `src` after its first `skip`
+/// frames, by (direction, frame): what each message of a cut is compared with.
+fn full_by_frame(src: &Path, full_id: Option<u64>, skip: u64) -> HashMap<(String, u64), Value> {
+    full_messages(src)
+        .iter()
+        .filter(|m| m["flow"].as_u64() == full_id && m["frame"].as_u64() > Some(skip))
+        .filter(|m| m["kind"] != "oob")
+        .map(|m| {
+            let k = (m["dir"].to_string(), m["frame"].as_u64().unwrap_or(0));
+            (k, m.clone())
+        })
+        .collect()
+}
+
 fn is_mid(f: &Value) -> bool {
     f["error_details"]
         .as_array()
@@ -620,15 +643,7 @@ fn check_cut71(src: &Path, skip: u64) -> Cut71 {
     assert_eq!(mid["challenge"], same["challenge"], "{name} {skip}");
     assert_eq!(mid["errors"], 1, "{name} {skip}: {}", mid["error_details"]);
     let (cut_id, full_id) = (mid["id"].as_u64(), same["id"].as_u64());
-    let full: HashMap<(String, u64), Value> = full_messages(src)
-        .iter()
-        .filter(|m| m["flow"].as_u64() == full_id && m["frame"].as_u64() > Some(skip))
-        .filter(|m| m["kind"] != "oob")
-        .map(|m| {
-            let k = (m["dir"].to_string(), m["frame"].as_u64().unwrap_or(0));
-            (k, m.clone())
-        })
-        .collect();
+    let full = full_by_frame(src, full_id, skip);
     let mut got = Cut71 {
         compared: 0,
         unknown: 0,
@@ -903,15 +918,7 @@ fn check_cut68(src: &Path, skip: u64) -> Vec<Cut68> {
         assert_eq!(mid["errors"], 1, "{name} {skip}: {}", mid["error_details"]);
         assert_eq!(mid["protocol"].is_null(), lock.is_none(), "{name} {skip}");
         let (cut_id, full_id) = (mid["id"].as_u64(), same["id"].as_u64());
-        let full: HashMap<(String, u64), Value> = full_messages(src)
-            .iter()
-            .filter(|m| m["flow"].as_u64() == full_id && m["frame"].as_u64() > Some(skip))
-            .filter(|m| m["kind"] != "oob")
-            .map(|m| {
-                let k = (m["dir"].to_string(), m["frame"].as_u64().unwrap_or(0));
-                (k, m.clone())
-            })
-            .collect();
+        let full = full_by_frame(src, full_id, skip);
         let mut c = Cut68 {
             connection: format!("{} {}", mid["client_ip"], mid["qport"]),
             lock,
@@ -971,12 +978,7 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
         "q3-mapchange",
         "q3-download",
     ] {
-        let root = root();
-        let Some(src) = [root.join("captures"), root.join("../shared/captures")]
-            .iter()
-            .map(|d| d.join(name).join("capture.pcapng"))
-            .find(|p| p.exists())
-        else {
+        let Some(src) = stored_capture(name) else {
             eprintln!("skipped: {name} missing");
             continue;
         };
@@ -1133,12 +1135,7 @@ fn quake3_proto71_cut_events_match_the_full_capture() {
 #[test]
 fn quake3_proto68_cut_events_match_the_full_capture() {
     for (name, pct) in [("q3-events", 10), ("q3-download", 50)] {
-        let root = root();
-        let Some(src) = [root.join("captures"), root.join("../shared/captures")]
-            .iter()
-            .map(|d| d.join(name).join("capture.pcapng"))
-            .find(|p| p.exists())
-        else {
+        let Some(src) = stored_capture(name) else {
             eprintln!("skipped: {name} missing");
             continue;
         };

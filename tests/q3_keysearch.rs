@@ -147,6 +147,26 @@ fn largest_group(msgs: &[(u64, i32, Vec<u8>)], skip: u64) -> Option<(i32, Vec<Sc
     groups.into_iter().max_by_key(|(a, g)| (g.len(), *a))
 }
 
+/// `f(capture, connection, cut %, ack, group)` for every cut of every connection of the
+/// captures `names`: the largest group of server messages acknowledging one client command
+/// among the first [`WINDOW`] after the cut.
+fn for_each_cut_group(names: &[&str], mut f: impl FnMut(&str, &Conn, u64, i32, &[Scrambled<'_>])) {
+    for &name in names {
+        let Some(cap) = capture(name) else {
+            eprintln!("skipped: {name} missing");
+            continue;
+        };
+        for c in connections(&cap) {
+            let (msgs, frames) = server_messages(&cap, &c);
+            for pct in CUTS {
+                if let Some((ack, group)) = largest_group(&msgs, frames * pct / 100) {
+                    f(name, &c, pct, ack, &group);
+                }
+            }
+        }
+    }
+}
+
 /// The real `u` of messages acknowledging `command` (see `keysearch`), `n` bytes.
 fn true_stream(challenge: i32, command: &str, n: usize) -> Vec<u8> {
     let mut b = vec![0u8; scramble::S2C_START + n];
@@ -163,68 +183,55 @@ fn key_search_finds_the_real_stream_or_nothing() {
     let mut found = 0;
     let mut tried = 0;
     // One capture: on every stored one the search runs out of budget (see the module).
-    for name in ["q3-basic"] {
-        let Some(cap) = capture(name) else {
-            eprintln!("skipped: {name} missing");
-            continue;
-        };
-        for c in connections(&cap) {
-            let (msgs, frames) = server_messages(&cap, &c);
-            for pct in CUTS {
-                let Some((ack, group)) = largest_group(&msgs, frames * pct / 100) else {
-                    continue;
-                };
-                let group = &group;
-                let t = Instant::now();
-                let (outcome, work) = keysearch::search_s2c(group, BUDGET);
-                let ms = t.elapsed().as_secs_f64() * 1000.0;
-                tried += 1;
-                let command = c.commands.get(&i64::from(ack));
-                let what = match &outcome {
-                    Outcome::Found(u) => {
-                        found += 1;
-                        let cmd = command.expect("the acknowledged command is in the full decode");
-                        assert_eq!(
-                            u,
-                            &true_stream(c.challenge, cmd, u.len()),
-                            "{name} {pct}%: a stream that is not the real one"
-                        );
-                        let solved = keysearch::command_and_challenge(u, 4);
-                        if let Some((s, ch)) = &solved {
-                            assert_eq!(ch, &(c.challenge as u8), "{name} {pct}%: challenge byte");
-                            assert_eq!(s.as_slice(), cmd.as_bytes(), "{name} {pct}%: command");
-                        }
-                        format!(
-                            "found {} bytes, command and challenge {}",
-                            u.len(),
-                            if solved.is_some() {
-                                "solved"
-                            } else {
-                                "not repeated"
-                            }
-                        )
-                    }
-                    other => {
-                        assert_ne!(
-                            other,
-                            &Outcome::None,
-                            "{name} {pct}%: the real stream was rejected"
-                        );
-                        format!("{other:?}")
-                    }
-                };
-                eprintln!(
-                    "{name} {}:{} cut {pct}%: group of {} messages (ack {ack}: {:?}, lengths {:?}): {what}, {} decodes, {ms:.1} ms",
-                    c.server,
-                    c.client_ports[0],
-                    group.len(),
-                    command.map(|s| s.chars().take(30).collect::<String>()),
-                    group.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
-                    work.decodes
+    for_each_cut_group(&["q3-basic"], |name, c, pct, ack, group| {
+        let t = Instant::now();
+        let (outcome, work) = keysearch::search_s2c(group, BUDGET);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        tried += 1;
+        let command = c.commands.get(&i64::from(ack));
+        let what = match &outcome {
+            Outcome::Found(u) => {
+                found += 1;
+                let cmd = command.expect("the acknowledged command is in the full decode");
+                assert_eq!(
+                    u,
+                    &true_stream(c.challenge, cmd, u.len()),
+                    "{name} {pct}%: a stream that is not the real one"
                 );
+                let solved = keysearch::command_and_challenge(u, 4);
+                if let Some((s, ch)) = &solved {
+                    assert_eq!(ch, &(c.challenge as u8), "{name} {pct}%: challenge byte");
+                    assert_eq!(s.as_slice(), cmd.as_bytes(), "{name} {pct}%: command");
+                }
+                format!(
+                    "found {} bytes, command and challenge {}",
+                    u.len(),
+                    if solved.is_some() {
+                        "solved"
+                    } else {
+                        "not repeated"
+                    }
+                )
             }
-        }
-    }
+            other => {
+                assert_ne!(
+                    other,
+                    &Outcome::None,
+                    "{name} {pct}%: the real stream was rejected"
+                );
+                format!("{other:?}")
+            }
+        };
+        eprintln!(
+            "{name} {}:{} cut {pct}%: group of {} messages (ack {ack}: {:?}, lengths {:?}): {what}, {} decodes, {ms:.1} ms",
+            c.server,
+            c.client_ports[0],
+            group.len(),
+            command.map(|s| s.chars().take(30).collect::<String>()),
+            group.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
+            work.decodes
+        );
+    });
     eprintln!("streams found: {found} of {tried}");
 }
 
@@ -236,62 +243,50 @@ fn key_search_finds_the_real_stream_or_nothing() {
 fn guessed_commands_give_the_challenge_or_nothing() {
     let mut solved = 0;
     let mut tried = 0;
-    for name in CAPTURES {
-        let Some(cap) = capture(name) else {
-            eprintln!("skipped: {name} missing");
-            continue;
+    for_each_cut_group(&CAPTURES, |name, c, pct, ack, group| {
+        // Before its first command a client has acknowledged none: the key string is
+        // empty (the server's lastClientCommandString starts empty).
+        let cmd = match c.commands.get(&i64::from(ack)) {
+            Some(cmd) => cmd.as_str(),
+            None if ack == 0 => "",
+            None => panic!("{name} {pct}%: command {ack} not in the full decode"),
         };
-        for c in connections(&cap) {
-            let (msgs, frames) = server_messages(&cap, &c);
-            for pct in CUTS {
-                let Some((ack, group)) = largest_group(&msgs, frames * pct / 100) else {
-                    continue;
-                };
-                // Before its first command a client has acknowledged none: the key string is
-                // empty (the server's lastClientCommandString starts empty).
-                let cmd = match c.commands.get(&i64::from(ack)) {
-                    Some(cmd) => cmd.as_str(),
-                    None if ack == 0 => "",
-                    None => panic!("{name} {pct}%: command {ack} not in the full decode"),
-                };
-                tried += 1;
-                let (real, _) = keysearch::challenges_for(&group, cmd.as_bytes());
-                assert_eq!(
-                    real,
-                    vec![c.challenge as u8],
-                    "{name} {pct}%: the real key must decode every message, and only it"
-                );
-                let t = Instant::now();
-                let mut decodes = 0;
-                let mut guessed = None;
-                for g in keysearch::GUESSABLE_COMMANDS {
-                    let (found, work) = keysearch::challenges_for(&group, g.as_bytes());
-                    decodes += work.decodes;
-                    if g == cmd {
-                        assert_eq!(found, vec![c.challenge as u8], "{name} {pct}%: {g}");
-                        guessed = Some(g);
-                        solved += 1;
-                    } else {
-                        assert!(
-                            found.is_empty(),
-                            "{name} {pct}%: {g:?} taken for {cmd:?}: {found:?}"
-                        );
-                    }
-                }
-                eprintln!(
-                    "{name} {}:{} cut {pct}%: {} messages acknowledge {:?}: {}, {decodes} decodes, {:.1} ms",
-                    c.server,
-                    c.client_ports[0],
-                    group.len(),
-                    cmd.chars().take(30).collect::<String>(),
-                    match guessed {
-                        Some(g) => format!("challenge byte found from the guess {g:?}"),
-                        None => "not guessable, no guess decodes".to_string(),
-                    },
-                    t.elapsed().as_secs_f64() * 1000.0
+        tried += 1;
+        let (real, _) = keysearch::challenges_for(group, cmd.as_bytes());
+        assert_eq!(
+            real,
+            vec![c.challenge as u8],
+            "{name} {pct}%: the real key must decode every message, and only it"
+        );
+        let t = Instant::now();
+        let mut decodes = 0;
+        let mut guessed = None;
+        for g in keysearch::GUESSABLE_COMMANDS {
+            let (found, work) = keysearch::challenges_for(group, g.as_bytes());
+            decodes += work.decodes;
+            if g == cmd {
+                assert_eq!(found, vec![c.challenge as u8], "{name} {pct}%: {g}");
+                guessed = Some(g);
+                solved += 1;
+            } else {
+                assert!(
+                    found.is_empty(),
+                    "{name} {pct}%: {g:?} taken for {cmd:?}: {found:?}"
                 );
             }
         }
-    }
+        eprintln!(
+            "{name} {}:{} cut {pct}%: {} messages acknowledge {:?}: {}, {decodes} decodes, {:.1} ms",
+            c.server,
+            c.client_ports[0],
+            group.len(),
+            cmd.chars().take(30).collect::<String>(),
+            match guessed {
+                Some(g) => format!("challenge byte found from the guess {g:?}"),
+                None => "not guessable, no guess decodes".to_string(),
+            },
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+    });
     eprintln!("challenge bytes from guessed commands: {solved} of {tried} cuts");
 }

@@ -17,7 +17,7 @@ use quakecap::qw::{self, qwd};
 use std::path::Path;
 use std::process::Command;
 
-const PLAYBACK: &str = "/work/shared/lab/qw/playback.sh";
+const PLAYBACK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/lab/qw/playback.sh");
 
 #[test]
 #[ignore]
