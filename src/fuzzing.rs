@@ -35,6 +35,26 @@ pub const LINKS: [LinkType; 9] = [
     LinkType(147),
 ];
 
+/// `n` damaged copies of `data` from the pseudo-random `seed` (for tests that a reader
+/// never panics on real files gone bad): every other copy is cut at some length, the others
+/// have eight bytes flipped.
+pub fn damaged_copies(data: &[u8], seed: u32, n: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
+    let mut x = seed;
+    (0..n).filter(|_| !data.is_empty()).map(move |i| {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        let mut d = data.to_vec();
+        if i % 2 == 0 {
+            d.truncate(x as usize % data.len());
+        } else {
+            for k in 0..8 {
+                let at = (x as usize).wrapping_mul(k + 1) % d.len();
+                d[at] ^= (x >> 8) as u8 | 1;
+            }
+        }
+        d
+    })
+}
+
 /// Split `data` into `[u16 LE length][bytes]` chunks; a short last chunk takes what is left.
 pub fn chunks(data: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut rest = data;

@@ -582,18 +582,7 @@ mod tests {
             from: Some(At::Relative(10.0)),
             to: Some(At::Relative(12.0)),
         };
-        let mut x: u32 = 12345;
-        for i in 0..200 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            let mut d = data.clone();
-            if i % 2 == 0 {
-                d.truncate(x as usize % data.len());
-            } else {
-                for k in 0..8 {
-                    let at = (x as usize).wrapping_mul(k + 1) % d.len();
-                    d[at] ^= (x >> 8) as u8 | 1;
-                }
-            }
+        for d in crate::fuzzing::damaged_copies(&data, 12345, 200) {
             let _ = cut(&d, &w, None);
         }
     }

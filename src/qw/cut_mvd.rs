@@ -315,18 +315,7 @@ mod tests {
             to: Some(At::Relative(5.0)),
         };
         assert!(cut(&data, &w).is_ok());
-        let mut x: u32 = 777;
-        for i in 0..200 {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            let mut d = data.clone();
-            if i % 2 == 0 {
-                d.truncate(x as usize % data.len());
-            } else {
-                for k in 0..8 {
-                    let at = (x as usize).wrapping_mul(k + 1) % d.len();
-                    d[at] ^= (x >> 8) as u8 | 1;
-                }
-            }
+        for d in crate::fuzzing::damaged_copies(&data, 777, 200) {
             let _ = cut(&d, &w);
         }
         assert_eq!(cut(&[], &w).unwrap_err(), CutError::Empty);
