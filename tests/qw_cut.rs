@@ -424,6 +424,15 @@ fn client_state(msgs: &[&Message]) -> BTreeMap<String, String> {
     s
 }
 
+/// The cut of `case` written as `name` in `dir`, decoded by quakecap; it decodes cleanly.
+fn decoded_cut(case: &Case, dir: &Path, name: &str) -> Vec<Event> {
+    let bytes = cut(case, dir, name);
+    let mut ev = Vec::new();
+    let sums = qw::decode_demo_file(name, &bytes, &mut ev);
+    assert_eq!(sums[0].errors, 0, "{}: the cut decodes cleanly", case.input);
+    ev
+}
+
 /// The full input's server stream, decoded by quakecap: the capture's connection or the .qwd.
 fn full_input(case: &Case) -> Vec<Event> {
     if case.flow.is_some() {
@@ -450,10 +459,7 @@ fn full_input(case: &Case) -> Vec<Event> {
 fn qw_cut_state_equals_the_full_input() {
     let dir = scratch("state");
     for (i, case) in CASES.iter().enumerate() {
-        let bytes = cut(case, &dir, &format!("cut{i}.qwd"));
-        let mut cut_ev = Vec::new();
-        let sums = qw::decode_demo_file("cut.qwd", &bytes, &mut cut_ev);
-        assert_eq!(sums[0].errors, 0, "{}: the cut decodes cleanly", case.input);
+        let cut_ev = decoded_cut(case, &dir, &format!("cut{i}.qwd"));
         let cut_msgs = server_messages(&cut_ev, 1);
         let full_ev = full_input(case);
         let full_msgs = server_messages(&full_ev, case.flow.unwrap_or(1));
@@ -671,13 +677,9 @@ fn mvd_players(msgs: &[&Message]) -> Vec<qw::playerinfo::PlayerInfo> {
 fn mvd_cut_holds_the_full_demo_frames() {
     let dir = scratch("mvd-state");
     for (i, case) in MVD_CASES.iter().enumerate() {
-        let bytes = cut(case, &dir, &format!("cut{i}.mvd"));
-        let mut cut_ev = Vec::new();
-        let sums = qw::decode_demo_file("cut.mvd", &bytes, &mut cut_ev);
-        assert_eq!(sums[0].errors, 0, "{}: the cut decodes cleanly", case.input);
+        let cut_ev = decoded_cut(case, &dir, &format!("cut{i}.mvd"));
         let data = std::fs::read(root().join(case.input)).unwrap();
-        let mut full_ev = Vec::new();
-        qw::decode_demo_file(case.input, &data, &mut full_ev);
+        let full_ev = full_input(case);
         let cut_msgs: Vec<&Message> = qw_common::messages(&cut_ev).collect();
         let full_msgs: Vec<&Message> = qw_common::messages(&full_ev).collect();
         // The state blocks come at time 0, the window's first block has its own msec.
