@@ -481,6 +481,9 @@ impl Decoder {
         let key_hash = st.key_hash.get(acked);
         // The ops are only collected for the caller; the state needs the new commands.
         let mut ops = Vec::new();
+        // The game events read a client message's commands only: with samples (the report)
+        // the moves are still decoded, for their timing, but not copied into the message.
+        let emit_moves = self.opts.emit && !self.opts.events_only;
         let emit = self.opts.emit;
         let mut stamp = CmdStamp::default();
         let max_cmd_time = &mut self.max_cmd_time;
@@ -513,7 +516,7 @@ impl Decoder {
             if let clc::OpView::Move { cmds, .. } = op {
                 count_new_cmds(cmds, max_cmd_time, &mut stamp);
             }
-            if emit {
+            if emit && (emit_moves || !matches!(op, clc::OpView::Move { .. })) {
                 ops.push(op.owned());
             }
         });

@@ -528,6 +528,9 @@ fn lines(
             .y_desc(unit)
             .light_line_style(TRANSPARENT)
             .max_light_lines(0)
+            // Five values up a 190-pixel plot read as well as eleven, and each label with its
+            // grid line is a few SVG elements: the axes were half the plots' cost.
+            .y_labels(5)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
             .draw()
@@ -655,6 +658,7 @@ fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
             .x_desc("s")
             .y_desc("ms")
             .axis_style(WHITE)
+            .y_labels(3)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
             .label_style(("sans-serif", 12).into_font().color(&WHITE))
