@@ -12,6 +12,7 @@ use super::netchan::{
     REORDER_WINDOW,
 };
 use super::oob::Oob;
+use super::relock::Relock;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -127,6 +128,22 @@ pub struct DecodeLog {
     pub count: u64,
     pub kept: Vec<Error>,
     pub maps: Vec<String>,
+    /// Mid-session protocol 68 after the lock-on: what stayed undecodable and how often
+    /// decoding resumed (see [`super::relock`]).
+    pub mid68: Mid68Log,
+}
+
+/// What a mid-session protocol-68 decoder could not descramble after the lock-on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mid68Log {
+    /// Server messages acknowledging a client command whose text is unknown.
+    pub server_undecoded: u64,
+    /// Client messages acknowledging a server command whose text is unknown.
+    pub client_undecoded: u64,
+    /// Client commands whose text a search over guesses found after the lock-on.
+    pub resumed: u32,
+    pub searches: u32,
+    pub decodes: usize,
 }
 
 impl DecodeLog {
@@ -135,6 +152,25 @@ impl DecodeLog {
         if self.kept.len() < MAX_KEPT_ERRORS {
             self.kept.push(e);
         }
+    }
+
+    /// Add what stayed undecodable after a protocol-68 lock-on to the mid-session note.
+    fn note_mid68(&self, s: &mut FlowSummary) {
+        let m = &self.mid68;
+        if *m == Mid68Log::default() {
+            return;
+        }
+        let Some(e) = s
+            .error_details
+            .iter_mut()
+            .find(|e| e.kind == ErrorKind::MidSession)
+        else {
+            return;
+        };
+        e.message = format!(
+            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes)",
+            e.message, m.server_undecoded, m.client_undecoded, m.resumed, m.searches, m.decodes
+        );
     }
 
     fn map(&mut self, name: Option<String>) {
@@ -151,6 +187,7 @@ impl DecodeLog {
         for m in &self.maps {
             s.add_map(m);
         }
+        self.note_mid68(s);
         if self.count == 0 {
             return;
         }
@@ -186,10 +223,18 @@ struct DecodeState {
     clc_scratch: clc::ClcScratch,
     /// Mid-session: the client's server command sequence was learnt (from its header).
     cmd_seq_known: bool,
-    /// Mid-session protocol 68: the ring slots of `client_cmds` whose text is known (bit per
-    /// slot); a server message acknowledging another is not descrambled.
-    client_cmds_known: u64,
+    /// Mid-session protocol 68: the command number whose text each ring slot of
+    /// `client_cmds` holds ([`UNKNOWN_CMD`]: none known); a server message acknowledging
+    /// another command is not descrambled (a slot is reused every 64 commands: a download
+    /// sends hundreds of `nextdl`).
+    client_cmd_nums: [i32; MAX_RELIABLE_COMMANDS],
+    /// Mid-session protocol 68: server messages acknowledging an unknown client command,
+    /// searched for its text.
+    relock: Relock,
 }
+
+/// No command's text known in a ring slot (command numbers start at 1).
+const UNKNOWN_CMD: i32 = i32::MIN;
 
 /// The decode state, made on the first message (marked mid-session when the capture
 /// missed the connection's start).
@@ -236,7 +281,8 @@ impl Default for DecodeState {
             key_hash: clc::KeyHashCache::default(),
             clc_scratch: clc::ClcScratch::default(),
             cmd_seq_known: false,
-            client_cmds_known: 0,
+            client_cmd_nums: [UNKNOWN_CMD; MAX_RELIABLE_COMMANDS],
+            relock: Relock::default(),
         }
     }
 }
@@ -305,7 +351,7 @@ impl Decoder {
                 let st = state_of(&mut self.st, true);
                 let slot = (seq as usize) & (MAX_RELIABLE_COMMANDS - 1);
                 st.client_cmds[slot] = text;
-                st.client_cmds_known |= 1 << slot;
+                st.client_cmd_nums[slot] = seq;
                 None
             }
             Work::Reset | Work::Release => {
@@ -360,9 +406,27 @@ impl Decoder {
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
                 let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
-                if a.mid_session && st.client_cmds_known & (1 << slot) == 0 {
-                    // Mid-session: the key string (the acknowledged command) is unknown.
-                    return self.undecoded(a, Dir::S2c, out);
+                if a.mid_session && st.client_cmd_nums[slot] != ack {
+                    // Mid-session: the key string (the acknowledged command) is unknown;
+                    // search it among guesses (the challenge byte is known by now).
+                    let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
+                    let seen = (0..MAX_RELIABLE_COMMANDS)
+                        .filter(|&i| nums[i] != UNKNOWN_CMD)
+                        .map(|i| cmds[i].as_str());
+                    let before = (st.relock.searches, st.relock.decodes);
+                    let found = st
+                        .relock
+                        .offer(ack, a.seq, &a.body, a.challenge as u8, seen);
+                    let m = &mut self.log.mid68;
+                    m.searches += st.relock.searches - before.0;
+                    m.decodes += st.relock.decodes - before.1;
+                    let Some(text) = found else {
+                        m.server_undecoded += 1;
+                        return self.undecoded(a, Dir::S2c, out);
+                    };
+                    m.resumed += 1;
+                    st.client_cmds[slot] = text;
+                    st.client_cmd_nums[slot] = ack;
                 }
                 let s = &st.client_cmds[slot];
                 st.keys_s2c
@@ -455,6 +519,7 @@ impl Decoder {
             && !st.state.server_command_known(hdr.2)
         {
             // Mid-session: the key string (the acknowledged server command) is unknown.
+            self.log.mid68.client_undecoded += 1;
             return self.undecoded(a, Dir::C2s, out);
         }
         let acked = st.state.server_command(hdr.2).as_bytes();
@@ -488,7 +553,7 @@ impl Decoder {
             &mut st.client_cmds,
             &mut st.last_client_cmd,
             &mut st.client_gone,
-            &mut st.client_cmds_known,
+            &mut st.client_cmd_nums,
         );
         let mut commands = false;
         let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
@@ -504,7 +569,7 @@ impl Decoder {
                     slot.clear();
                     slot.push_str(&String::from_utf8_lossy(text));
                     *gone |= is_disconnect(slot);
-                    *known |= 1 << i;
+                    known[i] = cs;
                 }
                 if new == Some(true) {
                     *last = Some(cs);
@@ -622,7 +687,7 @@ struct Lock68 {
 impl Lock68 {
     /// Take server message `seq` and search when a group is complete: the guessed client
     /// command the group acknowledges, and the challenge byte.
-    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, &'static str, u8)> {
+    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.ack != Some(ack) {
             self.ack = Some(ack);
@@ -1049,7 +1114,7 @@ impl Connection {
         }
         let w = Work::ClientCommand {
             seq: ack,
-            text: cmd.to_string(),
+            text: cmd,
         };
         self.dispatch(w, out, work);
         true
@@ -1141,12 +1206,14 @@ impl Connection {
                 .find(|e| e.kind == ErrorKind::MidSession)
             {
                 e.message = format!(
-                    "{}; key search: no lock-on in {} messages ({} searches, {} body decodes): no server messages that acknowledge a guessable client command ({:?})",
+                    "{}; key search: no lock-on in {} messages ({} searches, {} body decodes): no server messages that acknowledge a guessable client command ({:?}, or {:?} with a number below {})",
                     e.message,
                     l.packets,
                     l.tries,
                     l.decodes,
-                    super::keysearch::GUESSABLE_COMMANDS
+                    super::keysearch::GUESSABLE_COMMANDS,
+                    super::keysearch::NUMBERED_COMMANDS,
+                    super::keysearch::MAX_NUMBER
                 );
             }
         }
