@@ -103,6 +103,9 @@ pub enum Work {
         seq: i32,
         text: String,
     },
+    /// Mid-session protocol 68: a server message received before the lock-on, decodable
+    /// now; decoded for the client's state only (it was reported undecoded).
+    Prior(Accepted),
     /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
     Release,
     /// The connection has been silent for [`GONE_RELEASE_NS`]: free the decode state if the
@@ -254,6 +257,33 @@ fn state_of(st: &mut Option<Box<DecodeState>>, mid_session: bool) -> &mut Decode
     })
 }
 
+/// Mid-session protocol 68: server message `a` acknowledges client command `ack`, whose
+/// text is unknown; search it among guesses (the challenge byte is known by now). True
+/// when found (the ring slot then holds it). Out of line: it never runs with a handshake.
+#[cold]
+#[inline(never)]
+fn resume_mid68(st: &mut DecodeState, log: &mut Mid68Log, a: &Accepted, ack: i32) -> bool {
+    let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
+    let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
+    let seen = (0..MAX_RELIABLE_COMMANDS)
+        .filter(|&i| nums[i] != UNKNOWN_CMD)
+        .map(|i| cmds[i].as_str());
+    let before = (st.relock.searches, st.relock.decodes);
+    let found = st
+        .relock
+        .offer(ack, a.seq, &a.body, a.challenge as u8, seen);
+    log.searches += st.relock.searches - before.0;
+    log.decodes += st.relock.decodes - before.1;
+    let Some(text) = found else {
+        log.server_undecoded += 1;
+        return false;
+    };
+    log.resumed += 1;
+    st.client_cmds[slot] = text;
+    st.client_cmd_nums[slot] = ack;
+    true
+}
+
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
 fn is_disconnect(text: &str) -> bool {
     text.split_whitespace().next() == Some("disconnect")
@@ -346,6 +376,15 @@ impl Decoder {
     pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
+            Work::Prior(a) => {
+                let opts = self.opts;
+                self.opts.emit = false;
+                self.opts.keep_raw = false;
+                self.opts.samples = false;
+                let body = self.server_message(a, &mut Vec::new());
+                self.opts = opts;
+                body
+            }
             Work::Client(a) => self.client_message(a, out),
             Work::ClientCommand { seq, text } => {
                 let st = state_of(&mut self.st, true);
@@ -406,27 +445,11 @@ impl Decoder {
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
                 let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
-                if a.mid_session && st.client_cmd_nums[slot] != ack {
-                    // Mid-session: the key string (the acknowledged command) is unknown;
-                    // search it among guesses (the challenge byte is known by now).
-                    let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
-                    let seen = (0..MAX_RELIABLE_COMMANDS)
-                        .filter(|&i| nums[i] != UNKNOWN_CMD)
-                        .map(|i| cmds[i].as_str());
-                    let before = (st.relock.searches, st.relock.decodes);
-                    let found = st
-                        .relock
-                        .offer(ack, a.seq, &a.body, a.challenge as u8, seen);
-                    let m = &mut self.log.mid68;
-                    m.searches += st.relock.searches - before.0;
-                    m.decodes += st.relock.decodes - before.1;
-                    let Some(text) = found else {
-                        m.server_undecoded += 1;
-                        return self.undecoded(a, Dir::S2c, out);
-                    };
-                    m.resumed += 1;
-                    st.client_cmds[slot] = text;
-                    st.client_cmd_nums[slot] = ack;
+                if a.mid_session
+                    && st.client_cmd_nums[slot] != ack
+                    && !resume_mid68(st, &mut self.log.mid68, &a, ack)
+                {
+                    return self.undecoded(a, Dir::S2c, out);
                 }
                 let s = &st.client_cmds[slot];
                 st.keys_s2c
@@ -670,6 +693,9 @@ const LOCK_GROUP_MAX: usize = 8;
 /// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
 /// instructions (under 2 ms): the work per connection stays a few milliseconds.
 const LOCK_TRIES: u32 = 3;
+/// Capture time from a connection's first packet during which the lock-on is searched (the
+/// goal of issue 17: lock on within 2 s of traffic); later, the connection stays undecoded.
+const LOCK_WINDOW_NS: i64 = 2_000_000_000;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
@@ -682,22 +708,33 @@ struct Lock68 {
     first_ns: Option<i64>,
     tries: u32,
     decodes: usize,
+    /// No guess decodes the current acknowledgement's group: more of its messages cannot
+    /// change that, so the tries are kept for the next acknowledgement.
+    ruled_out: bool,
 }
 
 impl Lock68 {
     /// Take server message `seq` and search when a group is complete: the guessed client
     /// command the group acknowledges, and the challenge byte.
-    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
+    fn offer(&mut self, seq: i32, body: &[u8], elapsed_ns: i64) -> Option<(i32, String, u8)> {
+        if elapsed_ns > LOCK_WINDOW_NS {
+            return None;
+        }
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.ack != Some(ack) {
             self.ack = Some(ack);
             self.msgs.clear();
+            self.ruled_out = false;
+        }
+        if self.ruled_out {
+            return None;
         }
         if self.msgs.len() >= LOCK_GROUP_MAX {
             self.msgs.remove(0);
         }
         self.msgs.push((seq, body.to_vec()));
-        // Search when a group is complete, then once more when it has doubled.
+        // Search when a group is complete, then once more when it has doubled (if more
+        // than one guess decoded it).
         let n = self.msgs.len();
         if (n != LOCK_GROUP && n != LOCK_GROUP_MAX) || self.tries >= LOCK_TRIES {
             return None;
@@ -708,9 +745,16 @@ impl Lock68 {
             .iter()
             .map(|(seq, body)| super::keysearch::Scrambled { seq: *seq, body })
             .collect();
-        let (found, work) = super::keysearch::guess_command(&group);
+        let (guess, work) = super::keysearch::guess_command(&group);
         self.decodes += work.decodes;
-        found.map(|(cmd, ch)| (ack, cmd, ch))
+        match guess {
+            super::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch)),
+            super::keysearch::Guess::Ambiguous => None,
+            super::keysearch::Guess::None => {
+                self.ruled_out = true;
+                None
+            }
+        }
     }
 }
 
@@ -1093,10 +1137,12 @@ impl Connection {
         if dir != Dir::S2c || fragmented {
             return false;
         }
-        let Some((ack, cmd, ch)) = l.offer(seq, body) else {
+        let Some((ack, cmd, ch)) = l.offer(seq, body, d.ts_ns - first_ns) else {
             return false;
         };
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
+        let mut prior = std::mem::take(&mut l.msgs);
+        prior.pop(); // This message: decoded as usual next.
         self.lock68 = None;
         self.challenge = Some(i32::from(ch));
         self.summary.protocol = Some(68);
@@ -1117,6 +1163,22 @@ impl Connection {
             text: cmd,
         };
         self.dispatch(w, out, work);
+        // The group's earlier messages reached the client: their server commands (and
+        // snapshots) are its state, so they are decoded for it, nothing reported.
+        for (seq, body) in prior {
+            let a = Accepted {
+                flow: self.summary.id,
+                frame: d.frame,
+                ts_ns: d.ts_ns,
+                seq,
+                body,
+                fragmented: false,
+                challenge: i32::from(ch),
+                proto: self.proto,
+                mid_session: true,
+            };
+            self.dispatch(Work::Prior(a), out, work);
+        }
         true
     }
 

@@ -353,10 +353,22 @@ fn covers(group: &[Scrambled<'_>], text: &str) -> bool {
 /// Bytes of each message decoded before whole messages are (see [`challenges_for`]).
 const QUICK_BYTES: usize = 6;
 
+/// What [`guess_command`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guess {
+    /// The only (command, challenge byte) under which every message decodes.
+    Found(String, u8),
+    /// More than one decodes every message: more messages may tell them apart.
+    Ambiguous,
+    /// None does: more messages of the group cannot change that (each guess must decode
+    /// every message).
+    None,
+}
+
 /// The one (command, challenge byte) among [`GUESSABLE_COMMANDS`] and the numbered
 /// commands ([`NUMBERED_COMMANDS`] `0..`[`MAX_NUMBER`]) under which every message of `group`
-/// decodes to its end; `None` when no guess or more than one does.
-pub fn guess_command(group: &[Scrambled<'_>]) -> (Option<(String, u8)>, Work) {
+/// decodes to its end.
+pub fn guess_command(group: &[Scrambled<'_>]) -> (Guess, Work) {
     let mut work = Work::default();
     let mut found = None;
     for g in GUESSABLE_COMMANDS.into_iter().filter(|g| covers(group, g)) {
@@ -364,7 +376,7 @@ pub fn guess_command(group: &[Scrambled<'_>]) -> (Option<(String, u8)>, Work) {
         work.decodes += w.decodes;
         for ch in chs {
             if found.replace((g.to_string(), ch)).is_some() {
-                return (None, work);
+                return (Guess::Ambiguous, work);
             }
         }
     }
@@ -373,11 +385,15 @@ pub fn guess_command(group: &[Scrambled<'_>]) -> (Option<(String, u8)>, Work) {
         work.decodes += w.decodes;
         for (n, ch) in hits {
             if found.replace((format!("{prefix}{n}"), ch)).is_some() {
-                return (None, work);
+                return (Guess::Ambiguous, work);
             }
         }
     }
-    (found, work)
+    let guess = match found {
+        Some((cmd, ch)) => Guess::Found(cmd, ch),
+        None => Guess::None,
+    };
+    (guess, work)
 }
 
 /// Commands made of a fixed word and a number: `nextdl <block>` acknowledges each block of a
