@@ -376,15 +376,7 @@ impl Decoder {
     pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
-            Work::Prior(a) => {
-                let opts = self.opts;
-                self.opts.emit = false;
-                self.opts.keep_raw = false;
-                self.opts.samples = false;
-                let body = self.server_message(a, &mut Vec::new());
-                self.opts = opts;
-                body
-            }
+            Work::Prior(a) => self.prior_message(a),
             Work::Client(a) => self.client_message(a, out),
             Work::ClientCommand { seq, text } => {
                 let st = state_of(&mut self.st, true);
@@ -406,6 +398,20 @@ impl Decoder {
                 None
             }
         }
+    }
+
+    /// A server message decoded for the client's state only ([`Work::Prior`]). Out of
+    /// line: it never runs with a handshake.
+    #[cold]
+    #[inline(never)]
+    fn prior_message(&mut self, a: Accepted) -> Option<Vec<u8>> {
+        let opts = self.opts;
+        self.opts.emit = false;
+        self.opts.keep_raw = false;
+        self.opts.samples = false;
+        let body = self.server_message(a, &mut Vec::new());
+        self.opts = opts;
+        body
     }
 
     /// Count `e` as an error of message `a`; returns it for the event.
@@ -435,6 +441,9 @@ impl Decoder {
         Some(a.body)
     }
 
+    // Inlined into `run` as when it was its only caller (the cold `prior_message` is the
+    // other): the per-message path of captures with handshakes stays as fast.
+    #[inline(always)]
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let st = state(&mut self.st, &a);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
