@@ -1017,7 +1017,7 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
                         assert!(c.compared > 0, "{name} {what}");
                     }
                     None => eprintln!(
-                        "{name} cut {what} (after frame {skip}), connection {}: NO lock-on (no run of server messages acknowledging a guessable client command); {} messages undecoded",
+                        "{name} cut {what} (after frame {skip}), connection {}: NO lock-on (no run of server messages acknowledging a guessable client command or a download's `nextdl N`: free text such as `say`, `tell`, `userinfo`); {} messages undecoded",
                         c.connection, c.undecoded
                     ),
                 }

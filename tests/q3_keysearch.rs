@@ -290,3 +290,115 @@ fn guessed_commands_give_the_challenge_or_nothing() {
     });
     eprintln!("challenge bytes from guessed commands: {solved} of {tried} cuts");
 }
+
+/// Diagnostic (slow: `--ignored`): streams surviving each byte of the general search on
+/// every cut's group, from nothing and from the real first 4/8/12 key bytes (see
+/// `keysearch::survivors`).
+#[test]
+#[ignore]
+fn survivors_per_byte() {
+    for_each_cut_group(&CAPTURES, |name, c, pct, ack, group| {
+        let cmd = c.commands.get(&i64::from(ack)).cloned().unwrap_or_default();
+        let group = &group[..group.len().min(12)];
+        let mut rows = vec![(0, keysearch::survivors(group, &[], 4, 200_000))];
+        for known in [4, 8, 12] {
+            let u = true_stream(c.challenge, &cmd, known);
+            rows.push((known, keysearch::survivors(group, &u, known + 3, 100_000)));
+        }
+        eprintln!(
+            "{name} {} cut {pct}% ({:?}): (key bytes given, survivors per byte) {rows:?}",
+            c.client_ports[0],
+            cmd.chars().take(20).collect::<String>()
+        );
+    });
+}
+
+/// `nextdl` runs checked by [`numbered_commands_give_the_block_and_challenge_or_nothing`].
+const NEXTDL_RUNS: usize = 10;
+
+/// Runs of at least 4 consecutive server messages acknowledging one client command, with
+/// that command, over a whole connection.
+fn runs<'m>(msgs: &'m [(u64, i32, Vec<u8>)]) -> Vec<(i32, Vec<Scrambled<'m>>)> {
+    let mut out: Vec<(i32, Vec<Scrambled<'m>>)> = Vec::new();
+    for (_, seq, body) in msgs {
+        let Some((ack, _)) = keysearch::reliable_ack(body) else {
+            continue;
+        };
+        let m = Scrambled { seq: *seq, body };
+        match out.last_mut() {
+            Some((a, run)) if *a == ack => run.push(m),
+            _ => out.push((ack, vec![m])),
+        }
+    }
+    out.retain(|(_, run)| run.len() >= 4);
+    out
+}
+
+/// q3-download: each run of server messages acknowledging a `nextdl N` (the full capture's
+/// client command; the first [`NEXTDL_RUNS`], to keep the test short) gives exactly
+/// (N, challenge byte) from its first 4 messages, or nothing; runs acknowledging any other
+/// command give nothing.
+#[test]
+fn numbered_commands_give_the_block_and_challenge_or_nothing() {
+    let Some(cap) = capture("q3-download") else {
+        eprintln!("skipped: q3-download missing");
+        return;
+    };
+    let (mut found, mut tried, mut others) = (0, 0, 0);
+    for c in connections(&cap) {
+        let (msgs, _) = server_messages(&cap, &c);
+        for (ack, run) in runs(&msgs) {
+            let cmd = c.commands.get(&i64::from(ack)).map_or("", String::as_str);
+            let next = cmd.strip_prefix("nextdl ");
+            if next.is_some() && tried >= NEXTDL_RUNS {
+                continue;
+            }
+            let (hits, _) = keysearch::numbered_for(&run[..4], "nextdl ");
+            match next {
+                Some(n) => {
+                    tried += 1;
+                    let want = (n.parse::<u32>().expect("a block number"), c.challenge as u8);
+                    assert!(
+                        hits.is_empty() || hits == vec![want],
+                        "ack {ack} ({cmd}): {hits:?}"
+                    );
+                    found += usize::from(!hits.is_empty());
+                }
+                None => {
+                    others += 1;
+                    assert!(hits.is_empty(), "ack {ack} ({cmd:?}) taken for {hits:?}");
+                }
+            }
+        }
+    }
+    eprintln!("nextdl runs solved: {found} of {tried}; {others} other runs, none taken");
+    assert!(found > 0, "no nextdl run solved");
+}
+
+/// After a lock-on (challenge byte known): on every cut's group, the real command is the
+/// one `command_for` picks among the guessable commands and it (when the messages reach
+/// past its text), and without it no guess is taken.
+#[test]
+fn command_for_picks_the_real_command_or_nothing() {
+    let (mut picked, mut tried) = (0, 0);
+    for_each_cut_group(&CAPTURES, |name, c, pct, ack, group| {
+        let cmd = c.commands.get(&i64::from(ack)).map_or("", String::as_str);
+        let ch = c.challenge as u8;
+        let wrong: Vec<&str> = keysearch::GUESSABLE_COMMANDS
+            .into_iter()
+            .filter(|g| *g != cmd)
+            .collect();
+        let (none, _) = keysearch::command_for(group, ch, wrong.iter().copied());
+        assert_eq!(none, None, "{name} {pct}%: a wrong guess taken for {cmd:?}");
+        let mut all = wrong.clone();
+        all.push(cmd);
+        let (got, _) = keysearch::command_for(group, ch, all);
+        tried += 1;
+        if let Some(got) = got {
+            assert_eq!(got, cmd, "{name} {pct}%");
+            picked += 1;
+        }
+    });
+    eprintln!("real command picked after lock-on: {picked} of {tried} groups");
+    assert!(picked > 0);
+}

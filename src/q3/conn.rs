@@ -12,6 +12,7 @@ use super::netchan::{
     REORDER_WINDOW,
 };
 use super::oob::Oob;
+use super::relock::Relock;
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -102,6 +103,9 @@ pub enum Work {
         seq: i32,
         text: String,
     },
+    /// Mid-session protocol 68: a server message received before the lock-on, decodable
+    /// now; decoded for the client's state only (it was reported undecoded).
+    Prior(Accepted),
     /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
     Release,
     /// The connection has been silent for [`GONE_RELEASE_NS`]: free the decode state if the
@@ -127,6 +131,22 @@ pub struct DecodeLog {
     pub count: u64,
     pub kept: Vec<Error>,
     pub maps: Vec<String>,
+    /// Mid-session protocol 68 after the lock-on: what stayed undecodable and how often
+    /// decoding resumed (see [`super::relock`]).
+    pub mid68: Mid68Log,
+}
+
+/// What a mid-session protocol-68 decoder could not descramble after the lock-on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mid68Log {
+    /// Server messages acknowledging a client command whose text is unknown.
+    pub server_undecoded: u64,
+    /// Client messages acknowledging a server command whose text is unknown.
+    pub client_undecoded: u64,
+    /// Client commands whose text a search over guesses found after the lock-on.
+    pub resumed: u32,
+    pub searches: u32,
+    pub decodes: usize,
 }
 
 impl DecodeLog {
@@ -135,6 +155,25 @@ impl DecodeLog {
         if self.kept.len() < MAX_KEPT_ERRORS {
             self.kept.push(e);
         }
+    }
+
+    /// Add what stayed undecodable after a protocol-68 lock-on to the mid-session note.
+    fn note_mid68(&self, s: &mut FlowSummary) {
+        let m = &self.mid68;
+        if *m == Mid68Log::default() {
+            return;
+        }
+        let Some(e) = s
+            .error_details
+            .iter_mut()
+            .find(|e| e.kind == ErrorKind::MidSession)
+        else {
+            return;
+        };
+        e.message = format!(
+            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes)",
+            e.message, m.server_undecoded, m.client_undecoded, m.resumed, m.searches, m.decodes
+        );
     }
 
     fn map(&mut self, name: Option<String>) {
@@ -151,6 +190,7 @@ impl DecodeLog {
         for m in &self.maps {
             s.add_map(m);
         }
+        self.note_mid68(s);
         if self.count == 0 {
             return;
         }
@@ -186,10 +226,18 @@ struct DecodeState {
     clc_scratch: clc::ClcScratch,
     /// Mid-session: the client's server command sequence was learnt (from its header).
     cmd_seq_known: bool,
-    /// Mid-session protocol 68: the ring slots of `client_cmds` whose text is known (bit per
-    /// slot); a server message acknowledging another is not descrambled.
-    client_cmds_known: u64,
+    /// Mid-session protocol 68: the command number whose text each ring slot of
+    /// `client_cmds` holds ([`UNKNOWN_CMD`]: none known); a server message acknowledging
+    /// another command is not descrambled (a slot is reused every 64 commands: a download
+    /// sends hundreds of `nextdl`).
+    client_cmd_nums: [i32; MAX_RELIABLE_COMMANDS],
+    /// Mid-session protocol 68: server messages acknowledging an unknown client command,
+    /// searched for its text.
+    relock: Relock,
 }
+
+/// No command's text known in a ring slot (command numbers start at 1).
+const UNKNOWN_CMD: i32 = i32::MIN;
 
 /// The decode state, made on the first message (marked mid-session when the capture
 /// missed the connection's start).
@@ -207,6 +255,33 @@ fn state_of(st: &mut Option<Box<DecodeState>>, mid_session: bool) -> &mut Decode
         }
         st
     })
+}
+
+/// Mid-session protocol 68: server message `a` acknowledges client command `ack`, whose
+/// text is unknown; search it among guesses (the challenge byte is known by now). True
+/// when found (the ring slot then holds it). Out of line: it never runs with a handshake.
+#[cold]
+#[inline(never)]
+fn resume_mid68(st: &mut DecodeState, log: &mut Mid68Log, a: &Accepted, ack: i32) -> bool {
+    let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
+    let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
+    let seen = (0..MAX_RELIABLE_COMMANDS)
+        .filter(|&i| nums[i] != UNKNOWN_CMD)
+        .map(|i| cmds[i].as_str());
+    let before = (st.relock.searches, st.relock.decodes);
+    let found = st
+        .relock
+        .offer(ack, a.seq, &a.body, a.challenge as u8, seen);
+    log.searches += st.relock.searches - before.0;
+    log.decodes += st.relock.decodes - before.1;
+    let Some(text) = found else {
+        log.server_undecoded += 1;
+        return false;
+    };
+    log.resumed += 1;
+    st.client_cmds[slot] = text;
+    st.client_cmd_nums[slot] = ack;
+    true
 }
 
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
@@ -236,7 +311,8 @@ impl Default for DecodeState {
             key_hash: clc::KeyHashCache::default(),
             clc_scratch: clc::ClcScratch::default(),
             cmd_seq_known: false,
-            client_cmds_known: 0,
+            client_cmd_nums: [UNKNOWN_CMD; MAX_RELIABLE_COMMANDS],
+            relock: Relock::default(),
         }
     }
 }
@@ -300,12 +376,13 @@ impl Decoder {
     pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
+            Work::Prior(a) => self.prior_message(a),
             Work::Client(a) => self.client_message(a, out),
             Work::ClientCommand { seq, text } => {
                 let st = state_of(&mut self.st, true);
                 let slot = (seq as usize) & (MAX_RELIABLE_COMMANDS - 1);
                 st.client_cmds[slot] = text;
-                st.client_cmds_known |= 1 << slot;
+                st.client_cmd_nums[slot] = seq;
                 None
             }
             Work::Reset | Work::Release => {
@@ -321,6 +398,20 @@ impl Decoder {
                 None
             }
         }
+    }
+
+    /// A server message decoded for the client's state only ([`Work::Prior`]). Out of
+    /// line: it never runs with a handshake.
+    #[cold]
+    #[inline(never)]
+    fn prior_message(&mut self, a: Accepted) -> Option<Vec<u8>> {
+        let opts = self.opts;
+        self.opts.emit = false;
+        self.opts.keep_raw = false;
+        self.opts.samples = false;
+        let body = self.server_message(a, &mut Vec::new());
+        self.opts = opts;
+        body
     }
 
     /// Count `e` as an error of message `a`; returns it for the event.
@@ -350,6 +441,9 @@ impl Decoder {
         Some(a.body)
     }
 
+    // Inlined into `run` as when it was its only caller (the cold `prior_message` is the
+    // other): the per-message path of captures with handshakes stays as fast.
+    #[inline(always)]
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let st = state(&mut self.st, &a);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
@@ -360,8 +454,10 @@ impl Decoder {
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
                 let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
-                if a.mid_session && st.client_cmds_known & (1 << slot) == 0 {
-                    // Mid-session: the key string (the acknowledged command) is unknown.
+                if a.mid_session
+                    && st.client_cmd_nums[slot] != ack
+                    && !resume_mid68(st, &mut self.log.mid68, &a, ack)
+                {
                     return self.undecoded(a, Dir::S2c, out);
                 }
                 let s = &st.client_cmds[slot];
@@ -455,6 +551,7 @@ impl Decoder {
             && !st.state.server_command_known(hdr.2)
         {
             // Mid-session: the key string (the acknowledged server command) is unknown.
+            self.log.mid68.client_undecoded += 1;
             return self.undecoded(a, Dir::C2s, out);
         }
         let acked = st.state.server_command(hdr.2).as_bytes();
@@ -491,7 +588,7 @@ impl Decoder {
             &mut st.client_cmds,
             &mut st.last_client_cmd,
             &mut st.client_gone,
-            &mut st.client_cmds_known,
+            &mut st.client_cmd_nums,
         );
         let mut commands = false;
         let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
@@ -507,7 +604,7 @@ impl Decoder {
                     slot.clear();
                     slot.push_str(&String::from_utf8_lossy(text));
                     *gone |= is_disconnect(slot);
-                    *known |= 1 << i;
+                    known[i] = cs;
                 }
                 if new == Some(true) {
                     *last = Some(cs);
@@ -608,6 +705,9 @@ const LOCK_GROUP_MAX: usize = 8;
 /// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
 /// instructions (under 2 ms): the work per connection stays a few milliseconds.
 const LOCK_TRIES: u32 = 3;
+/// Capture time from a connection's first packet during which the lock-on is searched (the
+/// goal of issue 17: lock on within 2 s of traffic); later, the connection stays undecoded.
+const LOCK_WINDOW_NS: i64 = 2_000_000_000;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
@@ -620,22 +720,33 @@ struct Lock68 {
     first_ns: Option<i64>,
     tries: u32,
     decodes: usize,
+    /// No guess decodes the current acknowledgement's group: more of its messages cannot
+    /// change that, so the tries are kept for the next acknowledgement.
+    ruled_out: bool,
 }
 
 impl Lock68 {
     /// Take server message `seq` and search when a group is complete: the guessed client
     /// command the group acknowledges, and the challenge byte.
-    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, &'static str, u8)> {
+    fn offer(&mut self, seq: i32, body: &[u8], elapsed_ns: i64) -> Option<(i32, String, u8)> {
+        if elapsed_ns > LOCK_WINDOW_NS {
+            return None;
+        }
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.ack != Some(ack) {
             self.ack = Some(ack);
             self.msgs.clear();
+            self.ruled_out = false;
+        }
+        if self.ruled_out {
+            return None;
         }
         if self.msgs.len() >= LOCK_GROUP_MAX {
             self.msgs.remove(0);
         }
         self.msgs.push((seq, body.to_vec()));
-        // Search when a group is complete, then once more when it has doubled.
+        // Search when a group is complete, then once more when it has doubled (if more
+        // than one guess decoded it).
         let n = self.msgs.len();
         if (n != LOCK_GROUP && n != LOCK_GROUP_MAX) || self.tries >= LOCK_TRIES {
             return None;
@@ -646,9 +757,16 @@ impl Lock68 {
             .iter()
             .map(|(seq, body)| super::keysearch::Scrambled { seq: *seq, body })
             .collect();
-        let (found, work) = super::keysearch::guess_command(&group);
+        let (guess, work) = super::keysearch::guess_command(&group);
         self.decodes += work.decodes;
-        found.map(|(cmd, ch)| (ack, cmd, ch))
+        match guess {
+            super::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch)),
+            super::keysearch::Guess::Ambiguous => None,
+            super::keysearch::Guess::None => {
+                self.ruled_out = true;
+                None
+            }
+        }
     }
 }
 
@@ -1031,10 +1149,12 @@ impl Connection {
         if dir != Dir::S2c || fragmented {
             return false;
         }
-        let Some((ack, cmd, ch)) = l.offer(seq, body) else {
+        let Some((ack, cmd, ch)) = l.offer(seq, body, d.ts_ns - first_ns) else {
             return false;
         };
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
+        let mut prior = std::mem::take(&mut l.msgs);
+        prior.pop(); // This message: decoded as usual next.
         self.lock68 = None;
         self.challenge = Some(i32::from(ch));
         self.summary.protocol = Some(68);
@@ -1052,9 +1172,25 @@ impl Connection {
         }
         let w = Work::ClientCommand {
             seq: ack,
-            text: cmd.to_string(),
+            text: cmd,
         };
         self.dispatch(w, out, work);
+        // The group's earlier messages reached the client: their server commands (and
+        // snapshots) are its state, so they are decoded for it, nothing reported.
+        for (seq, body) in prior {
+            let a = Accepted {
+                flow: self.summary.id,
+                frame: d.frame,
+                ts_ns: d.ts_ns,
+                seq,
+                body,
+                fragmented: false,
+                challenge: i32::from(ch),
+                proto: self.proto,
+                mid_session: true,
+            };
+            self.dispatch(Work::Prior(a), out, work);
+        }
         true
     }
 
@@ -1144,12 +1280,14 @@ impl Connection {
                 .find(|e| e.kind == ErrorKind::MidSession)
             {
                 e.message = format!(
-                    "{}; key search: no lock-on in {} messages ({} searches, {} body decodes): no server messages that acknowledge a guessable client command ({:?})",
+                    "{}; key search: no lock-on in {} messages ({} searches, {} body decodes): no server messages that acknowledge a guessable client command ({:?}, or {:?} with a number below {})",
                     e.message,
                     l.packets,
                     l.tries,
                     l.decodes,
-                    super::keysearch::GUESSABLE_COMMANDS
+                    super::keysearch::GUESSABLE_COMMANDS,
+                    super::keysearch::NUMBERED_COMMANDS,
+                    super::keysearch::MAX_NUMBER
                 );
             }
         }

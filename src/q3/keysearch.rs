@@ -121,10 +121,28 @@ impl Checker {
             }
             Some(_) => Check::Wrong,
             // The writer ends a message in its last byte, the unused bits zero.
-            None if whole && ends_as_written(&self.buf, r.bit_pos()) => Check::Complete,
+            None if whole && ends_after_eofs(&mut r, &self.buf) => Check::Complete,
             None => Check::Wrong,
         }
     }
+}
+
+/// Extra `svc_EOF`s a message may end with: ioquake3 ends a download message with two
+/// (q3-protocol.md §6.1).
+const EXTRA_EOFS: usize = 2;
+
+/// The message read up to its `svc_EOF` ends as written ([`ends_as_written`]), possibly
+/// after a few more `svc_EOF`s.
+fn ends_after_eofs(r: &mut BitReader<'_>, buf: &[u8]) -> bool {
+    for _ in 0..=EXTRA_EOFS {
+        if ends_as_written(buf, r.bit_pos()) {
+            return true;
+        }
+        if r.read_byte() != Ok(svc::SVC_EOF) {
+            return false;
+        }
+    }
+    false
 }
 
 /// A message whose last op ended at bit `end` fills exactly `(end >> 3) + 1` bytes, and
@@ -320,22 +338,257 @@ pub fn challenges_for(group: &[Scrambled<'_>], command: &[u8]) -> (Vec<u8>, Work
     (found, checker.work)
 }
 
+/// Key bytes a guess must reach past its text's last character in the longest message.
+const COVER_MARGIN: usize = 2;
+
+/// Every character of `text` keys some byte of the longest message of `group` (and a few
+/// bytes after its last): otherwise a guess and another text that differs only past the
+/// messages' end would decode them alike (e.g. `nextdl 162` and `nextdl 167` on 13-byte
+/// messages), and the one guessed could be the wrong one.
+fn covers(group: &[Scrambled<'_>], text: &str) -> bool {
+    let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
+    longest >= S2C_START + text.len() + COVER_MARGIN
+}
+
 /// Bytes of each message decoded before whole messages are (see [`challenges_for`]).
 const QUICK_BYTES: usize = 6;
 
-/// The one (command, challenge byte) among [`GUESSABLE_COMMANDS`] under which every message
-/// of `group` decodes to its end; `None` when no guess or more than one does.
-pub fn guess_command(group: &[Scrambled<'_>]) -> (Option<(&'static str, u8)>, Work) {
+/// What [`guess_command`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guess {
+    /// The only (command, challenge byte) under which every message decodes.
+    Found(String, u8),
+    /// More than one decodes every message: more messages may tell them apart.
+    Ambiguous,
+    /// None does: more messages of the group cannot change that (each guess must decode
+    /// every message).
+    None,
+}
+
+/// The one (command, challenge byte) among [`GUESSABLE_COMMANDS`] and the numbered
+/// commands ([`NUMBERED_COMMANDS`] `0..`[`MAX_NUMBER`]) under which every message of `group`
+/// decodes to its end.
+pub fn guess_command(group: &[Scrambled<'_>]) -> (Guess, Work) {
     let mut work = Work::default();
     let mut found = None;
-    for g in GUESSABLE_COMMANDS {
+    for g in GUESSABLE_COMMANDS.into_iter().filter(|g| covers(group, g)) {
         let (chs, w) = challenges_for(group, g.as_bytes());
         work.decodes += w.decodes;
         for ch in chs {
-            if found.replace((g, ch)).is_some() {
+            if found.replace((g.to_string(), ch)).is_some() {
+                return (Guess::Ambiguous, work);
+            }
+        }
+    }
+    for prefix in NUMBERED_COMMANDS {
+        let (hits, w) = numbered_for(group, prefix);
+        work.decodes += w.decodes;
+        for (n, ch) in hits {
+            if found.replace((format!("{prefix}{n}"), ch)).is_some() {
+                return (Guess::Ambiguous, work);
+            }
+        }
+    }
+    let guess = match found {
+        Some((cmd, ch)) => Guess::Found(cmd, ch),
+        None => Guess::None,
+    };
+    (guess, work)
+}
+
+/// Commands made of a fixed word and a number: `nextdl <block>` acknowledges each block of a
+/// download (q3-protocol.md §6.4), so server messages acknowledge one for most of it.
+pub const NUMBERED_COMMANDS: [&str; 1] = ["nextdl "];
+/// Numbers tried after a numbered command's word: blocks of a download up to 2 MB (1.32's
+/// 2048-byte blocks) or 1 MB (ioquake3's 1024).
+pub const MAX_NUMBER: u32 = 1000;
+
+/// The (number, challenge byte) pairs under which every message of `group` decodes to its
+/// end when the messages acknowledge `prefix` followed by a number below [`MAX_NUMBER`].
+pub fn numbered_for(group: &[Scrambled<'_>], prefix: &str) -> (Vec<(u32, u8)>, Work) {
+    numbered_with(group, prefix, 0..=255)
+}
+
+/// Blocks the server sends after the one a `nextdl` acknowledges: ioquake3's download
+/// window (1.32's is 8).
+const DOWNLOAD_WINDOW: i32 = 48;
+
+/// [`numbered_for`] trying only the challenge bytes `chs`. The numbers tried are the block
+/// numbers the messages show: a server message acknowledging `nextdl N` that carries a
+/// download block (ioquake3 sends them in messages of their own, the block number in the
+/// first key bytes, which the word alone fixes) carries one of the next
+/// [`DOWNLOAD_WINDOW`] blocks, and the blocks rise with the message sequence. So each
+/// challenge byte under which the messages read as download messages of rising blocks
+/// gives a few numbers, each then checked by decoding every message to its end.
+pub fn numbered_with(
+    group: &[Scrambled<'_>],
+    prefix: &str,
+    chs: impl IntoIterator<Item = u8>,
+) -> (Vec<(u32, u8)>, Work) {
+    let mut checker = Checker::new();
+    let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
+    let mut found = Vec::new();
+    if group.is_empty() || longest <= S2C_START + prefix.len() {
+        return (found, checker.work);
+    }
+    let mut buf = Vec::new();
+    let stream = |buf: &mut Vec<u8>, ch: u8, text: &[u8]| {
+        buf.clear();
+        buf.resize(longest, 0);
+        super::scramble::s2c(buf, i32::from(ch), 0, text);
+    };
+    for ch in chs {
+        stream(&mut buf, ch, prefix.as_bytes());
+        let fixed = S2C_START + prefix.len();
+        let Some(first) = download_blocks(&mut checker, group, &buf[S2C_START..fixed]) else {
+            continue;
+        };
+        let lowest = (first - DOWNLOAD_WINDOW).max(0);
+        for n in lowest..first {
+            let Ok(n) = u32::try_from(n) else { continue };
+            if n >= MAX_NUMBER {
+                break;
+            }
+            let text = format!("{prefix}{n}");
+            if !covers(group, &text) {
+                continue;
+            }
+            stream(&mut buf, ch, text.as_bytes());
+            let u = &buf[S2C_START..];
+            if group
+                .iter()
+                .all(|m| checker.check(m, u, m.body.len()) == Check::Complete)
+            {
+                found.push((n, ch));
+            }
+        }
+    }
+    (found, checker.work)
+}
+
+/// The first block number when every message of `group`, descrambled over `u` (the key
+/// bytes the command's word fixes), starts with a download op whose block number is read
+/// within them, and the blocks rise with the sequence.
+fn download_blocks(checker: &mut Checker, group: &[Scrambled<'_>], u: &[u8]) -> Option<i32> {
+    let mut blocks: Vec<(i32, i32)> = Vec::with_capacity(group.len());
+    for m in group {
+        checker.work.decodes += 1;
+        let (_, bit) = reliable_ack(m.body)?;
+        let n = (S2C_START + u.len()).min(m.body.len());
+        checker.buf.clear();
+        checker.buf.extend_from_slice(&m.body[..n]);
+        let seq = m.seq as u8;
+        for (b, &k) in checker.buf.iter_mut().skip(S2C_START).zip(u) {
+            *b ^= seq ^ k;
+        }
+        let mut r = BitReader::new(&checker.buf);
+        r.set_bit_pos(bit);
+        if r.read_byte().ok()? != svc::SVC_DOWNLOAD {
+            return None;
+        }
+        let block = i32::from(r.read_short().ok()?);
+        blocks.push((m.seq, block));
+    }
+    blocks.sort_unstable();
+    let rising = blocks.windows(2).all(|w| w[1].1 > w[0].1);
+    rising.then(|| blocks[0].1)
+}
+
+/// After a lock-on (the challenge byte `ch` known): the one command among `candidates`
+/// under which every message of `group` decodes to its end, ending as the engine writes
+/// messages; `None` when no candidate or more than one does. This is how decoding resumes
+/// when the client sent a new command in a message the capture could not descramble (its
+/// key string, a server command from before the capture, unknown): the server messages
+/// then acknowledge a command whose text was never seen.
+pub fn command_for<'c>(
+    group: &[Scrambled<'_>],
+    ch: u8,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> (Option<&'c str>, Work) {
+    let mut checker = Checker::new();
+    let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
+    let mut found = None;
+    let mut buf = Vec::new();
+    for cmd in candidates.into_iter().filter(|c| covers(group, c)) {
+        buf.clear();
+        buf.resize(longest.max(S2C_START), 0);
+        super::scramble::s2c(&mut buf, i32::from(ch), 0, cmd.as_bytes());
+        let u = &buf[S2C_START..];
+        let head = group
+            .iter()
+            .all(|m| checker.check(m, u, S2C_START + QUICK_BYTES) != Check::Wrong);
+        let all = head
+            && !group.is_empty()
+            && group
+                .iter()
+                .all(|m| checker.check(m, u, m.body.len()) == Check::Complete);
+        if all && found.replace(cmd).is_some_and(|f| f != cmd) {
+            return (None, checker.work);
+        }
+    }
+    (found, checker.work)
+}
+
+/// [`command_for`] among the candidates and the numbered commands ([`NUMBERED_COMMANDS`]).
+pub fn command_or_numbered<'c>(
+    group: &[Scrambled<'_>],
+    ch: u8,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> (Option<String>, Work) {
+    let (found, mut work) = command_for(group, ch, candidates);
+    let mut found = found.map(str::to_string);
+    for prefix in NUMBERED_COMMANDS {
+        let (hits, w) = numbered_with(group, prefix, [ch]);
+        work.decodes += w.decodes;
+        for (n, _) in hits {
+            let text = format!("{prefix}{n}");
+            if found.replace(text.clone()).is_some_and(|f| f != text) {
                 return (None, work);
             }
         }
     }
     (found, work)
+}
+
+/// Diagnostic for [`search_s2c`]: how many streams survive after each byte `k` (breadth
+/// first from `start`, the first key bytes taken as known, up to `depth` bytes, stopping
+/// once more than `cap` survive). On the stored captures' groups this shows why the general
+/// search does not converge: 248-256 streams after byte 0, 21 600-24 100 after byte 1 and
+/// past 200 000 after byte 2, i.e. decoding rules out almost nothing (a snapshot's first
+/// bytes are free values: serverTime, deltaNum, area mask, and every message of a group has
+/// them in the same place); even with the real first 4, 8 or 12 key bytes given, the next
+/// bytes mostly multiply the streams by close to 94 (every printable key character) each.
+pub fn survivors(group: &[Scrambled<'_>], start: &[u8], depth: usize, cap: usize) -> Vec<usize> {
+    let mut checker = Checker::new();
+    let mut level: Vec<Vec<u8>> = vec![start.to_vec()];
+    let mut out = Vec::new();
+    for k in start.len()..depth {
+        let mut next = Vec::new();
+        for u in &level {
+            let candidates: Vec<u8> = match u.last() {
+                None => (0..=255).collect(),
+                Some(&p) => key_chars().map(|c| p ^ (c << (k & 1))).collect(),
+            };
+            for v in candidates {
+                let mut w = u.clone();
+                w.push(v);
+                let known = S2C_START + w.len();
+                if group
+                    .iter()
+                    .all(|m| m.body.len() < known || checker.check(m, &w, known) != Check::Wrong)
+                {
+                    next.push(w);
+                }
+            }
+            if next.len() > cap {
+                break;
+            }
+        }
+        out.push(next.len());
+        if next.len() > cap || next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    out
 }

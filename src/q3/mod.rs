@@ -37,6 +37,7 @@ pub mod keysearch;
 pub mod message;
 pub mod netchan;
 pub mod oob;
+pub mod relock;
 pub mod scramble;
 pub mod state;
 pub mod svc;

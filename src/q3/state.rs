@@ -340,6 +340,10 @@ pub struct ClientState {
     pub gamestates: u32,
     /// Next expected download block (`clc.downloadBlock`).
     pub download_block: i32,
+    /// Mid-session: a download's first block (block 0, with the file size) was seen, so
+    /// `download_block` follows the client's; before it, whether a block is the one the
+    /// client expects is unknown.
+    pub download_synced: bool,
     /// A big configstring being assembled from `bcs0/1/2`.
     pub big_cs: Option<(usize, String)>,
     /// The capture missed this connection's start (gamestate and earlier snapshots): until
@@ -370,6 +374,7 @@ impl Default for ClientState {
             server_id: 0,
             gamestates: 0,
             download_block: 0,
+            download_synced: false,
             big_cs: None,
             mid_session: false,
             commands_seen: 0,
@@ -500,6 +505,11 @@ impl ClientState {
     /// before the first gamestate.
     pub fn bases_unseen(&self) -> bool {
         self.mid_session && self.gamestates == 0
+    }
+
+    /// True when `download_block` is the client's (always in a full session).
+    pub fn download_block_known(&self) -> bool {
+        !self.mid_session || self.download_synced
     }
 
     /// True when the text of server command `seq` is known: always in a full session;

@@ -145,8 +145,9 @@ pub struct Download {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     pub size: i32,
-    /// True when this block is the one the client expected (it keeps only those).
-    pub expected: bool,
+    /// True when this block is the one the client expected (it keeps only those); `None`
+    /// mid-session until a download's first block shows which one the client expects.
+    pub expected: Option<bool>,
     #[serde(skip)]
     pub data: Vec<u8>,
 }
@@ -978,7 +979,7 @@ fn parse_download(
                 file_size,
                 error_message,
                 size: 0,
-                expected: false,
+                expected: Some(false),
                 data: Vec::new(),
             });
         }
@@ -990,8 +991,13 @@ fn parse_download(
     }
     let mut data = Vec::new();
     read_bytes_into(r, size as usize, &mut data)?;
+    if block == 0 && file_size.is_some() {
+        // A download starts: the client expects block 0 (and the ones after).
+        st.download_synced = true;
+    }
+    let known = st.download_block_known();
     let expected = (st.download_block & 0xffff) == (block & 0xffff);
-    if expected {
+    if known && expected {
         st.download_block += 1;
         if size == 0 {
             st.download_block = 0;
@@ -1003,7 +1009,7 @@ fn parse_download(
         file_size,
         error_message,
         size,
-        expected,
+        expected: known.then_some(expected),
         data,
     })
 }
