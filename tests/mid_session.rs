@@ -3,10 +3,12 @@
 //! compared with the full capture's, message by message (same connection, direction and
 //! frame): whatever the cut decodes must be what the full capture decodes, except values
 //! the cut marks unknown (`base_missing` packet entities).
+mod q3common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use q3common::{stored_capture, PROTO68_CAPTURES};
 use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
 use serde_json::Value;
 
@@ -109,15 +111,6 @@ fn full_messages(cap: &Path) -> std::sync::Arc<Vec<Value>> {
         .expect("cache")
         .insert(cap.to_path_buf(), Arc::clone(&v));
     v
-}
-
-/// `capture.pcapng` of session `name`: the repository's copy, else ../shared's.
-fn stored_capture(name: &str) -> Option<PathBuf> {
-    let root = root();
-    [root.join("captures"), root.join("../shared/captures")]
-        .iter()
-        .map(|d| d.join(name).join("capture.pcapng"))
-        .find(|p| p.exists())
 }
 
 /// The netchan messages of flow `full_id` of the full capture `src` after its first `skip`
@@ -970,14 +963,7 @@ fn check_cut68(src: &Path, skip: u64) -> Vec<Cut68> {
 fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
     let mut locked = 0;
     let mut cuts = 0;
-    for name in [
-        "q3-basic",
-        "q3-two-clients",
-        "q3-events",
-        "q3-impaired",
-        "q3-mapchange",
-        "q3-download",
-    ] {
+    for name in PROTO68_CAPTURES {
         let Some(src) = stored_capture(name) else {
             eprintln!("skipped: {name} missing");
             continue;

@@ -3,12 +3,14 @@
 //! full capture's challenge (`flows --json`) and the client command each message
 //! acknowledges (`decode --json`), from which the real key stream is computed. The search
 //! must find that stream or give up; it must never return another one.
+mod q3common;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use q3common::{stored_capture, PROTO68_CAPTURES};
 use quakecap::capture::CaptureReader;
 use quakecap::flow::Dir;
 use quakecap::net::NetDecoder;
@@ -17,28 +19,11 @@ use quakecap::q3::netchan::{Header, Protocol};
 use quakecap::q3::scramble;
 use serde_json::Value;
 
-const CAPTURES: [&str; 6] = [
-    "q3-basic",
-    "q3-two-clients",
-    "q3-events",
-    "q3-impaired",
-    "q3-mapchange",
-    "q3-download",
-];
 const CUTS: [u64; 4] = [10, 30, 50, 80];
 /// Server messages after the cut given to the search (about a second of snapshots).
 const WINDOW: usize = 24;
 /// Body decodes per search: the search gives up within it (a debug build: ~0.3 s).
 const BUDGET: usize = 20_000;
-
-/// A stored capture: the repository's copy, or the shared one.
-fn capture(name: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [root.join("captures"), root.join("../shared/captures")]
-        .iter()
-        .map(|d| d.join(name).join("capture.pcapng"))
-        .find(|p| p.exists())
-}
 
 fn run(args: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
@@ -152,7 +137,7 @@ fn largest_group(msgs: &[(u64, i32, Vec<u8>)], skip: u64) -> Option<(i32, Vec<Sc
 /// among the first [`WINDOW`] after the cut.
 fn for_each_cut_group(names: &[&str], mut f: impl FnMut(&str, &Conn, u64, i32, &[Scrambled<'_>])) {
     for &name in names {
-        let Some(cap) = capture(name) else {
+        let Some(cap) = stored_capture(name) else {
             eprintln!("skipped: {name} missing");
             continue;
         };
@@ -243,7 +228,7 @@ fn key_search_finds_the_real_stream_or_nothing() {
 fn guessed_commands_give_the_challenge_or_nothing() {
     let mut solved = 0;
     let mut tried = 0;
-    for_each_cut_group(&CAPTURES, |name, c, pct, ack, group| {
+    for_each_cut_group(&PROTO68_CAPTURES, |name, c, pct, ack, group| {
         // Before its first command a client has acknowledged none: the key string is
         // empty (the server's lastClientCommandString starts empty).
         let cmd = match c.commands.get(&i64::from(ack)) {
@@ -297,7 +282,7 @@ fn guessed_commands_give_the_challenge_or_nothing() {
 #[test]
 #[ignore]
 fn survivors_per_byte() {
-    for_each_cut_group(&CAPTURES, |name, c, pct, ack, group| {
+    for_each_cut_group(&PROTO68_CAPTURES, |name, c, pct, ack, group| {
         let cmd = c.commands.get(&i64::from(ack)).cloned().unwrap_or_default();
         let group = &group[..group.len().min(12)];
         let mut rows = vec![(0, keysearch::survivors(group, &[], 4, 200_000))];
@@ -340,7 +325,7 @@ fn runs<'m>(msgs: &'m [(u64, i32, Vec<u8>)]) -> Vec<(i32, Vec<Scrambled<'m>>)> {
 /// command give nothing.
 #[test]
 fn numbered_commands_give_the_block_and_challenge_or_nothing() {
-    let Some(cap) = capture("q3-download") else {
+    let Some(cap) = stored_capture("q3-download") else {
         eprintln!("skipped: q3-download missing");
         return;
     };
@@ -381,7 +366,7 @@ fn numbered_commands_give_the_block_and_challenge_or_nothing() {
 #[test]
 fn command_for_picks_the_real_command_or_nothing() {
     let (mut picked, mut tried) = (0, 0);
-    for_each_cut_group(&CAPTURES, |name, c, pct, ack, group| {
+    for_each_cut_group(&PROTO68_CAPTURES, |name, c, pct, ack, group| {
         let cmd = c.commands.get(&i64::from(ack)).map_or("", String::as_str);
         let ch = c.challenge as u8;
         let wrong: Vec<&str> = keysearch::GUESSABLE_COMMANDS

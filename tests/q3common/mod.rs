@@ -31,6 +31,26 @@ pub const Q3_CAPTURES: [&str; 6] = [
     "q3-download",
 ];
 
+/// The stored protocol-68 sessions (the ones with scrambled bodies), in the order the
+/// mid-session tests report them.
+pub const PROTO68_CAPTURES: [&str; 6] = [
+    "q3-basic",
+    "q3-two-clients",
+    "q3-events",
+    "q3-impaired",
+    "q3-mapchange",
+    "q3-download",
+];
+
+/// A session's `capture.pcapng`: the repository's copy, else the shared one.
+pub fn stored_capture(name: &str) -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [root.join("captures"), root.join("../shared/captures")]
+        .iter()
+        .map(|d| d.join(name).join("capture.pcapng"))
+        .find(|p| p.exists())
+}
+
 /// Keeps every message.
 #[derive(Default)]
 pub struct Collect {
