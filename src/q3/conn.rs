@@ -705,9 +705,6 @@ const LOCK_GROUP_MAX: usize = 8;
 /// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
 /// instructions (under 2 ms): the work per connection stays a few milliseconds.
 const LOCK_TRIES: u32 = 3;
-/// Capture time from a connection's first packet during which the lock-on is searched (the
-/// goal of issue 17: lock on within 2 s of traffic); later, the connection stays undecoded.
-const LOCK_WINDOW_NS: i64 = 2_000_000_000;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
@@ -728,10 +725,9 @@ struct Lock68 {
 impl Lock68 {
     /// Take server message `seq` and search when a group is complete: the guessed client
     /// command the group acknowledges, and the challenge byte.
-    fn offer(&mut self, seq: i32, body: &[u8], elapsed_ns: i64) -> Option<(i32, String, u8)> {
-        if elapsed_ns > LOCK_WINDOW_NS {
-            return None;
-        }
+    /// The searches are bounded by [`LOCK_TRIES`], not by time: a capture whose first
+    /// guessable acknowledgement comes late still locks on then.
+    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.ack != Some(ack) {
             self.ack = Some(ack);
@@ -1149,7 +1145,7 @@ impl Connection {
         if dir != Dir::S2c || fragmented {
             return false;
         }
-        let Some((ack, cmd, ch)) = l.offer(seq, body, d.ts_ns - first_ns) else {
+        let Some((ack, cmd, ch)) = l.offer(seq, body) else {
             return false;
         };
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
