@@ -696,11 +696,6 @@ pub struct Connection {
     lock68: Option<Box<Lock68>>,
 }
 
-/// Server messages with one acknowledgement searched for the protocol-68 key at once: with
-/// fewer, a wrong guess is not ruled out firmly enough.
-const LOCK_GROUP: usize = 4;
-/// Messages kept per group (the latest).
-const LOCK_GROUP_MAX: usize = 8;
 /// Searches per connection: each costs a few thousand body decodes at most (13 guesses of
 /// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
 /// instructions (under 2 ms): the work per connection stays a few milliseconds.
@@ -710,8 +705,7 @@ const LOCK_TRIES: u32 = 3;
 /// acknowledgement, and what the search has cost.
 #[derive(Debug, Default)]
 struct Lock68 {
-    ack: Option<i32>,
-    msgs: Vec<(i32, Vec<u8>)>,
+    group: super::keysearch::AckGroup,
     /// Accepted messages of both directions so far, and the first one's capture time.
     packets: u64,
     first_ns: Option<i64>,
@@ -729,31 +723,19 @@ impl Lock68 {
     /// guessable acknowledgement comes late still locks on then.
     fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
         let (ack, _) = super::keysearch::reliable_ack(body)?;
-        if self.ack != Some(ack) {
-            self.ack = Some(ack);
-            self.msgs.clear();
+        if self.group.start(ack) {
             self.ruled_out = false;
         }
         if self.ruled_out {
             return None;
         }
-        if self.msgs.len() >= LOCK_GROUP_MAX {
-            self.msgs.remove(0);
-        }
-        self.msgs.push((seq, body.to_vec()));
         // Search when a group is complete, then once more when it has doubled (if more
         // than one guess decoded it).
-        let n = self.msgs.len();
-        if (n != LOCK_GROUP && n != LOCK_GROUP_MAX) || self.tries >= LOCK_TRIES {
+        if !self.group.push(ack, seq, body) || self.tries >= LOCK_TRIES {
             return None;
         }
         self.tries += 1;
-        let group: Vec<super::keysearch::Scrambled<'_>> = self
-            .msgs
-            .iter()
-            .map(|(seq, body)| super::keysearch::Scrambled { seq: *seq, body })
-            .collect();
-        let (guess, work) = super::keysearch::guess_command(&group);
+        let (guess, work) = super::keysearch::guess_command(&self.group.scrambled());
         self.decodes += work.decodes;
         match guess {
             super::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch)),
@@ -1149,14 +1131,15 @@ impl Connection {
             return false;
         };
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
-        let mut prior = std::mem::take(&mut l.msgs);
+        let mut prior = std::mem::take(&mut l.group.msgs);
         prior.pop(); // This message: decoded as usual next.
         self.lock68 = None;
         self.challenge = Some(i32::from(ch));
         self.summary.protocol = Some(68);
         let text = format!(
             "capture starts after the connection's handshake: protocol 68 locked on at packet {packets} of the connection ({:.3} s), challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess; messages before are counted, not decoded, and so are later ones whose key string (a command sent before the capture) is unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values",
-            (d.ts_ns - first_ns) as f64 / 1e9
+            (d.ts_ns - first_ns) as f64 / 1e9,
+            LOCK_GROUP = super::keysearch::AckGroup::SIZE,
         );
         if let Some(e) = self
             .summary

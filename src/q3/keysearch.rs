@@ -28,6 +28,57 @@ pub struct Scrambled<'a> {
     pub body: &'a [u8],
 }
 
+/// The latest scrambled server messages acknowledging one client command, gathered for a
+/// search: it runs when the group reaches [`AckGroup::SIZE`] messages and once more at
+/// [`AckGroup::MAX`] (fewer than 4 do not rule a wrong guess out firmly enough; 8 settle
+/// most guesses that 4 left ambiguous). Bounded: only the latest [`AckGroup::MAX`] are kept.
+#[derive(Debug, Default)]
+pub struct AckGroup {
+    ack: Option<i32>,
+    pub msgs: Vec<(i32, Vec<u8>)>,
+}
+
+impl AckGroup {
+    pub const SIZE: usize = 4;
+    pub const MAX: usize = 8;
+
+    /// Add message `seq` acknowledging command `ack` (a new acknowledgement starts a new
+    /// group); true when the group just reached a size to search at.
+    pub fn push(&mut self, ack: i32, seq: i32, body: &[u8]) -> bool {
+        self.start(ack);
+        if self.msgs.len() >= Self::MAX {
+            self.msgs.remove(0);
+        }
+        self.msgs.push((seq, body.to_vec()));
+        matches!(self.msgs.len(), Self::SIZE | Self::MAX)
+    }
+
+    /// Empty the group unless it already gathers acknowledgement `ack`; true when it was
+    /// emptied.
+    pub fn start(&mut self, ack: i32) -> bool {
+        if self.ack == Some(ack) {
+            return false;
+        }
+        self.ack = Some(ack);
+        self.msgs.clear();
+        true
+    }
+
+    /// Forget the group (its command was found).
+    pub fn clear(&mut self) {
+        self.ack = None;
+        self.msgs.clear();
+    }
+
+    /// The messages, as the searches take them.
+    pub fn scrambled(&self) -> Vec<Scrambled<'_>> {
+        self.msgs
+            .iter()
+            .map(|(seq, body)| Scrambled { seq: *seq, body })
+            .collect()
+    }
+}
+
 /// What a search found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

@@ -8,12 +8,8 @@
 //! ([`keysearch::GUESSABLE_COMMANDS`]) and each command this client was seen sending before
 //! (clients repeat commands) is tried on a group of such messages, and taken only when it is
 //! the only one under which every message of the group decodes to its end.
-use super::keysearch::{self, Scrambled};
+use super::keysearch::{self, AckGroup};
 
-/// Messages of one unknown acknowledgement searched at once (as for the lock-on).
-const GROUP: usize = 4;
-/// Messages kept per group (the latest); searched again when full.
-const GROUP_MAX: usize = 8;
 /// Searches per connection: each costs at most a few hundred body decodes (one key per
 /// candidate, nearly all ruled out by the first bytes of the first message).
 const MAX_SEARCHES: u32 = 32;
@@ -22,8 +18,7 @@ const MAX_SEARCHES: u32 = 32;
 /// done.
 #[derive(Debug, Default)]
 pub struct Relock {
-    ack: Option<i32>,
-    msgs: Vec<(i32, Vec<u8>)>,
+    group: AckGroup,
     pub searches: u32,
     pub decodes: usize,
 }
@@ -41,35 +36,20 @@ impl Relock {
         ch: u8,
         seen: impl Iterator<Item = &'s str>,
     ) -> Option<String> {
-        if self.ack != Some(ack) {
-            self.ack = Some(ack);
-            self.msgs.clear();
-        }
-        if self.msgs.len() >= GROUP_MAX {
-            self.msgs.remove(0);
-        }
-        self.msgs.push((seq, body.to_vec()));
-        let n = self.msgs.len();
-        if (n != GROUP && n != GROUP_MAX) || self.searches >= MAX_SEARCHES {
+        if !self.group.push(ack, seq, body) || self.searches >= MAX_SEARCHES {
             return None;
         }
         self.searches += 1;
-        let group: Vec<Scrambled<'_>> = self
-            .msgs
-            .iter()
-            .map(|(seq, body)| Scrambled { seq: *seq, body })
-            .collect();
         let mut candidates: Vec<&str> = keysearch::GUESSABLE_COMMANDS.to_vec();
         for s in seen {
             if !s.is_empty() && !candidates.contains(&s) {
                 candidates.push(s);
             }
         }
-        let (text, work) = keysearch::command_or_numbered(&group, ch, candidates);
+        let (text, work) = keysearch::command_or_numbered(&self.group.scrambled(), ch, candidates);
         self.decodes += work.decodes;
         if text.is_some() {
-            self.ack = None;
-            self.msgs.clear();
+            self.group.clear();
         }
         text
     }
