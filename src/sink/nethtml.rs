@@ -528,9 +528,11 @@ fn lines(
             .y_desc(unit)
             .light_line_style(TRANSPARENT)
             .max_light_lines(0)
-            // Five values up a 190-pixel plot read as well as eleven, and each label with its
-            // grid line is a few SVG elements: the axes were half the plots' cost.
+            // Five values up a 190-pixel plot read as well as eleven, six along 840 pixels as
+            // well as ten, and each label with its grid line is a few SVG elements: the axes
+            // were half the plots' cost.
             .y_labels(5)
+            .x_labels(6)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
             .draw()
@@ -659,6 +661,7 @@ fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
             .y_desc("ms")
             .axis_style(WHITE)
             .y_labels(3)
+            .x_labels(6)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
             .label_style(("sans-serif", 12).into_font().color(&WHITE))

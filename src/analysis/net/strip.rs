@@ -6,8 +6,9 @@
 //! a coarser step.
 use super::acc::RttMethod;
 
-/// Columns kept per connection (about a column per pixel of the report's plots).
-pub const MAX_COLS: usize = 1024;
+/// Columns kept per connection: one per one to two pixels of the report's 840-pixel plots
+/// (each column is two points of an SVG outline, the report's largest cost).
+pub const MAX_COLS: usize = 512;
 
 /// One column: one server packet, or several merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
