@@ -3,23 +3,7 @@
 use std::fmt::Write;
 
 use super::FileCheck;
-
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => o.push('?'),
-            c => o.push(c),
-        }
-    }
-    o
-}
+use crate::sink::markup::escape as esc;
 
 /// The whole report.
 pub fn render(files: &[FileCheck]) -> String {

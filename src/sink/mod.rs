@@ -7,6 +7,7 @@ pub mod demo;
 pub mod events;
 pub mod export;
 pub mod json;
+pub mod markup;
 pub mod nethtml;
 pub mod nettable;
 pub mod shownet;

@@ -9,9 +9,11 @@
 //! about the same whatever the match length (well under 200 KB).
 use std::fmt::Write as _;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::markup::escape as esc;
 use crate::analysis::net::acc::RttMethod;
 use crate::analysis::net::report::{Interval, LagEvent, NetQuality};
 use crate::analysis::net::strip;
@@ -33,23 +35,6 @@ const THIRD: RGBColor = RGBColor(0x2C, 0xA0, 0x2C);
 const LAG_OK: RGBColor = RGBColor(0x00, 0xB0, 0x00);
 const LAG_RATE: RGBColor = RGBColor(0xE6, 0xC2, 0x00);
 const LAG_DROP: RGBColor = RGBColor(0xE0, 0x00, 0x00);
-
-/// Text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c if c.is_control() => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
@@ -496,6 +481,24 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
+type TimeChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The frame every plot shares: seconds since the connection's first packet across (0 to
+/// `span`), 0 to `top` up, room for the axes' labels.
+fn time_chart<'a, 'b>(
+    root: &'a Area<'b>,
+    span: f64,
+    top: f64,
+) -> Result<TimeChart<'a, 'b>, String> {
+    ChartBuilder::on(root)
+        .margin(6)
+        .x_label_area_size(26)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0f64..span, 0f64..top)
+        .map_err(err)
+}
+
 /// A time plot with the given lines, shaded windows (start, end, colour) behind them.
 fn lines(
     span: f64,
@@ -516,12 +519,7 @@ fn lines(
     {
         let root: Area = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(6)
-            .x_label_area_size(26)
-            .y_label_area_size(52)
-            .build_cartesian_2d(0f64..span, 0f64..top)
-            .map_err(err)?;
+        let mut chart = time_chart(&root, span, top)?;
         chart
             .configure_mesh()
             .x_desc("s")
@@ -648,12 +646,7 @@ fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
     {
         let root: Area = SVGBackend::with_string(&mut svg, (W, 120)).into_drawing_area();
         root.fill(&RGBColor(0x10, 0x10, 0x10)).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(6)
-            .x_label_area_size(26)
-            .y_label_area_size(52)
-            .build_cartesian_2d(0f64..span, 0f64..top)
-            .map_err(err)?;
+        let mut chart = time_chart(&root, span, top)?;
         chart
             .configure_mesh()
             .disable_mesh()
@@ -724,7 +717,7 @@ fn skylines(
 
 #[cfg(test)]
 mod tests {
-    use super::{esc, skylines, LAG_DROP, LAG_OK};
+    use super::{skylines, LAG_DROP, LAG_OK};
 
     #[test]
     fn touching_columns_of_one_colour_are_one_outline() {
@@ -758,13 +751,5 @@ mod tests {
             vec![(2.0, 0.0), (2.0, 9.0), (3.0, 9.0), (3.0, 0.0)]
         );
         assert_eq!(runs[3].1, LAG_DROP);
-    }
-
-    #[test]
-    fn names_are_escaped() {
-        assert_eq!(
-            esc("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
     }
 }
