@@ -210,19 +210,22 @@ pub fn client_message(data: &[u8]) {
     let _ = serde_json::to_string(&m);
 }
 
+/// Every message built and the descrambled bodies kept, on one thread: every path a sink can
+/// ask for runs.
+fn fuzz_options() -> Options {
+    Options {
+        emit: true,
+        keep_raw: true,
+        threads: Some(1),
+        ..Options::default()
+    }
+}
+
 /// Demo reader and decoder, as `quakecap decode FILE.dm_68` runs it. Messages are built but
 /// not serialized: JSON would cost three quarters of the time here, and the `pipeline` and
 /// `q3_datagrams` targets already serialize the same message types (through every sink).
 pub fn demo(data: &[u8]) {
-    let opts = Options {
-        emit: true,
-        keep_raw: true,
-        flows: None,
-        threads: Some(1),
-        samples: false,
-        headers_only: false,
-        events_only: false,
-    };
+    let opts = fuzz_options();
     let _ = pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), &opts, &mut Discard);
 }
 
@@ -231,15 +234,7 @@ pub fn pipeline(data: &[u8]) {
     let Ok(reader) = CaptureReader::new(Cursor::new(data)) else {
         return;
     };
-    let opts = Options {
-        emit: true,
-        keep_raw: true,
-        flows: None,
-        threads: Some(1),
-        samples: false,
-        headers_only: false,
-        events_only: false,
-    };
+    let opts = fuzz_options();
     let _ = pipeline::run_reader(
         reader,
         "fuzz".into(),
@@ -275,15 +270,7 @@ fn datagrams(data: &[u8]) -> impl Iterator<Item = Datagram<'_>> {
 /// The Quake 3 tracker and connections without capture or IP: each chunk is a datagram
 /// whose first byte picks which of a few endpoints sends it to which.
 pub fn q3_datagrams(data: &[u8]) {
-    let opts = Options {
-        emit: true,
-        keep_raw: true,
-        flows: None,
-        threads: Some(1),
-        samples: false,
-        headers_only: false,
-        events_only: false,
-    };
+    let opts = fuzz_options();
     let mut t = pipeline::Trackers::new(&opts);
     let mut sinks = AllSinks::new();
     for d in datagrams(data) {

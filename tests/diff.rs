@@ -11,7 +11,7 @@ use quakecap::q3::bits::{BitReader, BitWriter};
 use quakecap::q3::delta::{write_delta_entity, EntityState};
 use quakecap::q3::state::ClientState;
 use quakecap::q3::svc::{emit, parse_server_message, Gamestate, ServerOp};
-use quakecap::sink::demo::{DemoOptions, DemoOutput, DemoSink, DemoStats};
+use quakecap::sink::demo::{DemoOptions, DemoSink, MemoryDemos};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("quakecap-diff-{}", std::process::id()));
@@ -19,36 +19,20 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
-/// Demos written from a capture, by flow.
-#[derive(Default)]
-struct Mem(BTreeMap<u32, Vec<u8>>);
-impl DemoOutput for Mem {
-    type W = Vec<u8>;
-    fn open(
-        &mut self,
-        _: u32,
-        _: u32,
-        _: u32,
-        _: Option<&str>,
-        _: Option<&str>,
-    ) -> io::Result<Vec<u8>> {
-        Ok(Vec::new())
-    }
-    fn closed(&mut self, flow: u32, _: u32, w: Vec<u8>, _: &DemoStats) -> io::Result<()> {
-        self.0.insert(flow, w);
-        Ok(())
-    }
-}
-
 /// Write the demos of a capture as `quakecap demo` does (both games).
 fn written_demos(capture: &Path) -> BTreeMap<u32, Vec<u8>> {
-    let mut sink = DemoSink::new(Mem::default(), DemoOptions::default());
+    let mut sink = DemoSink::new(MemoryDemos::default(), DemoOptions::default());
     let o = Options {
         keep_raw: true,
         ..Default::default()
     };
     pipeline::run_capture(capture, &o, &mut sink, &mut |_| {}).unwrap();
-    sink.into_output().0
+    // A flow's last map (its parts in order, each replacing the one before).
+    let files = sink.into_output().files;
+    files
+        .into_iter()
+        .map(|((flow, _), (b, _))| (flow, b))
+        .collect()
 }
 
 fn run(a: &Path, b: &Path) -> diff::Outcome {

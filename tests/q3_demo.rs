@@ -1,41 +1,17 @@
 //! Issue 4: playable demos written from captures, byte-identical to the client's own.
 mod q3common;
 use std::collections::HashMap;
-use std::io;
 use std::path::Path;
 
 use q3common::*;
 use quakecap::capture::{CaptureReader, PcapNgWriter};
 use quakecap::pipeline::{self, Options};
 use quakecap::q3::svc::ServerOp;
-use quakecap::sink::demo::{DemoOptions, DemoOutput, DemoSink, DemoStats};
+use quakecap::sink::demo::{DemoOptions, DemoSink, MemoryDemos};
 
-/// Demos kept in memory: (flow, part) -> (bytes, stats).
-#[derive(Default)]
-struct Mem {
-    files: HashMap<(u32, u32), (Vec<u8>, DemoStats)>,
-}
-
-impl DemoOutput for Mem {
-    type W = Vec<u8>;
-    fn open(
-        &mut self,
-        _: u32,
-        _: u32,
-        _: u32,
-        _: Option<&str>,
-        _: Option<&str>,
-    ) -> io::Result<Vec<u8>> {
-        Ok(Vec::new())
-    }
-    fn closed(&mut self, flow: u32, part: u32, w: Vec<u8>, stats: &DemoStats) -> io::Result<()> {
-        self.files.insert((flow, part), (w, stats.clone()));
-        Ok(())
-    }
-}
-
-fn write_demos(path: &Path, opts: DemoOptions) -> (pipeline::Report, Mem) {
-    let mut sink = DemoSink::new(Mem::default(), opts);
+/// The demos of `path` (a capture or a demo), written in memory.
+fn write_demos(path: &Path, opts: DemoOptions) -> (pipeline::Report, MemoryDemos) {
+    let mut sink = DemoSink::new(MemoryDemos::default(), opts);
     let o = Options {
         emit: false,
         keep_raw: true,

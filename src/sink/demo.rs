@@ -88,6 +88,30 @@ pub trait DemoOutput {
     fn closed(&mut self, flow: u32, part: u32, w: Self::W, stats: &DemoStats) -> io::Result<()>;
 }
 
+/// Demos kept in memory (library users and tests): by (flow, part), the bytes and stats.
+#[derive(Debug, Default)]
+pub struct MemoryDemos {
+    pub files: BTreeMap<(u32, u32), (Vec<u8>, DemoStats)>,
+}
+
+impl DemoOutput for MemoryDemos {
+    type W = Vec<u8>;
+    fn open(
+        &mut self,
+        _: u32,
+        _: u32,
+        _: u32,
+        _: Option<&str>,
+        _: Option<&str>,
+    ) -> io::Result<Vec<u8>> {
+        Ok(Vec::new())
+    }
+    fn closed(&mut self, flow: u32, part: u32, w: Vec<u8>, stats: &DemoStats) -> io::Result<()> {
+        self.files.insert((flow, part), (w, stats.clone()));
+        Ok(())
+    }
+}
+
 struct Open<W: Write> {
     writer: Writer<W>,
     stats: DemoStats,
