@@ -12,7 +12,7 @@ use super::netchan::{
     REORDER_WINDOW,
 };
 use super::oob::Oob;
-use super::relock::Relock;
+use super::relock::{ClientKey, ClientRelock, Relock};
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -147,6 +147,11 @@ pub struct Mid68Log {
     pub resumed: u32,
     pub searches: u32,
     pub decodes: usize,
+    /// Key streams of client messages (acknowledging a server command whose text is
+    /// unknown) found by search, and what the searches cost (see [`ClientRelock`]).
+    pub client_keys: u32,
+    pub client_searches: u32,
+    pub client_decodes: usize,
 }
 
 impl DecodeLog {
@@ -171,8 +176,16 @@ impl DecodeLog {
             return;
         };
         e.message = format!(
-            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes)",
-            e.message, m.server_undecoded, m.client_undecoded, m.resumed, m.searches, m.decodes
+            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes); {} client-message key streams found by search ({} searches, {} body decodes)",
+            e.message,
+            m.server_undecoded,
+            m.client_undecoded,
+            m.resumed,
+            m.searches,
+            m.decodes,
+            m.client_keys,
+            m.client_searches,
+            m.client_decodes
         );
     }
 
@@ -234,6 +247,9 @@ struct DecodeState {
     /// Mid-session protocol 68: server messages acknowledging an unknown client command,
     /// searched for its text.
     relock: Relock,
+    /// Mid-session protocol 68: client messages acknowledging an unknown server command,
+    /// searched for their key stream.
+    client_relock: ClientRelock,
 }
 
 /// No command's text known in a ring slot (command numbers start at 1).
@@ -313,6 +329,7 @@ impl Default for DecodeState {
             cmd_seq_known: false,
             client_cmd_nums: [UNKNOWN_CMD; MAX_RELIABLE_COMMANDS],
             relock: Relock::default(),
+            client_relock: ClientRelock::default(),
         }
     }
 }
@@ -523,7 +540,66 @@ impl Decoder {
         Some(a.body)
     }
 
-    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
+    fn client_message(&mut self, a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
+        self.client_message_keyed(a, out, None)
+    }
+
+    /// Mid-session protocol 68: client message `a` acknowledges server command `ack`, whose
+    /// text is unknown; offer it to the client-message key search (the challenge byte is
+    /// known by now). The key when it covers the message. Earlier messages of its group
+    /// that a key found now covers are decoded for the state (their client commands feed
+    /// the server messages' keys). Out of line: it never runs with a handshake.
+    #[cold]
+    #[inline(never)]
+    fn resume_client68(&mut self, a: &Accepted, ack: i32) -> Option<ClientKey> {
+        let st = state(&mut self.st, a);
+        let r = &mut st.client_relock;
+        let before = (r.searches, r.decodes, r.found);
+        let offer = r.offer(ack, a.seq, &a.body, a.challenge as u8);
+        let log = &mut self.log.mid68;
+        log.client_searches += r.searches - before.0;
+        log.client_decodes += r.decodes - before.1;
+        log.client_keys += r.found - before.2;
+        if let Some(k) = st
+            .client_relock
+            .key_for(ack)
+            .filter(|_| !offer.prior.is_empty())
+        {
+            for (seq, body) in offer.prior {
+                let p = Accepted {
+                    flow: a.flow,
+                    frame: a.frame,
+                    ts_ns: a.ts_ns,
+                    seq,
+                    body,
+                    fragmented: false,
+                    challenge: a.challenge,
+                    proto: a.proto,
+                    mid_session: true,
+                };
+                let opts = self.opts;
+                self.opts.emit = false;
+                self.opts.keep_raw = false;
+                self.opts.samples = false;
+                self.client_message_keyed(p, &mut Vec::new(), Some(&k));
+                self.opts = opts;
+            }
+        }
+        if offer.key.is_none() {
+            self.log.mid68.client_undecoded += 1;
+        }
+        offer.key
+    }
+
+    /// [`Self::client_message`]; `forced`: the key of a message decoded for the state only
+    /// after a client-message key search.
+    #[inline(always)]
+    fn client_message_keyed(
+        &mut self,
+        mut a: Accepted,
+        out: &mut Vec<Message>,
+        forced: Option<&ClientKey>,
+    ) -> Option<Vec<u8>> {
         let hdr = {
             let mut r = BitReader::new(&a.body);
             clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
@@ -545,19 +621,28 @@ impl Decoder {
             st.state.server_command_seq = hdr.2;
             st.cmd_seq_known = true;
         }
+        let mut found = None;
         if a.proto == Protocol::V68
             && a.mid_session
+            && forced.is_none()
             && a.body.len() > scramble::C2S_START
             && !st.state.server_command_known(hdr.2)
         {
             // Mid-session: the key string (the acknowledged server command) is unknown.
-            self.log.mid68.client_undecoded += 1;
-            return self.undecoded(a, Dir::C2s, out);
+            found = self.resume_client68(&a, hdr.2);
+            if found.is_none() {
+                return self.undecoded(a, Dir::C2s, out);
+            }
         }
+        let st = state(&mut self.st, &a);
         let acked = st.state.server_command(hdr.2).as_bytes();
         if a.proto == Protocol::V68 {
-            st.keys_c2s
-                .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
+            match forced.or(found.as_ref()) {
+                Some(k) => k.descramble(&mut a.body, a.challenge, hdr.0, hdr.1),
+                None => st
+                    .keys_c2s
+                    .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked),
+            }
         }
         let mut r = BitReader::new(&a.body);
         r.set_bit_pos(bit);
