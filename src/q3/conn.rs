@@ -12,7 +12,7 @@ use super::netchan::{
     REORDER_WINDOW,
 };
 use super::oob::Oob;
-use super::relock::{ClientKey, ClientRelock, Relock};
+use super::relock::{ClientRelock, Relock};
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -541,17 +541,19 @@ impl Decoder {
     }
 
     fn client_message(&mut self, a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
-        self.client_message_keyed(a, out, None)
+        self.client_message_with(a, out, false)
     }
 
     /// Mid-session protocol 68: client message `a` acknowledges server command `ack`, whose
     /// text is unknown; offer it to the client-message key search (the challenge byte is
-    /// known by now). The key when it covers the message. Earlier messages of its group
-    /// that a key found now covers are decoded for the state (their client commands feed
-    /// the server messages' keys). Out of line: it never runs with a handshake.
+    /// known by now). True when a key covers the message: its body is then descrambled.
+    /// Earlier messages of its group that a key found now covers are decoded for the state
+    /// (their client commands feed the server messages' keys). Out of line: it never runs
+    /// with a handshake.
     #[cold]
     #[inline(never)]
-    fn resume_client68(&mut self, a: &Accepted, ack: i32) -> Option<ClientKey> {
+    fn resume_client68(&mut self, a: &mut Accepted, hdr: (i32, i32, i32)) -> bool {
+        let ack = hdr.2;
         let st = state(&mut self.st, a);
         let r = &mut st.client_relock;
         let before = (r.searches, r.decodes, r.found);
@@ -565,7 +567,17 @@ impl Decoder {
             .key_for(ack)
             .filter(|_| !offer.prior.is_empty())
         {
-            for (seq, body) in offer.prior {
+            for (seq, mut body) in offer.prior {
+                let (sid, mack) = {
+                    let mut r = BitReader::new(&body);
+                    match clc::read_header(&mut r) {
+                        // A header reaching the scrambled bytes would read otherwise once
+                        // descrambled (never seen: it takes about 50 bits).
+                        Ok(h) if r.bit_pos() <= 8 * scramble::C2S_START => (h.0, h.1),
+                        _ => continue,
+                    }
+                };
+                k.descramble(&mut body, a.challenge, sid, mack);
                 let p = Accepted {
                     flow: a.flow,
                     frame: a.frame,
@@ -581,24 +593,30 @@ impl Decoder {
                 self.opts.emit = false;
                 self.opts.keep_raw = false;
                 self.opts.samples = false;
-                self.client_message_keyed(p, &mut Vec::new(), Some(&k));
+                self.client_message_with(p, &mut Vec::new(), true);
                 self.opts = opts;
             }
         }
-        if offer.key.is_none() {
-            self.log.mid68.client_undecoded += 1;
+        match offer.key {
+            Some(k) => {
+                k.descramble(&mut a.body, a.challenge, hdr.0, hdr.1);
+                true
+            }
+            None => {
+                self.log.mid68.client_undecoded += 1;
+                false
+            }
         }
-        offer.key
     }
 
-    /// [`Self::client_message`]; `forced`: the key of a message decoded for the state only
-    /// after a client-message key search.
+    /// [`Self::client_message`]; `plain`: the body is already descrambled (by a key the
+    /// client-message search found).
     #[inline(always)]
-    fn client_message_keyed(
+    fn client_message_with(
         &mut self,
         mut a: Accepted,
         out: &mut Vec<Message>,
-        forced: Option<&ClientKey>,
+        mut plain: bool,
     ) -> Option<Vec<u8>> {
         let hdr = {
             let mut r = BitReader::new(&a.body);
@@ -621,28 +639,23 @@ impl Decoder {
             st.state.server_command_seq = hdr.2;
             st.cmd_seq_known = true;
         }
-        let mut found = None;
         if a.proto == Protocol::V68
             && a.mid_session
-            && forced.is_none()
+            && !plain
             && a.body.len() > scramble::C2S_START
             && !st.state.server_command_known(hdr.2)
         {
             // Mid-session: the key string (the acknowledged server command) is unknown.
-            found = self.resume_client68(&a, hdr.2);
-            if found.is_none() {
+            if !self.resume_client68(&mut a, hdr) {
                 return self.undecoded(a, Dir::C2s, out);
             }
+            plain = true;
         }
         let st = state(&mut self.st, &a);
         let acked = st.state.server_command(hdr.2).as_bytes();
-        if a.proto == Protocol::V68 {
-            match forced.or(found.as_ref()) {
-                Some(k) => k.descramble(&mut a.body, a.challenge, hdr.0, hdr.1),
-                None => st
-                    .keys_c2s
-                    .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked),
-            }
+        if a.proto == Protocol::V68 && !plain {
+            st.keys_c2s
+                .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
         }
         let mut r = BitReader::new(&a.body);
         r.set_bit_pos(bit);
