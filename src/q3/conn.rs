@@ -347,6 +347,8 @@ pub struct Decoder {
     stamp: Stamp,
     /// Highest usercmd serverTime seen: later commands are the client's new frames.
     max_cmd_time: Option<i32>,
+    /// The next client message is already descrambled (see [`Self::resume_client68`]).
+    plain_next: bool,
 }
 
 /// The timing fields of one decoded message, for its network sample.
@@ -541,7 +543,10 @@ impl Decoder {
     }
 
     fn client_message(&mut self, a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
-        self.client_message_with(a, out, false)
+        // A message decoded for the state after a client-message key search comes back
+        // through `run` already descrambled (one inlined copy of the client path).
+        let plain = std::mem::take(&mut self.plain_next);
+        self.client_message_with(a, out, plain)
     }
 
     /// Mid-session protocol 68: client message `a` acknowledges server command `ack`, whose
@@ -593,7 +598,8 @@ impl Decoder {
                 self.opts.emit = false;
                 self.opts.keep_raw = false;
                 self.opts.samples = false;
-                self.client_message_with(p, &mut Vec::new(), true);
+                self.plain_next = true;
+                self.run(Work::Client(p), &mut Vec::new());
                 self.opts = opts;
             }
         }
@@ -633,7 +639,7 @@ impl Decoder {
             }
             return Some(a.body);
         };
-        let st = state(&mut self.st, &a);
+        let mut st = state(&mut self.st, &a);
         if st.state.bases_unseen() && !st.cmd_seq_known {
             // Mid-session: the client's serverCommandSequence is what it acknowledges.
             st.state.server_command_seq = hdr.2;
@@ -650,8 +656,8 @@ impl Decoder {
                 return self.undecoded(a, Dir::C2s, out);
             }
             plain = true;
+            st = state(&mut self.st, &a);
         }
-        let st = state(&mut self.st, &a);
         let acked = st.state.server_command(hdr.2).as_bytes();
         if a.proto == Protocol::V68 && !plain {
             st.keys_c2s

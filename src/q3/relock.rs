@@ -71,10 +71,12 @@ impl Relock {
 /// decodes exactly.
 const MAX_CLIENT_SEARCHES: u32 = 12;
 
-/// Bounds of one client-message search (see [`c2ssearch::search_c2s`]).
+/// Bounds of one client-message search (see [`c2ssearch::search_c2s`]). Against 2 000
+/// candidates and 20 000 decodes, the stored cuts decode as much but for 5 connections
+/// (within 18 messages either way), with a third to a half of the decodes.
 const CLIENT_LIMITS: c2ssearch::Limits = c2ssearch::Limits {
-    beam: 2000,
-    decodes: 20_000,
+    beam: 400,
+    decodes: 8_000,
 };
 
 /// Messages of a group longer than what its key covers, since the last search, that start
