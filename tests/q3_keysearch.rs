@@ -14,6 +14,7 @@ use q3common::{stored_capture, PROTO68_CAPTURES};
 use quakecap::capture::CaptureReader;
 use quakecap::flow::Dir;
 use quakecap::net::NetDecoder;
+use quakecap::q3::c2ssearch::{self, ClientScrambled, First};
 use quakecap::q3::keysearch::{self, Outcome, Scrambled};
 use quakecap::q3::netchan::{Header, Protocol};
 use quakecap::q3::scramble;
@@ -41,6 +42,8 @@ struct Conn {
     client_ports: Vec<u16>,
     challenge: i32,
     commands: HashMap<i64, String>,
+    /// The server commands by sequence (what client messages acknowledge).
+    server_commands: HashMap<i64, String>,
 }
 
 fn connections(cap: &Path) -> Vec<Conn> {
@@ -62,6 +65,7 @@ fn connections(cap: &Path) -> Vec<Conn> {
                         .collect(),
                     challenge: f["challenge"].as_i64().unwrap_or(0) as i32,
                     commands: HashMap::new(),
+                    server_commands: HashMap::new(),
                 },
             );
         }
@@ -71,12 +75,17 @@ fn connections(cap: &Path) -> Vec<Conn> {
         let Some(c) = conns.get_mut(&m["flow"].as_u64().unwrap_or(0)) else {
             continue;
         };
-        if m["dir"] != "c2s" {
-            continue;
-        }
+        let to = if m["dir"] == "c2s" {
+            &mut c.commands
+        } else {
+            &mut c.server_commands
+        };
         for op in m["ops"].as_array().into_iter().flatten() {
-            if let (Some(seq), Some(text)) = (op["seq"].as_i64(), op["text"].as_str()) {
-                c.commands.entry(seq).or_insert_with(|| text.to_string());
+            let command = op["op"] == "clientCommand" || op["op"] == "serverCommand";
+            if let (true, Some(seq), Some(text)) =
+                (command, op["seq"].as_i64(), op["text"].as_str())
+            {
+                to.entry(seq).or_insert_with(|| text.to_string());
             }
         }
     }
@@ -386,4 +395,227 @@ fn command_for_picks_the_real_command_or_nothing() {
     });
     eprintln!("real command picked after lock-on: {picked} of {tried} groups");
     assert!(picked > 0);
+}
+
+/// (frame, body) of every unfragmented sequenced client message of `c`.
+fn client_messages(cap: &Path, c: &Conn) -> Vec<(u64, Vec<u8>)> {
+    let mut r = CaptureReader::open(cap).expect("open");
+    let mut net = NetDecoder::new();
+    let mut out = Vec::new();
+    let mut frames = 0;
+    while let Ok(Some(fr)) = r.next_frame() {
+        frames += 1;
+        let Ok(Some(d)) = net.decode(&fr) else {
+            continue;
+        };
+        if d.dst != c.server
+            || d.src.ip().to_string() != c.client_ip
+            || !c.client_ports.contains(&d.src.port())
+            || d.payload.starts_with(&[0xff; 4])
+        {
+            continue;
+        }
+        let Ok(h) = Header::parse(d.payload, Dir::C2s, Protocol::V68) else {
+            continue;
+        };
+        if !h.fragmented {
+            out.push((frames, h.payload.to_vec()));
+        }
+    }
+    out
+}
+
+/// The real `u` of client messages acknowledging server command `text` (see
+/// `c2ssearch`), `n` bytes.
+fn true_c2s_stream(challenge: i32, text: &str, n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; scramble::C2S_START + n + 1];
+    scramble::c2s(&mut b, challenge, 0, 0, text.as_bytes());
+    b[scramble::C2S_START..scramble::C2S_START + n].to_vec()
+}
+
+/// Client messages acknowledging one server command: the first `size` after each cut that
+/// acknowledge what the first client message after the cut acknowledges (a command the
+/// server sent before the cut), with that command's text.
+fn for_each_cut_c2s_group(
+    names: &[&str],
+    size: usize,
+    mut f: impl FnMut(&str, &Conn, u64, i32, &str, &[ClientScrambled<'_>]),
+) {
+    for &name in names {
+        let Some(cap) = stored_capture(name) else {
+            eprintln!("skipped: {name} missing");
+            continue;
+        };
+        let (_, frames) = {
+            let c = connections(&cap);
+            let Some(first) = c.first() else { continue };
+            server_messages(&cap, first)
+        };
+        for c in connections(&cap) {
+            let msgs = client_messages(&cap, &c);
+            for pct in CUTS {
+                let skip = frames * pct / 100;
+                let after: Vec<(i32, ClientScrambled<'_>)> = msgs
+                    .iter()
+                    .filter(|m| m.0 > skip)
+                    .filter_map(|(_, b)| ClientScrambled::new(b))
+                    .collect();
+                let Some(&(ack, _)) = after.first() else {
+                    continue;
+                };
+                let Some(text) = c.server_commands.get(&i64::from(ack)) else {
+                    continue;
+                };
+                let group: Vec<ClientScrambled<'_>> = after
+                    .iter()
+                    .filter(|(a, m)| *a == ack && m.body.len() > scramble::C2S_START)
+                    .map(|(_, m)| *m)
+                    .take(size)
+                    .collect();
+                f(name, &c, pct, ack, text, &group);
+            }
+        }
+    }
+}
+
+/// Diagnostic (`--ignored`): client-message candidates surviving each byte of the c2s
+/// search on every cut's first group, with the challenge byte known (after a lock-on) and
+/// unknown.
+#[test]
+#[ignore]
+fn c2s_survivors_per_byte() {
+    for size in [8, 16, 32] {
+        for_each_cut_c2s_group(&PROTO68_CAPTURES, size, |name, c, pct, ack, text, group| {
+            let known = c2ssearch::survivors(group, First::Challenge(c.challenge as u8), 24, 5000);
+            let any = c2ssearch::survivors(group, First::Any, 12, 5000);
+            eprintln!(
+                "{name} {} cut {pct}% size {size} ({} msgs, lengths {:?}) ack {ack} {:?}: known ch {known:?}; any {any:?}",
+                c.client_ports[0],
+                group.len(),
+                group.iter().map(|m| m.body.len()).collect::<Vec<_>>(),
+                text.chars().take(24).collect::<String>(),
+            );
+        });
+    }
+}
+
+/// Every cut of every protocol-68 capture: the c2s search on the first client messages
+/// after the cut that acknowledge one server command (sent before the cut), with the
+/// challenge byte known (as after a lock-on), finds the real key stream (from the full
+/// capture's challenge and the text of that server command) or nothing; never another.
+#[test]
+fn c2s_search_finds_the_real_stream_or_nothing() {
+    let limits = c2ssearch::Limits {
+        beam: 2000,
+        decodes: 40_000,
+    };
+    let (mut found, mut tried) = (0, 0);
+    for_each_cut_c2s_group(&PROTO68_CAPTURES, 32, |name, c, pct, ack, text, group| {
+        let t = Instant::now();
+        let ch = c.challenge as u8;
+        let (got, work) = c2ssearch::search_c2s(group, ch, None, limits);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        tried += 1;
+        let what = match &got {
+            Some(f) => {
+                let u = &f.stream;
+                assert_eq!(
+                    u,
+                    &true_c2s_stream(c.challenge, text, u.len()),
+                    "{name} {pct}%: a stream that is not the real one"
+                );
+                if let Some(t) = &f.text {
+                    assert_eq!(
+                        t.as_slice(),
+                        text.as_bytes(),
+                        "{name} {pct}%: the command's text"
+                    );
+                }
+                found += 1;
+                format!(
+                    "found {} bytes ({:?}{})",
+                    u.len(),
+                    String::from_utf8_lossy(&c2ssearch::command_text(ch, u)),
+                    if f.text.is_some() {
+                        ", the whole text"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            None => "nothing".to_string(),
+        };
+        eprintln!(
+            "{name} {} cut {pct}%: {} client messages acknowledge server command {ack} ({:?}), lengths {}..{}: {what}, {} decodes, {ms:.1} ms",
+            c.client_ports[0],
+            group.len(),
+            text.chars().take(30).collect::<String>(),
+            group.iter().map(|m| m.body.len()).min().unwrap_or(0),
+            group.iter().map(|m| m.body.len()).max().unwrap_or(0),
+            work.decodes
+        );
+    });
+    eprintln!("c2s streams found: {found} of {tried}");
+    assert!(tried == 0 || found > 0, "no c2s stream found");
+}
+
+/// The c2s search on groups that end with the first client messages carrying a command
+/// (longer than the others) after each cut, with 1 to 4 of them (the client repeats a
+/// command until the server acknowledges it): a stream found is the real one, and a whole
+/// server command text found is the real text (from the full capture's decode).
+#[test]
+fn c2s_search_on_command_messages() {
+    let mut whole = 0;
+    let limits = c2ssearch::Limits {
+        beam: 2000,
+        decodes: 40_000,
+    };
+    for_each_cut_c2s_group(&PROTO68_CAPTURES, 400, |name, c, pct, ack, text, group| {
+        let short = group
+            .iter()
+            .take(8)
+            .map(|m| m.body.len())
+            .min()
+            .unwrap_or(0);
+        let long: Vec<usize> = (0..group.len())
+            .filter(|&i| group[i].body.len() >= short + 8)
+            .collect();
+        for copies in 1..=4 {
+            let Some(&j) = long.get(copies - 1) else {
+                break;
+            };
+            let g = &group[(j + 1).saturating_sub(32)..=j];
+            let t = Instant::now();
+            let ch = c.challenge as u8;
+            let (got, work) = c2ssearch::search_c2s(g, ch, None, limits);
+            if let Some(t) = got.as_ref().and_then(|f| f.text.as_ref()) {
+                assert_eq!(t.as_slice(), text.as_bytes(), "{name} {pct}%: wrong text");
+                whole += 1;
+            }
+            let ok = got
+                .as_ref()
+                .is_none_or(|f| f.stream == true_c2s_stream(c.challenge, text, f.stream.len()));
+            assert!(ok, "{name} {pct}%: wrong stream");
+            eprintln!(
+                "{name} {} cut {pct}% ack {ack}: {copies} long ({:?}): {:?}, {} decodes, {:.1} ms",
+                c.client_ports[0],
+                long.iter()
+                    .take(copies)
+                    .map(|&i| group[i].body.len())
+                    .collect::<Vec<_>>(),
+                got.map(|f| (
+                    f.stream.len(),
+                    String::from_utf8_lossy(
+                        &f.text
+                            .unwrap_or_else(|| c2ssearch::command_text(ch, &f.stream))
+                    )
+                    .into_owned()
+                )),
+                work.decodes,
+                t.elapsed().as_secs_f64() * 1000.0
+            );
+        }
+    });
+    eprintln!("whole server command texts found: {whole}");
+    assert!(whole > 0, "no whole text found");
 }

@@ -83,6 +83,8 @@ pub struct ClientMessage {
 }
 
 /// The three header longs, read from the still-scrambled body as the server does.
+/// Inlined: it is part of every client message's decode, and the key searches call it too.
+#[inline(always)]
 pub fn read_header(r: &mut BitReader<'_>) -> Result<(i32, i32, i32), BitError> {
     Ok((r.read_long()?, r.read_long()?, r.read_long()?))
 }

@@ -12,7 +12,7 @@ use super::netchan::{
     REORDER_WINDOW,
 };
 use super::oob::Oob;
-use super::relock::Relock;
+use super::relock::{ClientRelock, Relock};
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -147,6 +147,11 @@ pub struct Mid68Log {
     pub resumed: u32,
     pub searches: u32,
     pub decodes: usize,
+    /// Key streams of client messages (acknowledging a server command whose text is
+    /// unknown) found by search, and what the searches cost (see [`ClientRelock`]).
+    pub client_keys: u32,
+    pub client_searches: u32,
+    pub client_decodes: usize,
 }
 
 impl DecodeLog {
@@ -171,8 +176,16 @@ impl DecodeLog {
             return;
         };
         e.message = format!(
-            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes)",
-            e.message, m.server_undecoded, m.client_undecoded, m.resumed, m.searches, m.decodes
+            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes); {} client-message key streams found by search ({} searches, {} body decodes)",
+            e.message,
+            m.server_undecoded,
+            m.client_undecoded,
+            m.resumed,
+            m.searches,
+            m.decodes,
+            m.client_keys,
+            m.client_searches,
+            m.client_decodes
         );
     }
 
@@ -234,6 +247,9 @@ struct DecodeState {
     /// Mid-session protocol 68: server messages acknowledging an unknown client command,
     /// searched for its text.
     relock: Relock,
+    /// Mid-session protocol 68: client messages acknowledging an unknown server command,
+    /// searched for their key stream.
+    client_relock: ClientRelock,
 }
 
 /// No command's text known in a ring slot (command numbers start at 1).
@@ -313,6 +329,7 @@ impl Default for DecodeState {
             cmd_seq_known: false,
             client_cmd_nums: [UNKNOWN_CMD; MAX_RELIABLE_COMMANDS],
             relock: Relock::default(),
+            client_relock: ClientRelock::default(),
         }
     }
 }
@@ -330,6 +347,8 @@ pub struct Decoder {
     stamp: Stamp,
     /// Highest usercmd serverTime seen: later commands are the client's new frames.
     max_cmd_time: Option<i32>,
+    /// The next client message is already descrambled (see [`Self::resume_client68`]).
+    plain_next: bool,
 }
 
 /// The timing fields of one decoded message, for its network sample.
@@ -523,7 +542,88 @@ impl Decoder {
         Some(a.body)
     }
 
-    fn client_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
+    fn client_message(&mut self, a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
+        // A message decoded for the state after a client-message key search comes back
+        // through `run` already descrambled (one inlined copy of the client path).
+        let plain = std::mem::take(&mut self.plain_next);
+        self.client_message_with(a, out, plain)
+    }
+
+    /// Mid-session protocol 68: client message `a` acknowledges server command `ack`, whose
+    /// text is unknown; offer it to the client-message key search (the challenge byte is
+    /// known by now). True when a key covers the message: its body is then descrambled.
+    /// Earlier messages of its group that a key found now covers are decoded for the state
+    /// (their client commands feed the server messages' keys). Out of line: it never runs
+    /// with a handshake.
+    #[cold]
+    #[inline(never)]
+    fn resume_client68(&mut self, a: &mut Accepted, hdr: (i32, i32, i32)) -> bool {
+        let ack = hdr.2;
+        let st = state(&mut self.st, a);
+        let r = &mut st.client_relock;
+        let before = (r.searches, r.decodes, r.found);
+        let offer = r.offer(ack, a.seq, &a.body, a.challenge as u8);
+        let log = &mut self.log.mid68;
+        log.client_searches += r.searches - before.0;
+        log.client_decodes += r.decodes - before.1;
+        log.client_keys += r.found - before.2;
+        if let Some(k) = st
+            .client_relock
+            .key_for(ack)
+            .filter(|_| !offer.prior.is_empty())
+        {
+            for (seq, mut body) in offer.prior {
+                let (sid, mack) = {
+                    let mut r = BitReader::new(&body);
+                    match clc::read_header(&mut r) {
+                        // A header reaching the scrambled bytes would read otherwise once
+                        // descrambled (never seen: it takes about 50 bits).
+                        Ok(h) if r.bit_pos() <= 8 * scramble::C2S_START => (h.0, h.1),
+                        _ => continue,
+                    }
+                };
+                k.descramble(&mut body, a.challenge, sid, mack);
+                let p = Accepted {
+                    flow: a.flow,
+                    frame: a.frame,
+                    ts_ns: a.ts_ns,
+                    seq,
+                    body,
+                    fragmented: false,
+                    challenge: a.challenge,
+                    proto: a.proto,
+                    mid_session: true,
+                };
+                let opts = self.opts;
+                self.opts.emit = false;
+                self.opts.keep_raw = false;
+                self.opts.samples = false;
+                self.plain_next = true;
+                self.run(Work::Client(p), &mut Vec::new());
+                self.opts = opts;
+            }
+        }
+        match offer.key {
+            Some(k) => {
+                k.descramble(&mut a.body, a.challenge, hdr.0, hdr.1);
+                true
+            }
+            None => {
+                self.log.mid68.client_undecoded += 1;
+                false
+            }
+        }
+    }
+
+    /// [`Self::client_message`]; `plain`: the body is already descrambled (by a key the
+    /// client-message search found).
+    #[inline(always)]
+    fn client_message_with(
+        &mut self,
+        mut a: Accepted,
+        out: &mut Vec<Message>,
+        mut plain: bool,
+    ) -> Option<Vec<u8>> {
         let hdr = {
             let mut r = BitReader::new(&a.body);
             clc::read_header(&mut r).ok().map(|h| (h, r.bit_pos()))
@@ -539,7 +639,7 @@ impl Decoder {
             }
             return Some(a.body);
         };
-        let st = state(&mut self.st, &a);
+        let mut st = state(&mut self.st, &a);
         if st.state.bases_unseen() && !st.cmd_seq_known {
             // Mid-session: the client's serverCommandSequence is what it acknowledges.
             st.state.server_command_seq = hdr.2;
@@ -547,15 +647,19 @@ impl Decoder {
         }
         if a.proto == Protocol::V68
             && a.mid_session
+            && !plain
             && a.body.len() > scramble::C2S_START
             && !st.state.server_command_known(hdr.2)
         {
             // Mid-session: the key string (the acknowledged server command) is unknown.
-            self.log.mid68.client_undecoded += 1;
-            return self.undecoded(a, Dir::C2s, out);
+            if !self.resume_client68(&mut a, hdr) {
+                return self.undecoded(a, Dir::C2s, out);
+            }
+            plain = true;
+            st = state(&mut self.st, &a);
         }
         let acked = st.state.server_command(hdr.2).as_bytes();
-        if a.proto == Protocol::V68 {
+        if a.proto == Protocol::V68 && !plain {
             st.keys_c2s
                 .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
         }

@@ -28,29 +28,53 @@ pub struct Scrambled<'a> {
     pub body: &'a [u8],
 }
 
-/// The latest scrambled server messages acknowledging one client command, gathered for a
-/// search: it runs when the group reaches [`AckGroup::SIZE`] messages and once more at
-/// [`AckGroup::MAX`] (fewer than 4 do not rule a wrong guess out firmly enough; 8 settle
-/// most guesses that 4 left ambiguous). Bounded: only the latest [`AckGroup::MAX`] are kept.
-#[derive(Debug, Default)]
+/// The latest scrambled messages acknowledging one reliable command, gathered for a
+/// search: server messages (acknowledging a client command) run a search when the group
+/// reaches [`AckGroup::SIZE`] messages and once more at [`AckGroup::MAX`] (fewer than 4
+/// do not rule a wrong guess out firmly enough; 8 settle most guesses that 4 left
+/// ambiguous); client messages (acknowledging a server command, [`AckGroup::client`]) at
+/// 16 and 32. Bounded: only the latest messages of the largest size are kept.
+#[derive(Debug)]
 pub struct AckGroup {
     ack: Option<i32>,
     pub msgs: Vec<(i32, Vec<u8>)>,
+    /// Sizes to search at, the last the most kept.
+    sizes: &'static [usize],
+}
+
+impl Default for AckGroup {
+    fn default() -> Self {
+        AckGroup {
+            ack: None,
+            msgs: Vec::new(),
+            sizes: &[Self::SIZE, Self::MAX],
+        }
+    }
 }
 
 impl AckGroup {
     pub const SIZE: usize = 4;
     pub const MAX: usize = 8;
 
+    /// A group of client messages: a client sends several per server message, and the
+    /// search there needs messages that end at many positions of the key stream.
+    pub fn client() -> Self {
+        AckGroup {
+            sizes: &[16, 32],
+            ..Self::default()
+        }
+    }
+
     /// Add message `seq` acknowledging command `ack` (a new acknowledgement starts a new
     /// group); true when the group just reached a size to search at.
     pub fn push(&mut self, ack: i32, seq: i32, body: &[u8]) -> bool {
         self.start(ack);
-        if self.msgs.len() >= Self::MAX {
+        let max = self.sizes.last().copied().unwrap_or(Self::MAX);
+        if self.msgs.len() >= max {
             self.msgs.remove(0);
         }
         self.msgs.push((seq, body.to_vec()));
-        matches!(self.msgs.len(), Self::SIZE | Self::MAX)
+        self.sizes.contains(&self.msgs.len())
     }
 
     /// Empty the group unless it already gathers acknowledgement `ack`; true when it was
@@ -62,6 +86,11 @@ impl AckGroup {
         self.ack = Some(ack);
         self.msgs.clear();
         true
+    }
+
+    /// The acknowledgement the group gathers.
+    pub fn ack(&self) -> Option<i32> {
+        self.ack
     }
 
     /// Forget the group (its command was found).

@@ -20,6 +20,7 @@
 
 pub mod baselines;
 pub mod bits;
+pub mod c2ssearch;
 pub mod cfloat;
 pub mod clc;
 pub mod color;

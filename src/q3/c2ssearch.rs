@@ -1,0 +1,563 @@
+//! Protocol-68 key search for client messages of a connection seen mid-session (issue 17).
+//!
+//! A client body is scrambled from byte 12 (q3-protocol.md §3.2): the key at body offset
+//! `12 + i` is `k ^ u[i]`, where `k = serverId ^ messageAcknowledge` (low byte, in the
+//! clear header) changes with every message and `u[i] = challenge ^ x[i]` depends only on
+//! the server command the message acknowledges (`x[i]` = XOR of its characters up to `i`,
+//! each shifted left on odd `i`). The client keeps acknowledging one server command until
+//! the server sends the next, often for hundreds of messages: all of them share `u`. So
+//! `u` is searched byte by byte, breadth first, as in [`super::keysearch`]: `u[i] ^ u[i - 1]`
+//! is a command character, and every message of the group must still decode once byte `i`
+//! is known (ops, command counts, client command texts, usercmd delta bits), and a message
+//! whose last byte is reached must end with `clc_EOF` there, the rest of the byte zero.
+//!
+//! Unlike a server message, a client message's first scrambled bytes are not free values
+//! (its first op usually lies in the clear header bytes), and the messages' lengths vary,
+//! so the end-of-message check lands at many positions of `u`: the candidates stay few.
+//! What is returned is the prefix every surviving candidate shares: the messages no longer
+//! than it decode with it and with no other stream; a wrong stream never decodes.
+use super::bits::{BitError, BitReader};
+use super::clc;
+use super::keysearch::Work;
+use super::scramble::C2S_START;
+use super::usercmd::{read_delta_usercmd, UserCmd};
+
+/// One scrambled client message: its clear header and its whole body.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientScrambled<'a> {
+    /// `serverId ^ messageAcknowledge`, low byte: the message's part of the key.
+    pub key: u8,
+    /// The bit after the header's three longs.
+    pub bit: usize,
+    pub body: &'a [u8],
+}
+
+impl<'a> ClientScrambled<'a> {
+    /// The header of `body` (read from the scrambled bytes, as the server reads it); `None`
+    /// when it is shorter than its header.
+    pub fn new(body: &'a [u8]) -> Option<(i32, Self)> {
+        let mut r = BitReader::new(body);
+        let (sid, ack, rel) = clc::read_header(&mut r).ok()?;
+        let m = ClientScrambled {
+            key: (sid ^ ack) as u8,
+            bit: r.bit_pos(),
+            body,
+        };
+        Some((rel, m))
+    }
+
+    /// The scrambled bytes (those past the clear header bytes).
+    fn scrambled_len(&self) -> usize {
+        self.body.len().saturating_sub(C2S_START)
+    }
+}
+
+/// Characters a server command's key may take. `%` and bytes above 127 key as `.`; the
+/// control characters commands carry are the newline (`print "...\n"`) and the chat
+/// escape 0x19 (`chat "name^7\x19: text"`).
+fn key_chars() -> impl Iterator<Item = u8> {
+    (b' '..=b'~').filter(|&c| c != b'%').chain([b'\n', 0x19])
+}
+
+/// How a body decodes with its first `known` bytes descrambled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Open,
+    Complete,
+    Wrong,
+}
+
+/// What the messages of one candidate showed, checked across them: a client repeats each
+/// command (same number, same text) in every message until the server acknowledges it,
+/// and the first usercmds of messages sent within a few seconds have close serverTimes.
+#[derive(Default)]
+struct Seen {
+    /// (number, text read so far, whole text read).
+    commands: Vec<(i32, Vec<u8>, bool)>,
+    /// Lowest and highest first-usercmd serverTime.
+    times: Option<(i32, i32)>,
+}
+
+/// The first usercmds of one group's messages lie within this many milliseconds.
+const TIME_SPREAD: i32 = 10_000;
+
+impl Seen {
+    fn clear(&mut self) {
+        self.commands.clear();
+        self.times = None;
+    }
+
+    /// Record command `seq` (its text so far); false when another message gave it another
+    /// text.
+    fn command(&mut self, seq: i32, text: &[u8], whole: bool) -> bool {
+        for (s, t, w) in &mut self.commands {
+            if *s != seq {
+                continue;
+            }
+            let n = t.len().min(text.len());
+            if t[..n] != text[..n]
+                || (*w && text.len() > t.len())
+                || (whole && t.len() > text.len())
+            {
+                return false;
+            }
+            if text.len() > t.len() {
+                t.clear();
+                t.extend_from_slice(text);
+            }
+            *w |= whole;
+            return true;
+        }
+        self.commands.push((seq, text.to_vec(), whole));
+        true
+    }
+
+    fn time(&mut self, t: i32) -> bool {
+        let (lo, hi) = self.times.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t)));
+        self.times = Some((lo, hi));
+        i64::from(hi) - i64::from(lo) <= i64::from(TIME_SPREAD)
+    }
+}
+
+/// Decodes client bodies for the search, reusing its buffers.
+#[derive(Default)]
+struct Checker {
+    buf: Vec<u8>,
+    text: Vec<u8>,
+    seen: Seen,
+    work: Work,
+}
+
+/// A client command character as clients send them: printable.
+fn plausible_char(c: u8) -> bool {
+    (b' '..=b'~').contains(&c)
+}
+
+/// Longest client command text read (the engine's `MAX_STRING_CHARS - 1`).
+const MAX_TEXT: usize = super::bits::MAX_STRING_CHARS - 1;
+
+/// Why a partial decode stopped: the known bytes ran out (`Open`) or the bytes are wrong.
+enum Stop {
+    Open,
+    Wrong,
+}
+
+impl From<BitError> for Stop {
+    fn from(e: BitError) -> Self {
+        match e {
+            BitError::PastEnd { .. } => Stop::Open,
+            _ => Stop::Wrong,
+        }
+    }
+}
+
+impl Checker {
+    /// Descramble the first `known` bytes of `m` with `u` and decode them.
+    fn check(&mut self, m: &ClientScrambled<'_>, u: &[u8], known: usize) -> Check {
+        self.work.decodes += 1;
+        let n = known.min(m.body.len());
+        self.buf.clear();
+        self.buf.extend_from_slice(&m.body[..n]);
+        for (b, &k) in self.buf.iter_mut().skip(C2S_START).zip(u) {
+            *b ^= m.key ^ k;
+        }
+        let whole = n == m.body.len();
+        let buf = std::mem::take(&mut self.buf);
+        let mut r = BitReader::new(&buf);
+        r.set_bit_pos(m.bit);
+        let out = match self.ops(&mut r) {
+            Ok(()) if whole && ends_as_written(&buf, r.bit_pos()) => Check::Complete,
+            Ok(()) => Check::Wrong,
+            Err(Stop::Open) if !whole => Check::Open,
+            Err(_) => Check::Wrong,
+        };
+        self.buf = buf;
+        out
+    }
+
+    /// Read the ops up to `clc_EOF` as the server does (`SV_ExecuteClientMessage`), checking
+    /// what a wrong key would spoil: op bytes, command numbers and texts (character by
+    /// character, so a partly known text is checked too), usercmd counts.
+    fn ops(&mut self, r: &mut BitReader<'_>) -> Result<(), Stop> {
+        loop {
+            match r.read_byte()? {
+                clc::CLC_EOF => return Ok(()),
+                clc::CLC_NOP => {}
+                clc::CLC_CLIENTCOMMAND => self.command(r)?,
+                clc::CLC_MOVE | clc::CLC_MOVE_NODELTA => self.moves(r)?,
+                _ => return Err(Stop::Wrong),
+            }
+        }
+    }
+
+    fn command(&mut self, r: &mut BitReader<'_>) -> Result<(), Stop> {
+        let seq = r.read_long()?;
+        if seq <= 0 {
+            return Err(Stop::Wrong);
+        }
+        self.text.clear();
+        let mut whole = false;
+        let mut stop = None;
+        while self.text.len() < MAX_TEXT {
+            match r.read_byte() {
+                Ok(0) => {
+                    whole = true;
+                    break;
+                }
+                Ok(c) if plausible_char(c) => self.text.push(c),
+                Ok(_) => return Err(Stop::Wrong),
+                Err(e) => {
+                    stop = Some(Stop::from(e));
+                    break;
+                }
+            }
+        }
+        if !self.seen.command(seq, &self.text, whole) {
+            return Err(Stop::Wrong);
+        }
+        match stop {
+            Some(s) => Err(s),
+            None if whole => Ok(()),
+            // Longer than the engine reads: no client sends that.
+            None => Err(Stop::Wrong),
+        }
+    }
+
+    fn moves(&mut self, r: &mut BitReader<'_>) -> Result<(), Stop> {
+        let count = r.read_byte()?;
+        if !(1..=clc::MAX_PACKET_USERCMDS).contains(&count) {
+            return Err(Stop::Wrong);
+        }
+        let mut from = UserCmd::default();
+        for i in 0..count {
+            // The key changes values, never the bit layout: any key reads the bits.
+            let c = read_delta_usercmd(r, 0, &from)?;
+            if i == 0 && !self.seen.time(c.server_time) {
+                return Err(Stop::Wrong);
+            }
+            from = c;
+        }
+        Ok(())
+    }
+}
+
+/// The message read up to its `clc_EOF` (ending at bit `end`) fills exactly
+/// `(end >> 3) + 1` bytes, and the bits after `end` in a partly used last byte are zero, as
+/// the engine's Huffman writer leaves them (see [`super::keysearch`]).
+fn ends_as_written(buf: &[u8], end: usize) -> bool {
+    let last = end >> 3;
+    last + 1 == buf.len() && (end & 7 == 0 || buf[last] >> (end & 7) == 0)
+}
+
+/// What the first byte of `u` may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum First {
+    /// The challenge's low byte is known: `u[0] = challenge ^ c[0]`, `c[0]` a key character.
+    Challenge(u8),
+    /// Unknown: any byte.
+    Any,
+}
+
+/// Bounds of one search: the candidates kept per byte and the body decodes in all.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub beam: usize,
+    pub decodes: usize,
+}
+
+/// What [`extend`] found: the candidates of the last byte it completed, and the whole
+/// command texts that decode every message.
+#[derive(Default)]
+struct Extended {
+    level: Vec<Vec<u8>>,
+    whole: Vec<Vec<u8>>,
+}
+
+/// The candidates for `u` that extend `seed`, searched breadth first as deep as the
+/// group's longest message; the search stops early (keeping the last complete byte's
+/// candidates) when more than `limits.beam` survive a byte or the decodes run out. At each
+/// byte each candidate is also taken as the command's whole text (the key then repeats
+/// it: `u` is known for every length), kept when every message decodes whole with it.
+fn extend(
+    checker: &mut Checker,
+    group: &[ClientScrambled<'_>],
+    ch: u8,
+    seed: &[u8],
+    limits: Limits,
+) -> Extended {
+    let mut out = Extended::default();
+    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    // The seed itself must hold on every message (it is a guess).
+    let known = C2S_START + seed.len();
+    checker.seen.clear();
+    let seed_ok = group
+        .iter()
+        .all(|m| checker.check(m, seed, known) != Check::Wrong);
+    if !seed_ok {
+        return out;
+    }
+    let mut level: Vec<Vec<u8>> = vec![seed.to_vec()];
+    let first = First::Challenge(ch);
+    for k in seed.len()..=depth {
+        if level.len() <= WHOLE_TRIES {
+            for w in &level {
+                let text = command_text(ch, w);
+                if whole_text_holds(checker, group, ch, &text) && !out.whole.contains(&text) {
+                    out.whole.push(text);
+                }
+            }
+        }
+        if k == depth {
+            break;
+        }
+        match next_level(checker, group, first, &level, k, limits) {
+            Some(next) => level = next,
+            None => break,
+        }
+        if level.is_empty() {
+            break;
+        }
+    }
+    out.level = level;
+    out
+}
+
+/// Candidates per byte also tried as whole texts (each costs about one decode).
+const WHOLE_TRIES: usize = 256;
+
+/// Key bytes past a whole text's end that at least two messages must reach: the repeat is
+/// then checked, not assumed.
+const WRAP_MARGIN: usize = 2;
+
+/// Every message of `group` decodes whole when the command is exactly `text`, and two of
+/// them reach past its end (so the text is not just a prefix that decodes the short ones).
+fn whole_text_holds(
+    checker: &mut Checker,
+    group: &[ClientScrambled<'_>],
+    ch: u8,
+    text: &[u8],
+) -> bool {
+    let longer = group
+        .iter()
+        .filter(|m| m.scrambled_len() >= text.len() + WRAP_MARGIN)
+        .count();
+    if longer < 2 || group.len() < MIN_WHOLE {
+        return false;
+    }
+    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    let mut b = vec![0u8; C2S_START + depth];
+    super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
+    let u = &b[C2S_START..];
+    checker.seen.clear();
+    // The longest first: a wrong text nearly always fails there.
+    let mut order: Vec<&ClientScrambled<'_>> = group.iter().collect();
+    order.sort_by_key(|m| std::cmp::Reverse(m.body.len()));
+    order
+        .into_iter()
+        .all(|m| checker.check(m, u, m.body.len()) == Check::Complete)
+}
+
+/// Server command beginnings (the engine's and the game's commands, with what follows
+/// their word): a guessed beginning fixes the first key bytes, so the search starts past
+/// the bytes no message ends in (a client message's middle bytes are usercmd values the
+/// key makes random: without a guess, every candidate survives them).
+pub const COMMAND_STARTS: [&str; 19] = [
+    "cs ",
+    "bcs0 ",
+    "bcs1 ",
+    "bcs2 ",
+    "print \"",
+    "cp \"",
+    "chat \"",
+    "tchat \"",
+    "vchat ",
+    "vtchat ",
+    "vtell ",
+    "scores ",
+    "tinfo ",
+    "respawn ",
+    "map_restart",
+    "remapShader ",
+    "loaddefered",
+    "clientLevelShot",
+    "disconnect",
+];
+
+/// Messages a stream must decode whole (each ending with `clc_EOF` in its last byte)
+/// before it is taken: a wrong stream decodes one such message in about one case in a few
+/// thousand, so eight rule out every wrong candidate the search can try.
+pub const MIN_WHOLE: usize = 8;
+
+/// What [`search_c2s`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The first bytes of `u`: messages no longer than `C2S_START` + its length decode.
+    pub stream: Vec<u8>,
+    /// The server command's whole text (`%` and bytes above 127 as `.`), when found: `u`
+    /// is then known for every length.
+    pub text: Option<Vec<u8>>,
+}
+
+/// The stream `u` of `group` (client messages acknowledging one server command) with the
+/// challenge byte `ch` known: every command beginning ([`COMMAND_STARTS`], and `known`,
+/// text of this command found earlier) is extended by [`extend`]. The answer is the one
+/// whole text every message decodes with, if exactly one was found; else the prefix all
+/// candidates of all beginnings share, when at least [`MIN_WHOLE`] messages of the group
+/// end within it (they decode whole with it, and with no other candidate).
+pub fn search_c2s(
+    group: &[ClientScrambled<'_>],
+    ch: u8,
+    known: Option<&[u8]>,
+    limits: Limits,
+) -> (Option<Found>, Work) {
+    let mut checker = Checker::default();
+    let mut all: Vec<Vec<u8>> = Vec::new();
+    let mut whole: Vec<Vec<u8>> = Vec::new();
+    let starts = COMMAND_STARTS.iter().map(|s| s.as_bytes()).chain(known);
+    for text in starts {
+        let seed = stream(ch, text);
+        let e = extend(&mut checker, group, ch, &seed, limits);
+        all.extend(e.level);
+        for t in e.whole {
+            if !whole.contains(&t) {
+                whole.push(t);
+            }
+        }
+    }
+    if let [text] = whole.as_slice() {
+        let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+        let mut b = vec![0u8; C2S_START + depth];
+        super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
+        b.drain(..C2S_START);
+        let found = Found {
+            stream: b,
+            text: Some(text.clone()),
+        };
+        return (Some(found), checker.work);
+    }
+    let p = common_prefix(&all);
+    let n_whole = group
+        .iter()
+        .filter(|m| m.body.len() <= C2S_START + p.len())
+        .count();
+    let found = (whole.is_empty() && !p.is_empty() && n_whole >= MIN_WHOLE).then_some(Found {
+        stream: p,
+        text: None,
+    });
+    (found, checker.work)
+}
+
+/// The first `text.len()` bytes of `u` for a command starting with `text`.
+pub fn stream(ch: u8, text: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8; C2S_START + text.len()];
+    super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
+    b.drain(..C2S_START);
+    b
+}
+
+/// The command characters `u` shows (challenge byte `ch`): `%` and bytes above 127 show
+/// as `.`.
+pub fn command_text(ch: u8, u: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(u.len());
+    let mut prev = ch;
+    for (i, &b) in u.iter().enumerate() {
+        out.push((b ^ prev) >> (i & 1));
+        prev = b;
+    }
+    out
+}
+
+/// The candidates of byte `k` that every message reaching it still decodes with; `None`
+/// past the beam or the budget.
+fn next_level(
+    checker: &mut Checker,
+    group: &[ClientScrambled<'_>],
+    first: First,
+    level: &[Vec<u8>],
+    k: usize,
+    limits: Limits,
+) -> Option<Vec<Vec<u8>>> {
+    let known = C2S_START + k + 1;
+    let mut next = Vec::new();
+    for u in level {
+        let candidates: Vec<u8> = match (u.last(), first) {
+            (None, First::Any) => (0..=255).collect(),
+            (None, First::Challenge(ch)) => key_chars().map(|c| ch ^ c).collect(),
+            (Some(&p), _) => key_chars().map(|c| p ^ (c << (k & 1))).collect(),
+        };
+        for v in candidates {
+            let mut w = u.clone();
+            w.push(v);
+            let mut ok = true;
+            checker.seen.clear();
+            for m in group.iter().filter(|m| m.body.len() >= known) {
+                if checker.work.decodes >= limits.decodes {
+                    return None;
+                }
+                if checker.check(m, &w, known) == Check::Wrong {
+                    ok = false;
+                    break;
+                }
+            }
+            if ok {
+                next.push(w);
+                if next.len() > limits.beam {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(next)
+}
+
+/// The longest prefix all of `level` shares.
+fn common_prefix(level: &[Vec<u8>]) -> Vec<u8> {
+    let Some(first) = level.first() else {
+        return Vec::new();
+    };
+    let mut n = first.len();
+    for u in &level[1..] {
+        n = n.min(first.iter().zip(u).take_while(|(a, b)| a == b).count());
+    }
+    first[..n].to_vec()
+}
+
+/// Diagnostic: candidates surviving each byte (breadth first, no beam but `cap`), as
+/// [`search_c2s`] sees them.
+pub fn survivors(
+    group: &[ClientScrambled<'_>],
+    first: First,
+    depth: usize,
+    cap: usize,
+) -> Vec<usize> {
+    let mut checker = Checker::default();
+    let mut level: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut out = Vec::new();
+    let limits = Limits {
+        beam: cap,
+        decodes: usize::MAX,
+    };
+    for k in 0..depth {
+        match next_level(&mut checker, group, first, &level, k, limits) {
+            Some(next) => {
+                out.push(next.len());
+                if next.is_empty() {
+                    break;
+                }
+                level = next;
+            }
+            None => {
+                out.push(cap + 1);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Descramble client body `body` with the stream `u` (it must cover the body).
+pub fn descramble(body: &mut [u8], key: u8, u: &[u8]) {
+    for (b, &k) in body.iter_mut().skip(C2S_START).zip(u) {
+        *b ^= key ^ k;
+    }
+}
