@@ -477,6 +477,7 @@ impl Decoder {
                     && st.client_cmd_nums[slot] != ack
                     && !resume_mid68(st, &mut self.log.mid68, &a, ack)
                 {
+                    st.state.mark_unseen(a.seq);
                     return self.undecoded(a, Dir::S2c, out);
                 }
                 let s = &st.client_cmds[slot];

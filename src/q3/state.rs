@@ -354,6 +354,11 @@ pub struct ClientState {
     /// others hold what was sent before it. (A full session knows every slot: it starts
     /// empty.)
     pub commands_seen: u64,
+    /// Mid-session: server messages the capture showed but that stayed undecodable (their
+    /// key string unknown), by ring slot of their message number. A snapshot the client
+    /// stored from one of them is unknown to us, so a later delta from it has an unknown
+    /// base, not an invalid one.
+    unseen: [Option<i32>; PACKET_BACKUP],
 }
 
 impl Default for ClientState {
@@ -362,6 +367,7 @@ impl Default for ClientState {
             configstrings: Configstrings::default(),
             baselines: Baselines::default(),
             snapshots: vec![None; PACKET_BACKUP],
+            unseen: [None; PACKET_BACKUP],
             pool: EntityPool::default(),
             spare: Vec::new(),
             last_snap_num: 0,
@@ -408,6 +414,18 @@ impl ClientState {
         self.last_snap_num = 0;
         self.last_snap_time = None;
         self.big_cs = None;
+        self.unseen = [None; PACKET_BACKUP];
+    }
+
+    /// Mid-session: server message `message_num` was received but could not be decoded.
+    pub fn mark_unseen(&mut self, message_num: i32) {
+        self.unseen[(message_num as usize) & (PACKET_BACKUP - 1)] = Some(message_num);
+    }
+
+    /// True when server message `message_num` was received undecodable ([`Self::mark_unseen`]):
+    /// whether it held a snapshot, and which, is unknown.
+    pub fn message_unseen(&self, message_num: i32) -> bool {
+        self.unseen[(message_num as usize) & (PACKET_BACKUP - 1)] == Some(message_num)
     }
 
     /// The server command stored for `seq` (what the client keeps in its ring).

@@ -516,12 +516,15 @@ fn read_snap_head(
     frame.set_areamask(&areamask[..mask_len as usize]);
     // The engine deltas from the slot even when it is not valid (values are then garbage,
     // the parse stays in step); only an empty slot means "from nothing".
-    let old = if delta_base <= 0 {
+    // A base from a message that stayed undecodable (mid-session) is unknown: the client may
+    // have stored a snapshot from it that the slot does not hold.
+    let unseen = delta_base > 0 && st.message_unseen(delta_base);
+    let old = if delta_base <= 0 || unseen {
         None
     } else {
         st.slot(delta_base)
     };
-    let base_unknown = old.is_none() && delta_base > 0 && st.bases_unseen();
+    let base_unknown = delta_base > 0 && (unseen || (old.is_none() && st.bases_unseen()));
     let (valid, invalid_reason) = match old {
         None if delta_base <= 0 || base_unknown => (true, None),
         None => (false, Some("Delta from invalid frame")),
