@@ -94,9 +94,9 @@ fn connections(cap: &Path) -> Vec<Conn> {
     v.into_iter().map(|(_, c)| c).collect()
 }
 
-/// (frame, sequence, body) of every unfragmented sequenced server message to `c`'s client,
-/// and the capture's frame count.
-fn server_messages(cap: &Path, c: &Conn) -> (Vec<(u64, i32, Vec<u8>)>, u64) {
+/// (frame, sequence, body) of every unfragmented sequenced message of `c` in direction
+/// `dir`, and the capture's frame count.
+fn messages(cap: &Path, c: &Conn, dir: Dir) -> (Vec<(u64, i32, Vec<u8>)>, u64) {
     let mut r = CaptureReader::open(cap).expect("open");
     let mut net = NetDecoder::new();
     let mut out = Vec::new();
@@ -106,24 +106,31 @@ fn server_messages(cap: &Path, c: &Conn) -> (Vec<(u64, i32, Vec<u8>)>, u64) {
         let Ok(Some(d)) = net.decode(&fr) else {
             continue;
         };
-        if d.src != c.server
-            || d.dst.ip().to_string() != c.client_ip
-            || !c.client_ports.contains(&d.dst.port())
+        let (server, client) = match dir {
+            Dir::S2c => (d.src, d.dst),
+            Dir::C2s => (d.dst, d.src),
+        };
+        if server != c.server
+            || client.ip().to_string() != c.client_ip
+            || !c.client_ports.contains(&client.port())
+            || d.payload.starts_with(&[0xff; 4])
         {
             continue;
         }
-        if d.payload.starts_with(&[0xff; 4]) {
-            continue;
-        }
-        let Ok(h) = Header::parse(d.payload, Dir::S2c, Protocol::V68) else {
+        let Ok(h) = Header::parse(d.payload, dir, Protocol::V68) else {
             continue;
         };
-        if h.fragmented {
-            continue;
+        if !h.fragmented {
+            out.push((frames, h.sequence, h.payload.to_vec()));
         }
-        out.push((frames, h.sequence, h.payload.to_vec()));
     }
     (out, frames)
+}
+
+/// (frame, sequence, body) of every unfragmented sequenced server message to `c`'s client,
+/// and the capture's frame count.
+fn server_messages(cap: &Path, c: &Conn) -> (Vec<(u64, i32, Vec<u8>)>, u64) {
+    messages(cap, c, Dir::S2c)
 }
 
 /// The largest group of messages with one acknowledgement among the first [`WINDOW`]
@@ -399,30 +406,8 @@ fn command_for_picks_the_real_command_or_nothing() {
 
 /// (frame, body) of every unfragmented sequenced client message of `c`.
 fn client_messages(cap: &Path, c: &Conn) -> Vec<(u64, Vec<u8>)> {
-    let mut r = CaptureReader::open(cap).expect("open");
-    let mut net = NetDecoder::new();
-    let mut out = Vec::new();
-    let mut frames = 0;
-    while let Ok(Some(fr)) = r.next_frame() {
-        frames += 1;
-        let Ok(Some(d)) = net.decode(&fr) else {
-            continue;
-        };
-        if d.dst != c.server
-            || d.src.ip().to_string() != c.client_ip
-            || !c.client_ports.contains(&d.src.port())
-            || d.payload.starts_with(&[0xff; 4])
-        {
-            continue;
-        }
-        let Ok(h) = Header::parse(d.payload, Dir::C2s, Protocol::V68) else {
-            continue;
-        };
-        if !h.fragmented {
-            out.push((frames, h.payload.to_vec()));
-        }
-    }
-    out
+    let (msgs, _) = messages(cap, c, Dir::C2s);
+    msgs.into_iter().map(|(f, _, b)| (f, b)).collect()
 }
 
 /// The real `u` of client messages acknowledging server command `text` (see
