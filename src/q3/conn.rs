@@ -585,15 +585,11 @@ impl Decoder {
                 };
                 k.descramble(&mut body, a.challenge, sid, mack);
                 let p = Accepted {
-                    flow: a.flow,
-                    frame: a.frame,
-                    ts_ns: a.ts_ns,
                     seq,
                     body,
                     fragmented: false,
-                    challenge: a.challenge,
-                    proto: a.proto,
                     mid_session: true,
+                    ..*a
                 };
                 let opts = self.opts;
                 self.opts.emit = false;
@@ -854,6 +850,28 @@ impl Lock68 {
 }
 
 impl Connection {
+    /// Decode work for accepted message `seq` of datagram `d`, keyed with `challenge`.
+    fn accepted(
+        &self,
+        d: &Datagram<'_>,
+        seq: i32,
+        body: Vec<u8>,
+        fragmented: bool,
+        challenge: i32,
+    ) -> Accepted {
+        Accepted {
+            flow: self.summary.id,
+            frame: d.frame,
+            ts_ns: d.ts_ns,
+            seq,
+            body,
+            fragmented,
+            challenge,
+            proto: self.proto,
+            mid_session: self.mid_session,
+        }
+    }
+
     pub fn new(id: u32, server: SocketAddr, client: SocketAddr, opts: Options) -> Self {
         let summary = FlowSummary {
             id,
@@ -1181,17 +1199,7 @@ impl Connection {
                     v
                 }
             };
-            let a = Accepted {
-                flow: self.summary.id,
-                frame: d.frame,
-                ts_ns: d.ts_ns,
-                seq,
-                body,
-                fragmented,
-                challenge: self.challenge.unwrap_or(0),
-                proto: self.proto,
-                mid_session: self.mid_session,
-            };
+            let a = self.accepted(d, seq, body, fragmented, self.challenge.unwrap_or(0));
             let w = match dir {
                 Dir::S2c => Work::Server(a),
                 Dir::C2s => Work::Client(a),
@@ -1262,17 +1270,7 @@ impl Connection {
         // The group's earlier messages reached the client: their server commands (and
         // snapshots) are its state, so they are decoded for it, nothing reported.
         for (seq, body) in prior {
-            let a = Accepted {
-                flow: self.summary.id,
-                frame: d.frame,
-                ts_ns: d.ts_ns,
-                seq,
-                body,
-                fragmented: false,
-                challenge: i32::from(ch),
-                proto: self.proto,
-                mid_session: true,
-            };
+            let a = self.accepted(d, seq, body, false, i32::from(ch));
             self.dispatch(Work::Prior(a), out, work);
         }
         true
