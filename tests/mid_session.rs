@@ -1001,6 +1001,16 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
                         );
                         in_goal += usize::from(secs <= 2.0);
                         assert!(c.compared > 0, "{name} {what}");
+                        // A cut in the signon leaves nothing unknown after the lock-on: the
+                        // client acknowledges no server command yet (command 0, whose key
+                        // string its connect left empty), and every command after is shown.
+                        if what.starts_with("between") || what.starts_with("inside") {
+                            assert!(
+                                c.undecoded < packets as usize,
+                                "{name} {what}: {} messages undecoded, locked on at packet {packets}",
+                                c.undecoded
+                            );
+                        }
                     }
                     None => eprintln!(
                         "{name} cut {what} (after frame {skip}), connection {}: NO lock-on (no run of server messages acknowledging a guessable client command or a download's `nextdl N`: free text such as `say`, `tell`, `userinfo`); {} messages undecoded",

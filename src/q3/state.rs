@@ -531,9 +531,13 @@ impl ClientState {
     }
 
     /// True when the text of server command `seq` is known: always in a full session;
-    /// mid-session, once the capture showed it.
+    /// mid-session, once the capture showed it (or for 0: see below).
     pub fn server_command_known(&self, seq: i32) -> bool {
+        // Acknowledging 0, the client has received no command since it connected: slot 0
+        // is as its connect left it, empty (ioquake3's CL_Disconnect wipes `clc`; commands
+        // are numbered from 1, and slot 0 is next written by command 64).
         !self.mid_session
+            || seq == 0
             || self.commands_seen & (1u64 << ((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))) != 0
     }
 
