@@ -325,12 +325,16 @@ fn extend(
 /// Candidates per byte also tried as whole texts (each costs about one decode).
 const WHOLE_TRIES: usize = 256;
 
-/// Key bytes past a whole text's end that at least two messages must reach: the repeat is
-/// then checked, not assumed.
+/// Key bytes past a whole text's end that a message must reach: the repeat is then
+/// checked, not assumed.
 const WRAP_MARGIN: usize = 2;
 
-/// Every message of `group` decodes whole when the command is exactly `text`, and two of
-/// them reach past its end (so the text is not just a prefix that decodes the short ones).
+/// Every message of `group` decodes whole when the command is exactly `text`, and one of
+/// them reaches past its end (so the text is not just a prefix that decodes the short
+/// ones). One is enough: past the end, a wrong text keys that message at random, and it
+/// must still read to `clc_EOF` in its last byte with printable command text and, where it
+/// carries a move, a first usercmd time within [`TIME_SPREAD`] of the others' (a 32-bit
+/// value); and a text is taken only when it is the only one found.
 fn whole_text_holds(
     checker: &mut Checker,
     group: &[ClientScrambled<'_>],
@@ -341,7 +345,7 @@ fn whole_text_holds(
         .iter()
         .filter(|m| m.scrambled_len() >= text.len() + WRAP_MARGIN)
         .count();
-    if longer < 2 || group.len() < MIN_WHOLE {
+    if longer < 1 || group.len() < MIN_WHOLE {
         return false;
     }
     let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
@@ -413,7 +417,11 @@ pub fn search_c2s(
     let mut checker = Checker::default();
     let mut all: Vec<Vec<u8>> = Vec::new();
     let mut whole: Vec<Vec<u8>> = Vec::new();
-    let starts = COMMAND_STARTS.iter().map(|s| s.as_bytes()).chain(known);
+    // What an earlier search of this group found first: it holds on the messages it
+    // covered, and the decode budget is shared by all beginnings.
+    let starts = known
+        .into_iter()
+        .chain(COMMAND_STARTS.iter().map(|s| s.as_bytes()));
     for text in starts {
         let seed = stream(ch, text);
         let e = extend(&mut checker, group, ch, &seed, limits);

@@ -79,9 +79,11 @@ const CLIENT_LIMITS: c2ssearch::Limits = c2ssearch::Limits {
 };
 
 /// Messages of a group longer than what its key covers, since the last search, that start
-/// a new search: a client repeats a new command in its next messages, so a second long
-/// message is usually the same command again.
-const LONG_TO_SEARCH: u32 = 2;
+/// a new search. One: a client repeats a new command only until the server acknowledges
+/// it, and the server's acknowledgement usually changes the key string of the next
+/// messages (q3-mapchange cut at 30 %: ` tell 0 private hello` went in one message, the
+/// only one with key string `respawn 0` that the found prefix did not cover).
+const LONG_TO_SEARCH: u32 = 1;
 
 /// What is known of the key string of client messages acknowledging a server command the
 /// capture did not show: found by [`c2ssearch::search_c2s`].
