@@ -544,6 +544,60 @@ fn c2s_search_finds_the_real_stream_or_nothing() {
     assert!(tried == 0 || found > 0, "no c2s stream found");
 }
 
+/// The same groups searched before any lock-on, the challenge byte unknown
+/// (`search_c2s_lock`): what it finds is the real challenge byte and the real stream, or
+/// nothing; never another. With [`LOCK_LIMITS`], the bounds the decoder uses.
+#[test]
+fn c2s_lock_search_finds_the_real_challenge_or_nothing() {
+    let (mut found, mut tried) = (0, 0);
+    for_each_cut_c2s_group(&PROTO68_CAPTURES, 32, |name, c, pct, ack, text, group| {
+        let t = Instant::now();
+        let (got, work) = c2ssearch::search_c2s_lock(group, c2ssearch::LOCK_LIMITS);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        tried += 1;
+        let what = match &got {
+            Some((ch, f)) => {
+                assert_eq!(
+                    *ch, c.challenge as u8,
+                    "{name} {pct}%: a wrong challenge byte"
+                );
+                let u = &f.stream;
+                assert_eq!(
+                    u,
+                    &true_c2s_stream(c.challenge, text, u.len()),
+                    "{name} {pct}%: a stream that is not the real one"
+                );
+                if let Some(t) = &f.text {
+                    assert_eq!(t.as_slice(), text.as_bytes(), "{name} {pct}%: the text");
+                }
+                found += 1;
+                format!(
+                    "challenge byte and {} bytes ({:?}{})",
+                    u.len(),
+                    String::from_utf8_lossy(&c2ssearch::command_text(*ch, u)),
+                    if f.text.is_some() {
+                        ", the whole text"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            None => "nothing".to_string(),
+        };
+        eprintln!(
+            "{name} {} cut {pct}%: {} client messages acknowledge server command {ack} ({:?}), lengths {}..{}: {what}, {} decodes, {ms:.1} ms",
+            c.client_ports[0],
+            group.len(),
+            text.chars().take(30).collect::<String>(),
+            group.iter().map(|m| m.body.len()).min().unwrap_or(0),
+            group.iter().map(|m| m.body.len()).max().unwrap_or(0),
+            work.decodes
+        );
+    });
+    eprintln!("c2s lock-on streams found: {found} of {tried}");
+    assert!(tried == 0 || found > 0, "no c2s lock-on stream found");
+}
+
 /// The c2s search on groups that end with the first client messages carrying a command
 /// (longer than the others) after each cut, with 1 to 4 of them (the client repeats a
 /// command until the server acknowledges it): a stream found is the real one, and a whole

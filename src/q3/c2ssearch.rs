@@ -455,6 +455,77 @@ pub fn search_c2s(
     (found, checker.work)
 }
 
+/// Bounds of a [`search_c2s_lock`]: its first check alone costs a decode for each of the
+/// 19 × 256 beginnings.
+pub const LOCK_LIMITS: Limits = Limits {
+    beam: 400,
+    decodes: 24_000,
+};
+
+/// [`search_c2s`] before the lock-on, when the challenge byte is unknown too: every
+/// command beginning is tried with every challenge byte (`u[0] = challenge ^ c[0]`). Most
+/// die on the messages that end within the beginning's bytes (the shortest are checked
+/// first). The answer, with the challenge byte it implies, must be unique across all
+/// beginnings and challenge bytes: the one whole text found, or else the prefix every
+/// surviving candidate shares when all of them imply one challenge byte and at least
+/// [`MIN_WHOLE`] messages end within it. Nothing when the budget ran out: the candidates
+/// not tried could be the answer.
+pub fn search_c2s_lock(
+    group: &[ClientScrambled<'_>],
+    limits: Limits,
+) -> (Option<(u8, Found)>, Work) {
+    let mut checker = Checker::default();
+    let mut sorted = group.to_vec();
+    sorted.sort_by_key(|m| m.body.len());
+    let mut all: Vec<(u8, Vec<u8>)> = Vec::new();
+    let mut whole: Vec<(u8, Vec<u8>)> = Vec::new();
+    for text in COMMAND_STARTS.iter().map(|s| s.as_bytes()) {
+        for ch in 0..=255u8 {
+            let e = extend(&mut checker, &sorted, ch, &stream(ch, text), limits);
+            if checker.work.decodes >= limits.decodes {
+                return (None, checker.work);
+            }
+            all.extend(e.level.into_iter().map(|u| (ch, u)));
+            for t in e.whole {
+                if !whole.iter().any(|(c, w)| *c == ch && *w == t) {
+                    whole.push((ch, t));
+                }
+            }
+        }
+    }
+    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    if let [(ch, text)] = whole.as_slice() {
+        let mut b = vec![0u8; C2S_START + depth];
+        super::scramble::c2s(&mut b, i32::from(*ch), 0, 0, text);
+        b.drain(..C2S_START);
+        let found = Found {
+            stream: b,
+            text: Some(text.clone()),
+        };
+        return (Some((*ch, found)), checker.work);
+    }
+    let Some(&(ch, _)) = all.first() else {
+        return (None, checker.work);
+    };
+    if !whole.is_empty() || all.iter().any(|(c, _)| *c != ch) {
+        return (None, checker.work);
+    }
+    let level: Vec<Vec<u8>> = all.into_iter().map(|(_, u)| u).collect();
+    let p = common_prefix(&level);
+    let n_whole = group
+        .iter()
+        .filter(|m| m.body.len() <= C2S_START + p.len())
+        .count();
+    let found = (!p.is_empty() && n_whole >= MIN_WHOLE).then_some((
+        ch,
+        Found {
+            stream: p,
+            text: None,
+        },
+    ));
+    (found, checker.work)
+}
+
 /// The first `text.len()` bytes of `u` for a command starting with `text`.
 pub fn stream(ch: u8, text: &[u8]) -> Vec<u8> {
     let mut b = vec![0u8; C2S_START + text.len()];

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use super::bits::BitReader;
+use super::c2ssearch;
 use super::clc::{self, ClcContext};
 use super::message::{Body, Message};
 use super::netchan::{
@@ -12,7 +13,7 @@ use super::netchan::{
     REORDER_WINDOW,
 };
 use super::oob::Oob;
-use super::relock::{ClientRelock, Relock};
+use super::relock::{ClientKey, ClientRelock, Relock};
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -106,6 +107,15 @@ pub enum Work {
     /// Mid-session protocol 68: a server message received before the lock-on, decodable
     /// now; decoded for the client's state only (it was reported undecoded).
     Prior(Accepted),
+    /// Mid-session protocol 68: the lock-on came from client messages acknowledging server
+    /// command `ack`: their key stream (or the command's whole text) was found.
+    ClientKey {
+        ack: i32,
+        stream: Vec<u8>,
+        text: Option<Vec<u8>>,
+    },
+    /// As [`Work::Prior`] for a client message (its client commands feed the server keys).
+    PriorClient(Accepted),
     /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
     Release,
     /// The connection has been silent for [`GONE_RELEASE_NS`]: free the decode state if the
@@ -278,7 +288,12 @@ fn state_of(st: &mut Option<Box<DecodeState>>, mid_session: bool) -> &mut Decode
 /// when found (the ring slot then holds it). Out of line: it never runs with a handshake.
 #[cold]
 #[inline(never)]
-fn resume_mid68(st: &mut DecodeState, log: &mut Mid68Log, a: &Accepted, ack: i32) -> bool {
+fn resume_mid68(
+    st: &mut DecodeState,
+    log: &mut Mid68Log,
+    a: &Accepted,
+    ack: i32,
+) -> Option<super::keysearch::Held> {
     let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
     let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
     let seen = (0..MAX_RELIABLE_COMMANDS)
@@ -290,14 +305,14 @@ fn resume_mid68(st: &mut DecodeState, log: &mut Mid68Log, a: &Accepted, ack: i32
         .offer(ack, a.seq, &a.body, a.challenge as u8, seen);
     log.searches += st.relock.searches - before.0;
     log.decodes += st.relock.decodes - before.1;
-    let Some(text) = found else {
+    let Some((text, prior)) = found else {
         log.server_undecoded += 1;
-        return false;
+        return None;
     };
     log.resumed += 1;
     st.client_cmds[slot] = text;
     st.client_cmd_nums[slot] = ack;
-    true
+    Some(prior)
 }
 
 /// `disconnect` (with or without a reason) as a reliable command in either direction.
@@ -396,6 +411,13 @@ impl Decoder {
         match w {
             Work::Server(a) => self.server_message(a, out),
             Work::Prior(a) => self.prior_message(a),
+            Work::PriorClient(a) => self.prior_client_message(a),
+            Work::ClientKey { ack, stream, text } => {
+                let st = state_of(&mut self.st, true);
+                st.client_relock.install(ack, ClientKey::new(stream, text));
+                self.log.mid68.client_keys += 1;
+                None
+            }
             Work::Client(a) => self.client_message(a, out),
             Work::ClientCommand { seq, text } => {
                 let st = state_of(&mut self.st, true);
@@ -433,6 +455,42 @@ impl Decoder {
         body
     }
 
+    /// Mid-session protocol 68: server message `a` acknowledges client command `ack`, whose
+    /// text is unknown: search it ([`resume_mid68`]); when found, the earlier messages of
+    /// the group it was found on are decoded for the client's state (they were reported
+    /// undecoded, but the server commands they carried reached the client).
+    #[cold]
+    #[inline(never)]
+    fn resume_server68(&mut self, a: &Accepted, ack: i32) -> bool {
+        let st = state(&mut self.st, a);
+        let Some(prior) = resume_mid68(st, &mut self.log.mid68, a, ack) else {
+            return false;
+        };
+        for (seq, body) in prior {
+            let p = Accepted {
+                seq,
+                body,
+                fragmented: false,
+                ..*a
+            };
+            self.prior_message(p);
+        }
+        true
+    }
+
+    /// A client message decoded for the client's state only ([`Work::PriorClient`]).
+    #[cold]
+    #[inline(never)]
+    fn prior_client_message(&mut self, a: Accepted) -> Option<Vec<u8>> {
+        let opts = self.opts;
+        self.opts.emit = false;
+        self.opts.keep_raw = false;
+        self.opts.samples = false;
+        let body = self.client_message(a, &mut Vec::new());
+        self.opts = opts;
+        body
+    }
+
     /// Count `e` as an error of message `a`; returns it for the event.
     fn error(&mut self, a: &Accepted, dir: Dir, e: Error) -> Box<Error> {
         let e = Box::new(e.flow(a.flow).frame(a.frame).dir(dir));
@@ -464,7 +522,7 @@ impl Decoder {
     // other): the per-message path of captures with handshakes stays as fast.
     #[inline(always)]
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
-        let st = state(&mut self.st, &a);
+        let mut st = state(&mut self.st, &a);
         // The client reads reliableAcknowledge from the still-scrambled bytes (§3.2).
         let ack = {
             let mut r = BitReader::new(&a.body);
@@ -473,12 +531,13 @@ impl Decoder {
         if a.proto == Protocol::V68 {
             if let Some((ack, _)) = ack {
                 let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
-                if a.mid_session
-                    && st.client_cmd_nums[slot] != ack
-                    && !resume_mid68(st, &mut self.log.mid68, &a, ack)
-                {
-                    st.state.mark_unseen(a.seq);
-                    return self.undecoded(a, Dir::S2c, out);
+                if a.mid_session && st.client_cmd_nums[slot] != ack {
+                    if !self.resume_server68(&a, ack) {
+                        let st = state(&mut self.st, &a);
+                        st.state.mark_unseen(a.seq);
+                        return self.undecoded(a, Dir::S2c, out);
+                    }
+                    st = state(&mut self.st, &a);
                 }
                 let s = &st.client_cmds[slot];
                 st.keys_s2c
@@ -804,9 +863,14 @@ const LOCK_TRIES: u32 = 3;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Lock68 {
     group: super::keysearch::AckGroup,
+    /// The latest client messages of one acknowledgement (of a server command), for the
+    /// lock-on from the client's side ([`c2ssearch::search_c2s_lock`]), and its searches.
+    client_group: super::keysearch::AckGroup,
+    client_tries: u32,
+    client_decodes: usize,
     /// Accepted messages of both directions so far, and the first one's capture time.
     packets: u64,
     first_ns: Option<i64>,
@@ -817,7 +881,47 @@ struct Lock68 {
     ruled_out: bool,
 }
 
+impl Default for Lock68 {
+    fn default() -> Self {
+        Lock68 {
+            group: Default::default(),
+            client_group: super::keysearch::AckGroup::client(),
+            client_tries: 0,
+            client_decodes: 0,
+            packets: 0,
+            first_ns: None,
+            tries: 0,
+            decodes: 0,
+            ruled_out: false,
+        }
+    }
+}
+
+/// Client-message lock-on searches per connection: each costs at most
+/// [`c2ssearch::LOCK_LIMITS`]`.decodes` body decodes (a few milliseconds).
+const CLIENT_LOCK_TRIES: u32 = 2;
+
 impl Lock68 {
+    /// Take client message `seq` and search when its group is complete: the challenge
+    /// byte, the server command the group acknowledges, and its key stream.
+    fn offer_client(&mut self, seq: i32, body: &[u8]) -> Option<(u8, i32, c2ssearch::Found)> {
+        let (ack, _) = c2ssearch::ClientScrambled::new(body)?;
+        if !self.client_group.push(ack, seq, body) || self.client_tries >= CLIENT_LOCK_TRIES {
+            return None;
+        }
+        self.client_tries += 1;
+        let msgs: Vec<c2ssearch::ClientScrambled<'_>> = self
+            .client_group
+            .msgs
+            .iter()
+            .filter_map(|(_, b)| c2ssearch::ClientScrambled::new(b).map(|(_, m)| m))
+            .filter(|m| m.body.len() > scramble::C2S_START)
+            .collect();
+        let (found, work) = c2ssearch::search_c2s_lock(&msgs, c2ssearch::LOCK_LIMITS);
+        self.client_decodes += work.decodes;
+        found.map(|(ch, f)| (ch, ack, f))
+    }
+
     /// Take server message `seq` and search when a group is complete: the guessed client
     /// command the group acknowledges, and the challenge byte.
     /// The searches are bounded by [`LOCK_TRIES`], not by time: a capture whose first
@@ -1237,8 +1341,11 @@ impl Connection {
         };
         l.packets += 1;
         let first_ns = *l.first_ns.get_or_insert(d.ts_ns);
-        if dir != Dir::S2c || fragmented {
+        if fragmented {
             return false;
+        }
+        if dir == Dir::C2s {
+            return self.lock_on68_client(d, seq, body, first_ns, out, work);
         }
         let Some((ack, cmd, ch)) = l.offer(seq, body) else {
             return false;
@@ -1272,6 +1379,62 @@ impl Connection {
         for (seq, body) in prior {
             let a = self.accepted(d, seq, body, false, i32::from(ch));
             self.dispatch(Work::Prior(a), out, work);
+        }
+        true
+    }
+
+    /// Mid-session protocol 68: offer client message `seq` to the client-side lock-on
+    /// search. True once locked on: the challenge byte is known and the decoder has the
+    /// key stream of the client messages acknowledging this server command; the group's
+    /// earlier messages are decoded for the state.
+    fn lock_on68_client(
+        &mut self,
+        d: &Datagram<'_>,
+        seq: i32,
+        body: &[u8],
+        first_ns: i64,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
+    ) -> bool {
+        let Some(l) = self.lock68.as_mut() else {
+            return false;
+        };
+        let Some((ch, ack, found)) = l.offer_client(seq, body) else {
+            return false;
+        };
+        let (packets, tries, decodes) = (l.packets, l.client_tries, l.client_decodes);
+        let (s_tries, s_decodes) = (l.tries, l.decodes);
+        let mut prior = std::mem::take(&mut l.client_group.msgs);
+        prior.pop(); // This message: decoded as usual next.
+        self.lock68 = None;
+        self.challenge = Some(i32::from(ch));
+        self.summary.protocol = Some(68);
+        let what = match &found.text {
+            Some(t) => format!("its text {:?}", String::from_utf8_lossy(t)),
+            None => format!("its first {} key bytes", found.stream.len()),
+        };
+        let text = format!(
+            "capture starts after the connection's handshake: protocol 68 locked on at packet {packets} of the connection ({:.3} s) from client messages: challenge byte {ch} (its low byte: all the key uses) and the key stream of server command {ack} ({what}) found by key search ({tries} client-message searches, {decodes} body decodes; {s_tries} server-message searches, {s_decodes} body decodes): {MIN}+ client messages decode with them and with no other candidate; messages before are counted, not decoded, and so are later ones whose key string (a command sent before the capture) is unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values",
+            (d.ts_ns - first_ns) as f64 / 1e9,
+            MIN = c2ssearch::MIN_WHOLE,
+        );
+        if let Some(e) = self
+            .summary
+            .error_details
+            .iter_mut()
+            .find(|e| e.kind == ErrorKind::MidSession)
+        {
+            e.message = text;
+        }
+        let w = Work::ClientKey {
+            ack,
+            stream: found.stream,
+            text: found.text,
+        };
+        self.dispatch(w, out, work);
+        for (seq, body) in prior {
+            let a = self.accepted(d, seq, body, false, i32::from(ch));
+            self.dispatch(Work::PriorClient(a), out, work);
         }
         true
     }

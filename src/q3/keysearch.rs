@@ -28,6 +28,9 @@ pub struct Scrambled<'a> {
     pub body: &'a [u8],
 }
 
+/// Messages held back while their key is unknown: (netchan sequence, body).
+pub type Held = Vec<(i32, Vec<u8>)>;
+
 /// The latest scrambled messages acknowledging one reliable command, gathered for a
 /// search: server messages (acknowledging a client command) run a search when the group
 /// reaches [`AckGroup::SIZE`] messages and once more at [`AckGroup::MAX`] (fewer than 4
@@ -37,7 +40,7 @@ pub struct Scrambled<'a> {
 #[derive(Debug)]
 pub struct AckGroup {
     ack: Option<i32>,
-    pub msgs: Vec<(i32, Vec<u8>)>,
+    pub msgs: Held,
     /// Sizes to search at, the last the most kept.
     sizes: &'static [usize],
 }

@@ -14,7 +14,7 @@
 //! (the client message's key string) is unknown, and so are the client commands the
 //! message carries. [`ClientRelock`] searches the key stream those messages share.
 use super::c2ssearch;
-use super::keysearch::{self, AckGroup};
+use super::keysearch::{self, AckGroup, Held};
 use super::scramble::{self, C2S_START};
 
 /// Searches per connection: each costs at most a few hundred body decodes (one key per
@@ -26,6 +26,9 @@ const MAX_SEARCHES: u32 = 32;
 #[derive(Debug, Default)]
 pub struct Relock {
     group: AckGroup,
+    /// The group was searched at its largest size: it stays that size from then on, and
+    /// each guess must decode every message, so searching it again cannot help.
+    searched_full: bool,
     pub searches: u32,
     pub decodes: usize,
 }
@@ -34,7 +37,9 @@ impl Relock {
     /// Take server message `seq` (its body still scrambled) acknowledging client command
     /// `ack`, whose text is unknown; when a group is complete, search it. The command's text
     /// when exactly one candidate decodes every message of the group under challenge byte
-    /// `ch`. `seen`: the texts of this client's commands known so far.
+    /// `ch`, and the group's earlier messages (reported undecoded; they reached the client,
+    /// so they are decoded for its state). `seen`: the texts of this client's commands known
+    /// so far.
     pub fn offer<'s>(
         &mut self,
         ack: i32,
@@ -42,10 +47,16 @@ impl Relock {
         body: &[u8],
         ch: u8,
         seen: impl Iterator<Item = &'s str>,
-    ) -> Option<String> {
-        if !self.group.push(ack, seq, body) || self.searches >= MAX_SEARCHES {
+    ) -> Option<(String, Held)> {
+        if self.group.start(ack) {
+            self.searched_full = false;
+        }
+        let at_size = self.group.push(ack, seq, body);
+        let full = self.group.msgs.len() >= AckGroup::MAX;
+        if !at_size || (full && self.searched_full) || self.searches >= MAX_SEARCHES {
             return None;
         }
+        self.searched_full |= full;
         self.searches += 1;
         let mut candidates: Vec<&str> = keysearch::GUESSABLE_COMMANDS.to_vec();
         for s in seen {
@@ -55,10 +66,11 @@ impl Relock {
         }
         let (text, work) = keysearch::command_or_numbered(&self.group.scrambled(), ch, candidates);
         self.decodes += work.decodes;
-        if text.is_some() {
-            self.group.clear();
-        }
-        text
+        let text = text?;
+        let mut prior = std::mem::take(&mut self.group.msgs);
+        prior.pop(); // This message: decoded as usual next.
+        self.group.clear();
+        Some((text, prior))
     }
 }
 
@@ -96,6 +108,11 @@ pub struct ClientKey {
 }
 
 impl ClientKey {
+    /// A key found by [`c2ssearch::search_c2s_lock`] before the lock-on.
+    pub fn new(stream: Vec<u8>, text: Option<Vec<u8>>) -> Self {
+        ClientKey { stream, text }
+    }
+
     /// A body of `len` bytes can be descrambled.
     pub fn covers(&self, len: usize) -> bool {
         self.text.is_some() || len <= C2S_START + self.stream.len()
@@ -205,6 +222,14 @@ impl ClientRelock {
             key: k.covers(body.len()).then_some(k),
             prior,
         }
+    }
+
+    /// Take `key`, found before the lock-on from client messages acknowledging server
+    /// command `ack`: the next ones it covers are descrambled with it.
+    pub fn install(&mut self, ack: i32, key: ClientKey) {
+        self.group.start(ack);
+        self.key = Some(key);
+        self.long = 0;
     }
 
     /// The key known for client messages acknowledging server command `ack`.
