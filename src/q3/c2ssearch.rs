@@ -325,16 +325,22 @@ fn extend(
 /// Candidates per byte also tried as whole texts (each costs about one decode).
 const WHOLE_TRIES: usize = 256;
 
-/// Key bytes past a whole text's end that a message must reach: the repeat is then
+/// Key bytes past a whole text's end that two messages must reach: the repeat is then
 /// checked, not assumed.
 const WRAP_MARGIN: usize = 2;
 
-/// Every message of `group` decodes whole when the command is exactly `text`, and one of
-/// them reaches past its end (so the text is not just a prefix that decodes the short
-/// ones). One is enough: past the end, a wrong text keys that message at random, and it
-/// must still read to `clc_EOF` in its last byte with printable command text and, where it
-/// carries a move, a first usercmd time within [`TIME_SPREAD`] of the others' (a 32-bit
-/// value); and a text is taken only when it is the only one found.
+/// Key bytes past a whole text's end that one message alone must reach. A client sends a
+/// new command in few messages (until the server acknowledges it), often one, and with
+/// 16 bytes keyed by the repeat a wrong text cannot read to the message's end. (Two bytes
+/// are not enough for one message: on q3-download cut at 30 %, `chat "B` passed a 21-byte
+/// message for `chat "LabPlayer1^7\x19: ^2team chat 1"`.)
+const WRAP_ONE: usize = 16;
+
+/// Every message of `group` decodes whole when the command is exactly `text`, and two of
+/// them reach past its end, or one far past it (so the text is not just a prefix that
+/// decodes the short ones): past the end, a wrong text keys those bytes at random, and the
+/// message must still read to `clc_EOF` in its last byte with printable command text and,
+/// where it carries a move, a first usercmd time within [`TIME_SPREAD`] of the others'.
 fn whole_text_holds(
     checker: &mut Checker,
     group: &[ClientScrambled<'_>],
@@ -345,7 +351,10 @@ fn whole_text_holds(
         .iter()
         .filter(|m| m.scrambled_len() >= text.len() + WRAP_MARGIN)
         .count();
-    if longer < 1 || group.len() < MIN_WHOLE {
+    let far = group
+        .iter()
+        .any(|m| m.scrambled_len() >= text.len() + WRAP_ONE);
+    if (longer < 2 && !far) || group.len() < MIN_WHOLE {
         return false;
     }
     let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
@@ -463,13 +472,16 @@ pub const LOCK_LIMITS: Limits = Limits {
 };
 
 /// [`search_c2s`] before the lock-on, when the challenge byte is unknown too: every
-/// command beginning is tried with every challenge byte (`u[0] = challenge ^ c[0]`). Most
-/// die on the messages that end within the beginning's bytes (the shortest are checked
-/// first). The answer, with the challenge byte it implies, must be unique across all
-/// beginnings and challenge bytes: the one whole text found, or else the prefix every
-/// surviving candidate shares when all of them imply one challenge byte and at least
-/// [`MIN_WHOLE`] messages end within it. Nothing when the budget ran out: the candidates
-/// not tried could be the answer.
+/// command beginning is tried with every challenge byte (`u[0] = challenge ^ c[0]`), the
+/// group's shortest messages checked first. First the beginnings at least as long as the
+/// shortest message's scrambled bytes: a message ends within each, so most of their 256
+/// seeds die on their first check. Only if those give nothing, the shorter ones (each of
+/// their seeds survives until it is extended to a message's end, at about 96 candidates a
+/// byte: "cs " costs about 25 000 decodes on messages of 16 bytes). The answer, with the
+/// challenge byte it implies, must be unique within its round: the one whole text found,
+/// or else the prefix every surviving candidate shares when all of them imply one challenge
+/// byte and at least [`MIN_WHOLE`] messages end within it (they decode whole with it).
+/// Nothing when the budget ran out: the candidates not tried could be the answer.
 pub fn search_c2s_lock(
     group: &[ClientScrambled<'_>],
     limits: Limits,
@@ -477,13 +489,43 @@ pub fn search_c2s_lock(
     let mut checker = Checker::default();
     let mut sorted = group.to_vec();
     sorted.sort_by_key(|m| m.body.len());
+    let shortest = group.iter().map(|m| m.scrambled_len()).min().unwrap_or(0);
+    let (long, short): (Vec<&[u8]>, Vec<&[u8]>) = COMMAND_STARTS
+        .iter()
+        .map(|s| s.as_bytes())
+        .partition(|t| t.len() >= shortest);
+    for starts in [long, short] {
+        match lock_round(&mut checker, &sorted, &starts, limits) {
+            Round::Nothing => continue,
+            Round::Found(ch, f) => return (Some((ch, f)), checker.work),
+            Round::Ambiguous | Round::Budget => break,
+        }
+    }
+    (None, checker.work)
+}
+
+/// What one round of [`search_c2s_lock`] gave.
+enum Round {
+    Found(u8, Found),
+    Nothing,
+    Ambiguous,
+    Budget,
+}
+
+/// The beginnings `starts`, each with every challenge byte, on `group` (shortest first).
+fn lock_round(
+    checker: &mut Checker,
+    group: &[ClientScrambled<'_>],
+    starts: &[&[u8]],
+    limits: Limits,
+) -> Round {
     let mut all: Vec<(u8, Vec<u8>)> = Vec::new();
     let mut whole: Vec<(u8, Vec<u8>)> = Vec::new();
-    for text in COMMAND_STARTS.iter().map(|s| s.as_bytes()) {
+    for text in starts {
         for ch in 0..=255u8 {
-            let e = extend(&mut checker, &sorted, ch, &stream(ch, text), limits);
+            let e = extend(checker, group, ch, &stream(ch, text), limits);
             if checker.work.decodes >= limits.decodes {
-                return (None, checker.work);
+                return Round::Budget;
             }
             all.extend(e.level.into_iter().map(|u| (ch, u)));
             for t in e.whole {
@@ -494,21 +536,25 @@ pub fn search_c2s_lock(
         }
     }
     let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
-    if let [(ch, text)] = whole.as_slice() {
-        let mut b = vec![0u8; C2S_START + depth];
-        super::scramble::c2s(&mut b, i32::from(*ch), 0, 0, text);
-        b.drain(..C2S_START);
-        let found = Found {
-            stream: b,
-            text: Some(text.clone()),
-        };
-        return (Some((*ch, found)), checker.work);
+    match whole.as_slice() {
+        [(ch, text)] => {
+            let mut b = vec![0u8; C2S_START + depth];
+            super::scramble::c2s(&mut b, i32::from(*ch), 0, 0, text);
+            b.drain(..C2S_START);
+            let found = Found {
+                stream: b,
+                text: Some(text.clone()),
+            };
+            return Round::Found(*ch, found);
+        }
+        [] => {}
+        _ => return Round::Ambiguous,
     }
     let Some(&(ch, _)) = all.first() else {
-        return (None, checker.work);
+        return Round::Nothing;
     };
-    if !whole.is_empty() || all.iter().any(|(c, _)| *c != ch) {
-        return (None, checker.work);
+    if all.iter().any(|(c, _)| *c != ch) {
+        return Round::Ambiguous;
     }
     let level: Vec<Vec<u8>> = all.into_iter().map(|(_, u)| u).collect();
     let p = common_prefix(&level);
@@ -516,14 +562,14 @@ pub fn search_c2s_lock(
         .iter()
         .filter(|m| m.body.len() <= C2S_START + p.len())
         .count();
-    let found = (!p.is_empty() && n_whole >= MIN_WHOLE).then_some((
-        ch,
-        Found {
-            stream: p,
-            text: None,
-        },
-    ));
-    (found, checker.work)
+    if p.is_empty() || n_whole < MIN_WHOLE {
+        return Round::Ambiguous;
+    }
+    let found = Found {
+        stream: p,
+        text: None,
+    };
+    Round::Found(ch, found)
 }
 
 /// The first `text.len()` bytes of `u` for a command starting with `text`.
