@@ -479,6 +479,8 @@ impl Decoder {
     }
 
     /// A client message decoded for the client's state only ([`Work::PriorClient`]).
+    /// Through `run`: the client path keeps one inlined copy (a second caller would take it
+    /// out of line, a call per client message with a handshake too).
     #[cold]
     #[inline(never)]
     fn prior_client_message(&mut self, a: Accepted) -> Option<Vec<u8>> {
@@ -486,7 +488,7 @@ impl Decoder {
         self.opts.emit = false;
         self.opts.keep_raw = false;
         self.opts.samples = false;
-        let body = self.client_message(a, &mut Vec::new());
+        let body = self.run(Work::Client(a), &mut Vec::new());
         self.opts = opts;
         body
     }
