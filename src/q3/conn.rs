@@ -899,6 +899,11 @@ impl Default for Lock68 {
     }
 }
 
+/// Longest client message held for the client-side lock-on: its group keeps 32, and a
+/// client's messages are mostly moves of 15–60 bytes (one that carries a command is longer,
+/// up to about 1 KB); held bodies stay small whatever a hostile capture sends.
+const MAX_LOCK_CLIENT_BODY: usize = 1_100;
+
 /// Client-message lock-on searches per connection: each costs at most
 /// [`c2ssearch::LOCK_LIMITS`]`.decodes` body decodes (a few milliseconds).
 const CLIENT_LOCK_TRIES: u32 = 2;
@@ -907,6 +912,9 @@ impl Lock68 {
     /// Take client message `seq` and search when its group is complete: the challenge
     /// byte, the server command the group acknowledges, and its key stream.
     fn offer_client(&mut self, seq: i32, body: &[u8]) -> Option<(u8, i32, c2ssearch::Found)> {
+        if body.len() > MAX_LOCK_CLIENT_BODY {
+            return None;
+        }
         let (ack, _) = c2ssearch::ClientScrambled::new(body)?;
         if !self.client_group.push(ack, seq, body) || self.client_tries >= CLIENT_LOCK_TRIES {
             return None;
