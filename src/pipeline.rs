@@ -101,6 +101,12 @@ pub enum InputError {
 
 pub use crate::flow::table::MAX_OTHER_FLOWS;
 
+/// True when `flow` passes the `--flow` filter (none: every flow).
+#[inline]
+fn wanted(filter: &Option<Vec<u32>>, flow: u32) -> bool {
+    filter.as_ref().is_none_or(|f| f.contains(&flow))
+}
+
 /// Every game's tracker for one stream of datagrams.
 pub struct Trackers {
     /// Flow ids, limits, other UDP and the aggregates: shared by every game.
@@ -157,7 +163,7 @@ impl Trackers {
     }
 
     fn wanted(&self, flow: u32) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.contains(&flow))
+        wanted(&self.filter, flow)
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
@@ -184,34 +190,57 @@ impl Trackers {
         self.flush(sink)
     }
 
+    /// Called for every datagram that decoded something: most calls find one queue empty (or
+    /// all), so the empty ones are not taken and drained. Each queue has its own function:
+    /// `net` has a sample alone for most datagrams, and its path stays short.
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
-        // Called for every datagram: most calls find one queue empty (or all), so the empty
-        // ones are not taken and drained.
-        // Handed out by reference and cleared after: a message is a few hundred bytes, and
-        // moving each out of the queue first was a copy per message.
         if !self.q3_out.is_empty() {
-            let q3_out = std::mem::take(&mut self.q3_out);
-            let sent = q3_out
-                .iter()
-                .filter(|m| self.wanted(m.flow))
-                .try_for_each(|m| sink.event(Event::Q3(m)));
-            self.q3_out = q3_out;
-            self.q3_out.clear();
-            sent?;
+            self.flush_q3(sink)?;
         }
         if !self.q3_work.samples.is_empty() {
-            let samples = std::mem::take(&mut self.q3_work.samples);
-            let sent = samples
-                .iter()
-                .filter(|x| self.wanted(x.flow))
-                .try_for_each(|x| sink.event(Event::NetSample(x)));
-            self.q3_work.samples = samples;
-            self.q3_work.samples.clear();
-            sent?;
+            self.flush_samples(sink)?;
         }
-        if self.qw_out.is_empty() {
-            return Ok(());
+        if !self.qw_out.is_empty() {
+            self.flush_qw(sink)?;
         }
+        Ok(())
+    }
+
+    /// Hand the queued Quake 3 messages to the sink.
+    #[inline(never)]
+    fn flush_q3(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        // Handed out by reference and cleared after: a message is a few hundred bytes, and
+        // moving each out of the queue first was a copy per message.
+        let q3_out = std::mem::take(&mut self.q3_out);
+        let sent = q3_out
+            .iter()
+            .filter(|m| self.wanted(m.flow))
+            .try_for_each(|m| sink.event(Event::Q3(m)));
+        self.q3_out = q3_out;
+        self.q3_out.clear();
+        sent
+    }
+
+    /// Hand the queued Quake 3 network samples to the sink.
+    #[inline]
+    fn flush_samples(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        // The queue stays in place, borrowed beside the filter (no take and put back).
+        let mut sent = Ok(());
+        for x in &self.q3_work.samples {
+            if wanted(&self.filter, x.flow) {
+                sent = sink.event(Event::NetSample(x));
+                if sent.is_err() {
+                    break;
+                }
+            }
+        }
+        self.q3_work.samples.clear();
+        sent
+    }
+
+    /// Hand the queued QuakeWorld events (and with them their network samples) to the sink.
+    #[inline(never)]
+    fn flush_qw(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
             if let (true, qw::Event::Message(m)) = (self.samples, &e) {
