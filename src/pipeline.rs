@@ -121,7 +121,15 @@ pub struct Trackers {
     filter: Option<Vec<u32>>,
     emit: bool,
     samples: bool,
+    /// Network samples at the front of `q3_work.samples` held back from earlier datagrams.
+    samples_held: usize,
 }
+
+/// Network samples are handed out once this many are queued, or before the next other output
+/// (in decode order either way): `net` has a sample alone for most datagrams, and a flush per
+/// datagram cost more than the samples' own dispatch. Bounded, and the sinks that read
+/// samples keep their own state, so the delay changes nothing they see.
+const SAMPLE_BATCH: usize = 64;
 
 /// Message buffers kept for reuse between the workers and the router (a batch in flight per
 /// worker needs about this many).
@@ -159,6 +167,7 @@ impl Trackers {
             filter: opts.flows.clone(),
             emit: opts.emit,
             samples: opts.samples,
+            samples_held: 0,
         }
     }
 
@@ -190,15 +199,27 @@ impl Trackers {
         self.flush(sink)
     }
 
-    /// Called for every datagram that decoded something: most calls find one queue empty (or
-    /// all), so the empty ones are not taken and drained. Each queue has its own function:
-    /// `net` has a sample alone for most datagrams, and its path stays short.
+    /// Hand out what the queues hold, in the order it was decoded. Network samples alone
+    /// wait (see [`SAMPLE_BATCH`]); the held ones came before anything queued since, and a
+    /// message's own sample follows it. Most calls find one queue empty (or all), so the
+    /// empty ones are not taken and drained; each queue has its own function.
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        if self.q3_out.is_empty() && self.qw_out.is_empty() {
+            let n = self.q3_work.samples.len();
+            if n < SAMPLE_BATCH {
+                self.samples_held = n;
+                return Ok(());
+            }
+            return self.flush_samples(sink, n);
+        }
         if !self.q3_out.is_empty() {
+            if self.samples_held > 0 {
+                self.flush_samples(sink, self.samples_held)?;
+            }
             self.flush_q3(sink)?;
         }
         if !self.q3_work.samples.is_empty() {
-            self.flush_samples(sink)?;
+            self.flush_samples(sink, usize::MAX)?;
         }
         if !self.qw_out.is_empty() {
             self.flush_qw(sink)?;
@@ -221,12 +242,12 @@ impl Trackers {
         sent
     }
 
-    /// Hand the queued Quake 3 network samples to the sink.
-    #[inline]
-    fn flush_samples(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+    /// Hand the first `n` queued Quake 3 network samples (all, when fewer) to the sink.
+    fn flush_samples(&mut self, sink: &mut dyn Sink, n: usize) -> io::Result<()> {
+        let n = n.min(self.q3_work.samples.len());
         // The queue stays in place, borrowed beside the filter (no take and put back).
         let mut sent = Ok(());
-        for x in &self.q3_work.samples {
+        for x in &self.q3_work.samples[..n] {
             if wanted(&self.filter, x.flow) {
                 sent = sink.event(Event::NetSample(x));
                 if sent.is_err() {
@@ -234,7 +255,8 @@ impl Trackers {
                 }
             }
         }
-        self.q3_work.samples.clear();
+        self.q3_work.samples.drain(..n);
+        self.samples_held = self.samples_held.saturating_sub(n);
         sent
     }
 
@@ -308,6 +330,8 @@ impl Trackers {
             None => self.q3.summaries(),
         };
         v.extend(self.qw.finish(&mut self.qw_out));
+        // The samples still held came before what the end of the stream decoded.
+        self.flush_samples(sink, usize::MAX)?;
         self.flush(sink)?;
         v.extend(self.table.other_summaries().cloned());
         v.sort_by_key(|f| f.id);
