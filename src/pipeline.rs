@@ -192,26 +192,25 @@ impl Trackers {
                 pool.reclaim(&mut self.q3_work.bodies, SPARE_BODIES);
             }
         }
-        // The flow table emits nothing: most datagrams end here, without the call.
-        if self.q3_out.is_empty() && self.qw_out.is_empty() && self.q3_work.samples.is_empty() {
-            return Ok(());
-        }
-        self.flush(sink)
-    }
-
-    /// Hand out what the queues hold, in the order it was decoded. Network samples alone
-    /// wait (see [`SAMPLE_BATCH`]); the held ones came before anything queued since, and a
-    /// message's own sample follows it. Most calls find one queue empty (or all), so the
-    /// empty ones are not taken and drained; each queue has its own function.
-    fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        // The flow table emits nothing: most datagrams end here, without the call; network
+        // samples alone wait for more (see [`SAMPLE_BATCH`]).
         if self.q3_out.is_empty() && self.qw_out.is_empty() {
             let n = self.q3_work.samples.len();
+            if n == 0 {
+                return Ok(());
+            }
             if n < SAMPLE_BATCH {
                 self.samples_held = n;
                 return Ok(());
             }
-            return self.flush_samples(sink, n);
         }
+        self.flush(sink)
+    }
+
+    /// Hand out what the queues hold, in the order it was decoded: the held network samples
+    /// came before anything queued since, and a message's own sample follows it. Most calls
+    /// find one queue empty (or all), so the empty ones are not taken and drained.
+    fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
         if !self.q3_out.is_empty() {
             if self.samples_held > 0 {
                 self.flush_samples(sink, self.samples_held)?;
@@ -228,7 +227,7 @@ impl Trackers {
     }
 
     /// Hand the queued Quake 3 messages to the sink.
-    #[inline(never)]
+    #[inline]
     fn flush_q3(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
         // Handed out by reference and cleared after: a message is a few hundred bytes, and
         // moving each out of the queue first was a copy per message.
@@ -261,7 +260,7 @@ impl Trackers {
     }
 
     /// Hand the queued QuakeWorld events (and with them their network samples) to the sink.
-    #[inline(never)]
+    #[inline]
     fn flush_qw(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
