@@ -1149,10 +1149,7 @@ impl Connection {
         *self.summary.duplicates.get_mut(dir) += after.duplicates - before.duplicates;
         *self.summary.out_of_order.get_mut(dir) += after.out_of_order - before.out_of_order;
         *self.summary.fragments.get_mut(dir) += after.fragmented - before.fragmented;
-        // The sample goes into the queue now; an accepted message's decode fills in its
-        // stamps below (only accepted messages are decoded, the rest are reported as they
-        // arrived). Nothing else queues samples meanwhile.
-        let sample_at = self.opts.samples.then(|| {
+        let mut sample = self.opts.samples.then(|| {
             let arrival = match res {
                 Rx::Accepted { .. } => Arrival::Accepted,
                 Rx::Pending => Arrival::Fragment,
@@ -1168,12 +1165,17 @@ impl Connection {
                 arrival,
             );
             s.gap = u32::try_from(after.dropped - before.dropped).unwrap_or(u32::MAX);
-            if let Rx::Accepted { fragmented, .. } = res {
+            s
+        });
+        if let Some(s) = &mut sample {
+            // Only accepted messages are decoded; the rest are reported as they arrived.
+            if !matches!(res, Rx::Accepted { .. }) {
+                work.samples.push(*s);
+                sample = None;
+            } else if let Rx::Accepted { fragmented, .. } = res {
                 s.fragmented = fragmented;
             }
-            work.samples.push(s);
-            work.samples.len() - 1
-        });
+        }
         if let Rx::Accepted {
             seq,
             body,
@@ -1183,6 +1185,7 @@ impl Connection {
             if self.mid_session && self.proto == Protocol::V68 && self.challenge.is_none() {
                 let locked = self.lock_on68(d, dir, seq, &body, fragmented, out, work);
                 if !locked {
+                    work.samples.extend(sample);
                     return self.undecoded(d, dir, seq, fragmented, out);
                 }
             }
@@ -1202,15 +1205,16 @@ impl Connection {
                 Dir::C2s => Work::Client(a),
             };
             self.dispatch(w, out, work);
+        }
+        if let Some(mut s) = sample {
             // Samples need the inline decoder (the pipeline never detaches them).
-            if let (Some(i), Some(dec)) = (sample_at, &mut self.decoder) {
+            if let Some(dec) = &mut self.decoder {
                 let st = std::mem::take(&mut dec.stamp);
-                if let Some(s) = work.samples.get_mut(i) {
-                    s.snapshot = st.snapshot;
-                    s.cmds = st.cmds;
-                    s.ack = st.ack;
-                }
+                s.snapshot = st.snapshot;
+                s.cmds = st.cmds;
+                s.ack = st.ack;
             }
+            work.samples.push(s);
         }
     }
 
