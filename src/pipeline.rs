@@ -101,6 +101,12 @@ pub enum InputError {
 
 pub use crate::flow::table::MAX_OTHER_FLOWS;
 
+/// True when `flow` passes the `--flow` filter (none: every flow).
+#[inline]
+fn wanted(filter: &Option<Vec<u32>>, flow: u32) -> bool {
+    filter.as_ref().is_none_or(|f| f.contains(&flow))
+}
+
 /// Every game's tracker for one stream of datagrams.
 pub struct Trackers {
     /// Flow ids, limits, other UDP and the aggregates: shared by every game.
@@ -115,7 +121,15 @@ pub struct Trackers {
     filter: Option<Vec<u32>>,
     emit: bool,
     samples: bool,
+    /// Network samples at the front of `q3_work.samples` held back from earlier datagrams.
+    samples_held: usize,
 }
+
+/// Network samples are handed out once this many are queued, or before the next other output
+/// (in decode order either way): `net` has a sample alone for most datagrams, and a flush per
+/// datagram cost more than the samples' own dispatch. Bounded, and the sinks that read
+/// samples keep their own state, so the delay changes nothing they see.
+const SAMPLE_BATCH: usize = 64;
 
 /// Message buffers kept for reuse between the workers and the router (a batch in flight per
 /// worker needs about this many).
@@ -153,11 +167,12 @@ impl Trackers {
             filter: opts.flows.clone(),
             emit: opts.emit,
             samples: opts.samples,
+            samples_held: 0,
         }
     }
 
     fn wanted(&self, flow: u32) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.contains(&flow))
+        wanted(&self.filter, flow)
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
@@ -177,41 +192,76 @@ impl Trackers {
                 pool.reclaim(&mut self.q3_work.bodies, SPARE_BODIES);
             }
         }
-        // The flow table emits nothing: most datagrams end here, without the call.
-        if self.q3_out.is_empty() && self.qw_out.is_empty() && self.q3_work.samples.is_empty() {
-            return Ok(());
+        // The flow table emits nothing: most datagrams end here, without the call; network
+        // samples alone wait for more (see [`SAMPLE_BATCH`]).
+        if self.q3_out.is_empty() && self.qw_out.is_empty() {
+            let n = self.q3_work.samples.len();
+            if n == 0 {
+                return Ok(());
+            }
+            if n < SAMPLE_BATCH {
+                self.samples_held = n;
+                return Ok(());
+            }
         }
         self.flush(sink)
     }
 
+    /// Hand out what the queues hold, in the order it was decoded: the held network samples
+    /// came before anything queued since, and a message's own sample follows it. Most calls
+    /// find one queue empty (or all), so the empty ones are not taken and drained.
     fn flush(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
-        // Called for every datagram: most calls find one queue empty (or all), so the empty
-        // ones are not taken and drained.
-        // Handed out by reference and cleared after: a message is a few hundred bytes, and
-        // moving each out of the queue first was a copy per message.
         if !self.q3_out.is_empty() {
-            let q3_out = std::mem::take(&mut self.q3_out);
-            let sent = q3_out
-                .iter()
-                .filter(|m| self.wanted(m.flow))
-                .try_for_each(|m| sink.event(Event::Q3(m)));
-            self.q3_out = q3_out;
-            self.q3_out.clear();
-            sent?;
+            if self.samples_held > 0 {
+                self.flush_samples(sink, self.samples_held)?;
+            }
+            self.flush_q3(sink)?;
         }
         if !self.q3_work.samples.is_empty() {
-            let samples = std::mem::take(&mut self.q3_work.samples);
-            let sent = samples
-                .iter()
-                .filter(|x| self.wanted(x.flow))
-                .try_for_each(|x| sink.event(Event::NetSample(x)));
-            self.q3_work.samples = samples;
-            self.q3_work.samples.clear();
-            sent?;
+            self.flush_samples(sink, usize::MAX)?;
         }
-        if self.qw_out.is_empty() {
-            return Ok(());
+        if !self.qw_out.is_empty() {
+            self.flush_qw(sink)?;
         }
+        Ok(())
+    }
+
+    /// Hand the queued Quake 3 messages to the sink.
+    #[inline]
+    fn flush_q3(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        // Handed out by reference and cleared after: a message is a few hundred bytes, and
+        // moving each out of the queue first was a copy per message.
+        let q3_out = std::mem::take(&mut self.q3_out);
+        let sent = q3_out
+            .iter()
+            .filter(|m| self.wanted(m.flow))
+            .try_for_each(|m| sink.event(Event::Q3(m)));
+        self.q3_out = q3_out;
+        self.q3_out.clear();
+        sent
+    }
+
+    /// Hand the first `n` queued Quake 3 network samples (all, when fewer) to the sink.
+    fn flush_samples(&mut self, sink: &mut dyn Sink, n: usize) -> io::Result<()> {
+        let n = n.min(self.q3_work.samples.len());
+        // The queue stays in place, borrowed beside the filter (no take and put back).
+        let mut sent = Ok(());
+        for x in &self.q3_work.samples[..n] {
+            if wanted(&self.filter, x.flow) {
+                sent = sink.event(Event::NetSample(x));
+                if sent.is_err() {
+                    break;
+                }
+            }
+        }
+        self.q3_work.samples.drain(..n);
+        self.samples_held = self.samples_held.saturating_sub(n);
+        sent
+    }
+
+    /// Hand the queued QuakeWorld events (and with them their network samples) to the sink.
+    #[inline]
+    fn flush_qw(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
         let mut qw_out = std::mem::take(&mut self.qw_out);
         for e in qw_out.drain(..) {
             if let (true, qw::Event::Message(m)) = (self.samples, &e) {
@@ -279,6 +329,8 @@ impl Trackers {
             None => self.q3.summaries(),
         };
         v.extend(self.qw.finish(&mut self.qw_out));
+        // The samples still held came before what the end of the stream decoded.
+        self.flush_samples(sink, usize::MAX)?;
         self.flush(sink)?;
         v.extend(self.table.other_summaries().cloned());
         v.sort_by_key(|f| f.id);

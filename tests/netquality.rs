@@ -331,6 +331,102 @@ fn clean_captures_show_no_loss_and_no_lag() {
     }
 }
 
+/// What a sink saw, in the order it saw it: (is a sample, flow, capture time).
+#[derive(Default)]
+struct Order(Vec<(bool, u32, f64)>);
+
+impl pipeline::Sink for Order {
+    fn event(&mut self, e: pipeline::Event<'_>) -> std::io::Result<()> {
+        match e {
+            pipeline::Event::NetSample(s) => self.0.push((true, s.flow, s.time)),
+            pipeline::Event::Q3(m) => self.0.push((false, m.flow, m.time)),
+            pipeline::Event::Qw(m) => self.0.push((false, m.flow, m.time)),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn order(path: &Path, emit: bool) -> Vec<(bool, u32, f64)> {
+    let opts = Options {
+        samples: true,
+        emit,
+        threads: Some(1),
+        ..Options::default()
+    };
+    let mut sink = Order::default();
+    pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture reads");
+    sink.0
+}
+
+/// The capture times of a file's frames, in file order (seconds since the Unix epoch).
+fn frame_times(path: &Path) -> Vec<f64> {
+    let mut r = quakecap::capture::CaptureReader::open(path).expect("capture opens");
+    let mut v = Vec::new();
+    while let Ok(Some(f)) = r.next_frame() {
+        v.push(f.ts_ns as f64 / 1e9);
+    }
+    v
+}
+
+/// Network samples are held back and handed out in batches (`net` has little else to
+/// hand out): the sinks still see every one, in the capture's order among the messages,
+/// with `net` alone (no messages) as with the messages of `report`.
+#[test]
+fn samples_reach_the_sinks_in_capture_order() {
+    for rel in [
+        "q3-basic/capture.pcapng",
+        "q3-two-clients/capture.pcapng",
+        "q3-impaired/server-side.pcapng",
+        "qw-basic/capture.pcapng",
+    ] {
+        let path = dir(rel);
+        if !path.exists() {
+            println!("skipped: {} is missing", path.display());
+            continue;
+        }
+        let times = frame_times(&path);
+        // Each event's place in the file, by its capture time (times two frames share are
+        // left out: the clock alone cannot order them).
+        let mut place: std::collections::HashMap<u64, Option<usize>> = Default::default();
+        for (i, t) in times.iter().enumerate() {
+            place
+                .entry(t.to_bits())
+                .and_modify(|p| *p = None)
+                .or_insert(Some(i));
+        }
+        let with_messages = order(&path, true);
+        let alone = order(&path, false);
+        let samples: Vec<(u32, f64)> = with_messages
+            .iter()
+            .filter(|e| e.0)
+            .map(|e| (e.1, e.2))
+            .collect();
+        let samples_alone: Vec<(u32, f64)> = alone.iter().map(|e| (e.1, e.2)).collect();
+        println!(
+            "{rel}: {} frames, {} events, {} samples",
+            times.len(),
+            with_messages.len(),
+            samples.len()
+        );
+        assert!(samples.len() > 1000, "{rel}: samples");
+        assert_eq!(samples, samples_alone, "{rel}: the same samples either way");
+        assert!(
+            samples.iter().all(|s| place.contains_key(&s.1.to_bits())),
+            "{rel}: each sample at the time of a frame of the capture"
+        );
+        for (what, v) in [("with messages", &with_messages), ("alone", &alone)] {
+            let places: Vec<usize> = v
+                .iter()
+                .filter_map(|e| place.get(&e.2.to_bits()).copied().flatten())
+                .collect();
+            assert!(places.len() * 10 > v.len() * 9, "{rel}: most times placed");
+            let bad = places.windows(2).position(|w| w[0] > w[1]);
+            assert_eq!(bad, None, "{rel} {what}: events in the capture's order");
+        }
+    }
+}
+
 fn quakecap(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
         .args(args)

@@ -81,13 +81,16 @@ pub struct DirTotals {
     pub unacked: u64,
 }
 
-/// Which cached bin a lookup uses ([`FlowAcc::bin_index`]).
+/// Which cached bin a lookup uses ([`FlowAcc::bin_index`]): each kind of time runs in
+/// order of its own, at its own distance behind the samples.
 #[derive(Debug, Clone, Copy)]
 enum Cache {
     /// The samples' own times.
     Now = 0,
-    /// Send times settled or measured later.
-    Sent = 1,
+    /// Send times of round trips measured now (a round trip behind).
+    Rtt = 1,
+    /// Send times of packets the acknowledgements settled (seconds behind).
+    Settled = 2,
 }
 
 fn di(d: Dir) -> usize {
@@ -105,7 +108,7 @@ pub struct FlowAcc {
     pub bins: Vec<Bin>,
     /// The bin last looked up for each [`Cache`]: its bounds in bins since `t0`, [i, i + 1),
     /// and i.
-    cur_bin: [(f64, f64, usize); 2],
+    cur_bin: [(f64, f64, usize); 3],
     pub dir: [DirTotals; 2],
     /// Packets of each direction waiting for the far side's ack.
     acks: [AckTable; 2],
@@ -148,14 +151,21 @@ impl FlowAcc {
 
     /// The index of the bin of capture time `t` (times before the first sample go to the
     /// first bin), the bins grown to hold it.
+    #[inline]
     fn bin_index(&mut self, t: f64, cache: Cache) -> Option<usize> {
         let x = (t - self.t0) * (1.0 / BIN_S);
         // Most times fall in the bin of the one before of their kind: compared with its
         // bounds, exactly as the conversion below would place them, without the conversion.
-        let c = &mut self.cur_bin[cache as usize];
+        let c = &self.cur_bin[cache as usize];
         if x >= c.0 && x < c.1 {
             return Some(c.2);
         }
+        self.bin_index_new(x, cache)
+    }
+
+    /// [`Self::bin_index`] past the cached bin: `x` in bins since `t0`.
+    #[inline(never)]
+    fn bin_index_new(&mut self, x: f64, cache: Cache) -> Option<usize> {
         let x = if x > 0.0 { x } else { 0.0 };
         if x.is_nan() || x >= MAX_BINS as f64 {
             return None;
@@ -169,14 +179,18 @@ impl FlowAcc {
     }
 
     /// The bin of a send time `t` (a round trip's or a settled packet's start): those run
-    /// seconds behind the samples, so they keep their own cached bin.
-    fn bin(&mut self, t: f64) -> Option<&mut Bin> {
-        let i = self.bin_index(t, Cache::Sent)?;
+    /// behind the samples, so they keep their own cached bins.
+    fn bin(&mut self, t: f64, cache: Cache) -> Option<&mut Bin> {
+        let i = self.bin_index(t, cache)?;
         self.bins.get_mut(i)
     }
 
     pub fn add(&mut self, s: &Sample) {
-        self.t_last = self.t_last.max(s.time);
+        // Times are finite here (the sink drops the others), so a comparison does what
+        // `f64::max` does.
+        if s.time > self.t_last {
+            self.t_last = s.time;
+        }
         let d = di(s.dir);
         self.complete_rtts(d, s.time);
         let t = &mut self.dir[d];
@@ -220,7 +234,7 @@ impl FlowAcc {
         if let Some(snap) = s.snapshot {
             self.snapshot(s, snap, bi);
         }
-        if let (Some(st), Dir::S2c) = (&mut self.strip, s.dir) {
+        if let (Dir::S2c, Some(st)) = (s.dir, &mut self.strip) {
             st.packet(
                 s.time,
                 s.seq,
@@ -262,8 +276,7 @@ impl FlowAcc {
     /// Acknowledgement `a` of the far direction's packets.
     fn far_ack(&mut self, s: &Sample, a: i64) {
         let far = 1 - di(s.dir);
-        let mut settled = std::mem::take(&mut self.settled);
-        if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut settled) {
+        if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut self.settled) {
             let (m, side, seq) = if far == 1 {
                 (RttMethod::AckS2c, Dir::S2c, Some(a))
             } else {
@@ -271,19 +284,21 @@ impl FlowAcc {
             };
             self.await_rtt(side, m, sent, seq);
         }
-        self.record_settled(far, &mut settled);
-        self.settled = settled;
+        self.record_settled(far);
     }
 
-    /// The packets of direction `d` the acknowledgements settled (most calls: none).
+    /// The packets of direction `d` the acknowledgements settled into `self.settled` (most
+    /// calls: none).
     #[inline]
-    fn record_settled(&mut self, d: usize, settled: &mut Vec<Settled>) {
-        if settled.is_empty() {
+    fn record_settled(&mut self, d: usize) {
+        if self.settled.is_empty() {
             return;
         }
-        for st in settled.drain(..) {
+        for i in 0..self.settled.len() {
+            let st = self.settled[i];
             self.record_one_settled(d, st);
         }
+        self.settled.clear();
     }
 
     fn record_one_settled(&mut self, d: usize, st: Settled) {
@@ -293,7 +308,7 @@ impl FlowAcc {
         } else {
             t.unacked += 1;
         }
-        if let Some(b) = self.bin(st.time) {
+        if let Some(b) = self.bin(st.time, Cache::Settled) {
             let db = &mut b.dir[d];
             db.expected_ack += 1;
             if !st.delivered {
@@ -322,15 +337,14 @@ impl FlowAcc {
         if self.awaiting[d].is_empty() {
             return;
         }
-        let done = std::mem::take(&mut self.awaiting[d]);
-        for &(m, sent, seq) in &done {
+        for i in 0..self.awaiting[d].len() {
+            let (m, sent, seq) = self.awaiting[d][i];
             let ms = (now - sent) * 1000.0;
             self.rtt_sample(m, sent, ms);
             if let Some(st) = &mut self.strip {
                 st.latency(m, seq, ms);
             }
         }
-        self.awaiting[d] = done;
         self.awaiting[d].clear();
     }
 
@@ -339,11 +353,14 @@ impl FlowAcc {
         let k = m as usize;
         self.rtt[k].add(ms);
         self.rtt_var[k].add(ms);
-        if let Some(b) = self.bin(sent) {
+        if let Some(b) = self.bin(sent, Cache::Rtt) {
             let r = &mut b.rtt[k];
             r.sum_ms += ms;
             r.n += 1;
-            r.max_ms = r.max_ms.max(ms);
+            // Finite (two sample times apart): a comparison does what `f64::max` does.
+            if ms > r.max_ms {
+                r.max_ms = ms;
+            }
         }
     }
 
@@ -390,10 +407,8 @@ impl FlowAcc {
     /// End of the capture: settle what the acknowledgements can still tell.
     pub fn finish(&mut self) {
         for d in 0..2 {
-            let mut settled = std::mem::take(&mut self.settled);
-            self.acks[d].finish(&mut settled);
-            self.record_settled(d, &mut settled);
-            self.settled = settled;
+            self.acks[d].finish(&mut self.settled);
+            self.record_settled(d);
         }
     }
 

@@ -9,6 +9,9 @@ use super::sample::Sample;
 use crate::flow::FlowMap;
 use crate::pipeline::{Event, Report, Sink};
 
+/// Flow ids below this have a slot in [`NetSink`]'s dense index (256 KB at most).
+const DENSE_IDS: u32 = 1 << 16;
+
 /// Collects the network quality of every connection of one input.
 #[derive(Debug, Default)]
 pub struct NetSink {
@@ -17,11 +20,14 @@ pub struct NetSink {
     strip: bool,
     /// Widen a connection's interval so its series has at most this many entries.
     max_points: Option<usize>,
-    /// Accumulations by flow id, through an index: consecutive samples are mostly of the
-    /// same flow, so the last lookup is kept.
+    /// Accumulations by flow id, through an index.
     accs: Vec<FlowAcc>,
     index: FlowMap<u32, usize>,
-    last: Option<(u32, usize)>,
+    /// The same index for the small flow ids (the flow table numbers flows from 1, so a
+    /// capture's ids are small and dense): accumulation + 1 by id, 0 for none. Samples of
+    /// many connections interleave, so a lookup per sample is the common case, and a slot is
+    /// cheaper than hashing. Ids from [`DENSE_IDS`] on use the map alone.
+    dense: Vec<u32>,
     /// The reports of the inputs finished so far.
     pub reports: Vec<NetQuality>,
 }
@@ -69,23 +75,34 @@ impl NetSink {
         if !s.time.is_finite() {
             return;
         }
-        let i = match self.last {
-            Some((id, i)) if id == s.flow => i,
-            _ => {
-                let next = self.accs.len();
-                let i = *self.index.entry(s.flow).or_insert(next);
-                if i == next {
-                    let acc = FlowAcc::new(s.time);
-                    self.accs
-                        .push(if self.strip { acc.with_strip() } else { acc });
-                }
-                self.last = Some((s.flow, i));
-                i
-            }
+        let i = match self.dense.get(s.flow as usize) {
+            Some(&k) if k > 0 => k as usize - 1,
+            _ => self.new_or_sparse(s),
         };
         if let Some(acc) = self.accs.get_mut(i) {
             acc.add(s);
         }
+    }
+
+    /// The accumulation of a flow without a dense slot: a new flow, or a large id.
+    #[cold]
+    #[inline(never)]
+    fn new_or_sparse(&mut self, s: &Sample) -> usize {
+        let next = self.accs.len();
+        let i = *self.index.entry(s.flow).or_insert(next);
+        if i == next {
+            let acc = FlowAcc::new(s.time);
+            self.accs
+                .push(if self.strip { acc.with_strip() } else { acc });
+        }
+        if s.flow < DENSE_IDS {
+            let f = s.flow as usize;
+            if self.dense.len() <= f {
+                self.dense.resize(f + 1, 0);
+            }
+            self.dense[f] = u32::try_from(i + 1).unwrap_or(0);
+        }
+        i
     }
 
     /// End of one input: a report per connection of `r` that had samples.
@@ -104,6 +121,6 @@ impl NetSink {
         }
         self.accs.clear();
         self.index.clear();
-        self.last = None;
+        self.dense.clear();
     }
 }

@@ -38,7 +38,8 @@ pub struct Hist {
 
 impl Hist {
     pub fn add(&mut self, ms: f64) {
-        if !ms.is_finite() || ms < 0.0 {
+        // Neither NaN, infinite nor negative: two comparisons (false for NaN).
+        if !(0.0..f64::INFINITY).contains(&ms) {
             return;
         }
         if self.counts.is_empty() {
@@ -47,7 +48,10 @@ impl Hist {
         let i = bucket(ms);
         self.counts[i] = self.counts[i].saturating_add(1);
         self.n += 1;
-        self.max = self.max.max(ms);
+        // Finite and not negative here: a comparison does what `f64::max` does.
+        if ms > self.max {
+            self.max = ms;
+        }
     }
 
     pub fn len(&self) -> u64 {
@@ -170,6 +174,11 @@ pub struct AckTable {
     /// client loading its map keeps acknowledging the gamestate for seconds).
     live: bool,
     advances: u32,
+    /// The sequence the latest first acknowledgement named. The far side repeats it until it
+    /// accepts a newer packet, and a repeat finds that packet acknowledged already or
+    /// settled: no search. Forgotten when that sequence is sent again (a netchan restart),
+    /// so it always names a packet acknowledged or gone.
+    last_acked: Option<i64>,
 }
 
 impl AckTable {
@@ -180,6 +189,9 @@ impl AckTable {
         // set-up): those packets tell nothing about the path.
         if !self.live || self.pending.back().is_some_and(|s| s.seq >= seq) {
             return None;
+        }
+        if self.last_acked.is_some_and(|a| a >= seq) {
+            self.last_acked = None;
         }
         let full = if self.pending.len() >= MAX_PENDING {
             self.pending.pop_front().map(|s| self.settle(s))
@@ -202,16 +214,25 @@ impl AckTable {
             self.live |= self.advances >= LIVE_ADVANCES;
         }
         self.max_ack = Some(self.max_ack.map_or(ack, |m| m.max(ack)));
-        let rtt = match self.find(ack) {
-            Ok(i) if !self.pending[i].acked => {
+        let rtt = match self.find_unacked(ack) {
+            Some(i) => {
                 self.pending[i].acked = true;
+                self.last_acked = Some(ack);
                 let s = self.pending[i];
                 Some((s.time, now - s.time))
             }
-            _ => None,
+            None => None,
         };
         self.settle_before(now - SETTLE_S, out);
         rtt
+    }
+
+    /// The pending packet of sequence `seq` when it is not acknowledged yet.
+    fn find_unacked(&self, seq: i64) -> Option<usize> {
+        if self.last_acked == Some(seq) {
+            return None;
+        }
+        self.find(seq).ok().filter(|&i| !self.pending[i].acked)
     }
 
     /// The pending packet of sequence `seq`: sequences usually run without holes here (the
@@ -291,6 +312,26 @@ mod tests {
         t.finish(&mut out);
         let lost = out.iter().filter(|s| !s.delivered).count();
         assert_eq!((out.len(), lost), (3, 1));
+    }
+
+    #[test]
+    fn ack_table_repeated_and_restarted_sequences() {
+        let mut t = AckTable::default();
+        let mut out = Vec::new();
+        for a in -5..=0 {
+            t.ack(a, 0.0, &mut out);
+        }
+        t.sent(1, 0.1);
+        assert!(t.ack(1, 0.15, &mut out).is_some());
+        // Repeats of an acknowledged sequence are no new round trip.
+        assert!(t.ack(1, 0.2, &mut out).is_none());
+        // Settled and gone, then the netchan restarts and sends sequence 1 again: its first
+        // acknowledgement is a round trip again.
+        t.ack(1, 5.0, &mut out);
+        assert_eq!(out.len(), 1);
+        t.sent(1, 6.0);
+        assert_eq!(t.ack(1, 6.1, &mut out).map(|(sent, _)| sent), Some(6.0));
+        assert!(t.ack(1, 6.2, &mut out).is_none());
     }
 
     #[test]
