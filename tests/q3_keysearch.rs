@@ -484,6 +484,65 @@ fn c2s_survivors_per_byte() {
     }
 }
 
+/// A c2s search's answer checked against the truth: its stream is the real one (the full
+/// capture's challenge and the text of the server command acknowledged), and so is its
+/// whole text when it gives one. Says what was found.
+fn checked_c2s_found(
+    name: &str,
+    c: &Conn,
+    pct: u64,
+    text: &str,
+    ch: u8,
+    f: &c2ssearch::Found,
+) -> String {
+    let u = &f.stream;
+    assert_eq!(
+        u,
+        &true_c2s_stream(c.challenge, text, u.len()),
+        "{name} {pct}%: a stream that is not the real one"
+    );
+    if let Some(t) = &f.text {
+        assert_eq!(
+            t.as_slice(),
+            text.as_bytes(),
+            "{name} {pct}%: the command's text"
+        );
+    }
+    format!(
+        "{} bytes ({:?}{})",
+        u.len(),
+        String::from_utf8_lossy(&c2ssearch::command_text(ch, u)),
+        if f.text.is_some() {
+            ", the whole text"
+        } else {
+            ""
+        }
+    )
+}
+
+/// One line per searched group of client messages.
+#[allow(clippy::too_many_arguments)]
+fn print_c2s_group(
+    name: &str,
+    c: &Conn,
+    pct: u64,
+    ack: i32,
+    text: &str,
+    group: &[ClientScrambled<'_>],
+    what: &str,
+    decodes: usize,
+    ms: f64,
+) {
+    eprintln!(
+        "{name} {} cut {pct}%: {} client messages acknowledge server command {ack} ({:?}), lengths {}..{}: {what}, {decodes} decodes, {ms:.1} ms",
+        c.client_ports[0],
+        group.len(),
+        text.chars().take(30).collect::<String>(),
+        group.iter().map(|m| m.body.len()).min().unwrap_or(0),
+        group.iter().map(|m| m.body.len()).max().unwrap_or(0),
+    );
+}
+
 /// Every cut of every protocol-68 capture: the c2s search on the first client messages
 /// after the cut that acknowledge one server command (sent before the cut), with the
 /// challenge byte known (as after a lock-on), finds the real key stream (from the full
@@ -503,42 +562,12 @@ fn c2s_search_finds_the_real_stream_or_nothing() {
         tried += 1;
         let what = match &got {
             Some(f) => {
-                let u = &f.stream;
-                assert_eq!(
-                    u,
-                    &true_c2s_stream(c.challenge, text, u.len()),
-                    "{name} {pct}%: a stream that is not the real one"
-                );
-                if let Some(t) = &f.text {
-                    assert_eq!(
-                        t.as_slice(),
-                        text.as_bytes(),
-                        "{name} {pct}%: the command's text"
-                    );
-                }
                 found += 1;
-                format!(
-                    "found {} bytes ({:?}{})",
-                    u.len(),
-                    String::from_utf8_lossy(&c2ssearch::command_text(ch, u)),
-                    if f.text.is_some() {
-                        ", the whole text"
-                    } else {
-                        ""
-                    }
-                )
+                checked_c2s_found(name, c, pct, text, ch, f)
             }
             None => "nothing".to_string(),
         };
-        eprintln!(
-            "{name} {} cut {pct}%: {} client messages acknowledge server command {ack} ({:?}), lengths {}..{}: {what}, {} decodes, {ms:.1} ms",
-            c.client_ports[0],
-            group.len(),
-            text.chars().take(30).collect::<String>(),
-            group.iter().map(|m| m.body.len()).min().unwrap_or(0),
-            group.iter().map(|m| m.body.len()).max().unwrap_or(0),
-            work.decodes
-        );
+        print_c2s_group(name, c, pct, ack, text, group, &what, work.decodes, ms);
     });
     eprintln!("c2s streams found: {found} of {tried}");
     assert!(tried == 0 || found > 0, "no c2s stream found");
@@ -561,38 +590,15 @@ fn c2s_lock_search_finds_the_real_challenge_or_nothing() {
                     *ch, c.challenge as u8,
                     "{name} {pct}%: a wrong challenge byte"
                 );
-                let u = &f.stream;
-                assert_eq!(
-                    u,
-                    &true_c2s_stream(c.challenge, text, u.len()),
-                    "{name} {pct}%: a stream that is not the real one"
-                );
-                if let Some(t) = &f.text {
-                    assert_eq!(t.as_slice(), text.as_bytes(), "{name} {pct}%: the text");
-                }
                 found += 1;
                 format!(
-                    "challenge byte and {} bytes ({:?}{})",
-                    u.len(),
-                    String::from_utf8_lossy(&c2ssearch::command_text(*ch, u)),
-                    if f.text.is_some() {
-                        ", the whole text"
-                    } else {
-                        ""
-                    }
+                    "challenge byte and {}",
+                    checked_c2s_found(name, c, pct, text, *ch, f)
                 )
             }
             None => "nothing".to_string(),
         };
-        eprintln!(
-            "{name} {} cut {pct}%: {} client messages acknowledge server command {ack} ({:?}), lengths {}..{}: {what}, {} decodes, {ms:.1} ms",
-            c.client_ports[0],
-            group.len(),
-            text.chars().take(30).collect::<String>(),
-            group.iter().map(|m| m.body.len()).min().unwrap_or(0),
-            group.iter().map(|m| m.body.len()).max().unwrap_or(0),
-            work.decodes
-        );
+        print_c2s_group(name, c, pct, ack, text, group, &what, work.decodes, ms);
     });
     eprintln!("c2s lock-on streams found: {found} of {tried}");
     assert!(tried == 0 || found > 0, "no c2s lock-on stream found");

@@ -410,8 +410,8 @@ impl Decoder {
     pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
-            Work::Prior(a) => self.prior_message(a),
-            Work::PriorClient(a) => self.prior_client_message(a),
+            Work::Prior(a) => self.for_state(Work::Server(a)),
+            Work::PriorClient(a) => self.for_state(Work::Client(a)),
             Work::ClientKey { ack, stream, text } => {
                 let st = state_of(&mut self.st, true);
                 st.client_relock.install(ack, ClientKey::new(stream, text));
@@ -441,16 +441,17 @@ impl Decoder {
         }
     }
 
-    /// A server message decoded for the client's state only ([`Work::Prior`]). Out of
-    /// line: it never runs with a handshake.
+    /// Decode message work `w` for the client's state only: nothing is reported (the
+    /// message was reported undecoded when it came). Through `run`, so the per-message
+    /// paths keep one inlined copy each. Out of line: it never runs with a handshake.
     #[cold]
     #[inline(never)]
-    fn prior_message(&mut self, a: Accepted) -> Option<Vec<u8>> {
+    fn for_state(&mut self, w: Work) -> Option<Vec<u8>> {
         let opts = self.opts;
         self.opts.emit = false;
         self.opts.keep_raw = false;
         self.opts.samples = false;
-        let body = self.server_message(a, &mut Vec::new());
+        let body = self.run(w, &mut Vec::new());
         self.opts = opts;
         body
     }
@@ -473,24 +474,9 @@ impl Decoder {
                 fragmented: false,
                 ..*a
             };
-            self.prior_message(p);
+            self.for_state(Work::Server(p));
         }
         true
-    }
-
-    /// A client message decoded for the client's state only ([`Work::PriorClient`]).
-    /// Through `run`: the client path keeps one inlined copy (a second caller would take it
-    /// out of line, a call per client message with a handshake too).
-    #[cold]
-    #[inline(never)]
-    fn prior_client_message(&mut self, a: Accepted) -> Option<Vec<u8>> {
-        let opts = self.opts;
-        self.opts.emit = false;
-        self.opts.keep_raw = false;
-        self.opts.samples = false;
-        let body = self.run(Work::Client(a), &mut Vec::new());
-        self.opts = opts;
-        body
     }
 
     /// Count `e` as an error of message `a`; returns it for the event.
@@ -520,8 +506,8 @@ impl Decoder {
         Some(a.body)
     }
 
-    // Inlined into `run` as when it was its only caller (the cold `prior_message` is the
-    // other): the per-message path of captures with handshakes stays as fast.
+    // Inlined into `run`, its only caller (messages decoded for the state come back through
+    // it): the per-message path of captures with handshakes stays as fast.
     #[inline(always)]
     fn server_message(&mut self, mut a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         let mut st = state(&mut self.st, &a);
@@ -652,13 +638,8 @@ impl Decoder {
                     mid_session: true,
                     ..*a
                 };
-                let opts = self.opts;
-                self.opts.emit = false;
-                self.opts.keep_raw = false;
-                self.opts.samples = false;
                 self.plain_next = true;
-                self.run(Work::Client(p), &mut Vec::new());
-                self.opts = opts;
+                self.for_state(Work::Client(p));
             }
         }
         match offer.key {
@@ -1363,22 +1344,11 @@ impl Connection {
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
         let mut prior = std::mem::take(&mut l.group.msgs);
         prior.pop(); // This message: decoded as usual next.
-        self.lock68 = None;
-        self.challenge = Some(i32::from(ch));
-        self.summary.protocol = Some(68);
-        let text = format!(
-            "capture starts after the connection's handshake: protocol 68 locked on at packet {packets} of the connection ({:.3} s), challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess; messages before are counted, not decoded, and so are later ones whose key string (a command sent before the capture) is unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values",
-            (d.ts_ns - first_ns) as f64 / 1e9,
+        let how = format!(
+            "challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess",
             LOCK_GROUP = super::keysearch::AckGroup::SIZE,
         );
-        if let Some(e) = self
-            .summary
-            .error_details
-            .iter_mut()
-            .find(|e| e.kind == ErrorKind::MidSession)
-        {
-            e.message = text;
-        }
+        self.set_locked68(ch, packets, (d.ts_ns - first_ns) as f64 / 1e9, &how);
         let w = Work::ClientCommand {
             seq: ack,
             text: cmd,
@@ -1391,6 +1361,26 @@ impl Connection {
             self.dispatch(Work::Prior(a), out, work);
         }
         true
+    }
+
+    /// Mid-session protocol 68 locked on with challenge byte `ch` at packet `packets` of the
+    /// connection (`secs` of its traffic), found as `how` says: the rest of the connection
+    /// is decoded as far as its keys are known, and `flows` says so.
+    fn set_locked68(&mut self, ch: u8, packets: u64, secs: f64, how: &str) {
+        self.lock68 = None;
+        self.challenge = Some(i32::from(ch));
+        self.summary.protocol = Some(68);
+        let text = format!(
+            "capture starts after the connection's handshake: protocol 68 locked on at packet {packets} of the connection ({secs:.3} s), {how}; messages before are counted, not decoded, and so are later ones whose key string (a command sent before the capture) is unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values"
+        );
+        if let Some(e) = self
+            .summary
+            .error_details
+            .iter_mut()
+            .find(|e| e.kind == ErrorKind::MidSession)
+        {
+            e.message = text;
+        }
     }
 
     /// Mid-session protocol 68: offer client message `seq` to the client-side lock-on
@@ -1416,26 +1406,15 @@ impl Connection {
         let (s_tries, s_decodes) = (l.tries, l.decodes);
         let mut prior = std::mem::take(&mut l.client_group.msgs);
         prior.pop(); // This message: decoded as usual next.
-        self.lock68 = None;
-        self.challenge = Some(i32::from(ch));
-        self.summary.protocol = Some(68);
         let what = match &found.text {
             Some(t) => format!("its text {:?}", String::from_utf8_lossy(t)),
             None => format!("its first {} key bytes", found.stream.len()),
         };
-        let text = format!(
-            "capture starts after the connection's handshake: protocol 68 locked on at packet {packets} of the connection ({:.3} s) from client messages: challenge byte {ch} (its low byte: all the key uses) and the key stream of server command {ack} ({what}) found by key search ({tries} client-message searches, {decodes} body decodes; {s_tries} server-message searches, {s_decodes} body decodes): {MIN}+ client messages decode with them and with no other candidate; messages before are counted, not decoded, and so are later ones whose key string (a command sent before the capture) is unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values",
-            (d.ts_ns - first_ns) as f64 / 1e9,
+        let how = format!(
+            "from client messages: challenge byte {ch} (its low byte: all the key uses) and the key stream of server command {ack} ({what}) found by key search ({tries} client-message searches, {decodes} body decodes; {s_tries} server-message searches, {s_decodes} body decodes): {MIN}+ client messages decode with them and with no other candidate",
             MIN = c2ssearch::MIN_WHOLE,
         );
-        if let Some(e) = self
-            .summary
-            .error_details
-            .iter_mut()
-            .find(|e| e.kind == ErrorKind::MidSession)
-        {
-            e.message = text;
-        }
+        self.set_locked68(ch, packets, (d.ts_ns - first_ns) as f64 / 1e9, &how);
         let w = Work::ClientKey {
             ack,
             stream: found.stream,
