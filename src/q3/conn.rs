@@ -797,10 +797,14 @@ pub struct Connection {
     lock68: Option<Box<Lock68>>,
 }
 
-/// Searches per connection: each costs a few thousand body decodes at most (13 guesses of
-/// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
-/// instructions (under 2 ms): the work per connection stays a few milliseconds.
-const LOCK_TRIES: u32 = 3;
+/// Searches per connection. A search tries 13 guesses of 256 challenge bytes, but each
+/// message's last bytes rule out nearly all of them before any decode
+/// ([`super::keysearch::may_end_after`]): a search costs a few hundred body decodes, about
+/// 1 M instructions (a third of a millisecond), so 16 searches cost a connection that never
+/// locks on what 3 cost before that check. A group no guess decodes uses a search too:
+/// server messages acknowledging free text (`userinfo`, `say …`) come first on some cuts
+/// (q3-basic cut at 10 %, q3-two-clients cut at 30 %: locked on at the 4th search).
+const LOCK_TRIES: u32 = 16;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
