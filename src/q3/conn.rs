@@ -800,8 +800,8 @@ pub struct Connection {
 /// Searches per connection. A search tries 13 guesses of 256 challenge bytes, but each
 /// message's last bytes rule out nearly all of them before any decode
 /// ([`super::keysearch::may_end_after`]): a search costs a few hundred body decodes, about
-/// 1 M instructions (a third of a millisecond), so 16 searches cost a connection that never
-/// locks on what 3 cost before that check. A group no guess decodes uses a search too:
+/// 0.5 M instructions (callgrind, release, stored cuts), so 16 searches cost a connection
+/// that never locks on half what 3 cost before that check (5.4 M each). A group no guess decodes uses a search too:
 /// server messages acknowledging free text (`userinfo`, `say …`) come first on some cuts
 /// (q3-basic cut at 10 %, q3-two-clients cut at 30 %: locked on at the 4th search).
 const LOCK_TRIES: u32 = 16;

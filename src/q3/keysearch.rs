@@ -255,7 +255,8 @@ fn ends_as_written(buf: &[u8], end: usize) -> bool {
 /// the code fills the bits just before some end bit in the last byte, and that byte's bits
 /// from there on are zero (or the end is the byte's first bit). A necessary condition for a
 /// message to decode whole, read off the last bytes alone: a wrong key passes it about once
-/// in 16 (a 5-bit code, two ways to end), so a search checks it before decoding anything.
+/// in 16 for `svc_EOF` (a 5-bit code) and once in 128 for `clc_EOF` (8 bits), so a search
+/// checks it before decoding anything.
 pub(super) fn may_end_after(tail: [u8; 4], sym: u8) -> bool {
     let (code, len) = super::huffman::code_of(sym);
     let (code, len) = (u32::from(code), u32::from(len));
@@ -882,7 +883,8 @@ mod tests {
         }
     }
 
-    /// Random last bytes (a wrong key) pass about once in 16: two ways to end, 5-bit codes.
+    /// Random last bytes (a wrong key) pass about once in 16 (`svc_EOF`, a 5-bit code) or
+    /// 128 (`clc_EOF`, 8 bits).
     #[test]
     fn random_tails_rarely_may_end() {
         for sym in [svc::SVC_EOF, CLC_EOF] {
