@@ -832,6 +832,9 @@ impl Lock68 {
     /// command the group acknowledges, and the challenge byte.
     /// The searches are bounded by [`LOCK_TRIES`] and [`LOCK_DECODES`], not by time: a
     /// capture whose first guessable acknowledgement comes late still locks on then.
+    // Out of line: only connections seen mid-session before their lock-on come here, and
+    // inlined into the datagram path it made that path slower for every connection.
+    #[inline(never)]
     fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.group.start(ack) {
