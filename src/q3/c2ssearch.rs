@@ -18,7 +18,7 @@
 //! than it decode with it and with no other stream; a wrong stream never decodes.
 use super::bits::{BitError, BitReader};
 use super::clc;
-use super::keysearch::Work;
+use super::keysearch::{self, Work};
 use super::scramble::C2S_START;
 use super::usercmd::{read_delta_usercmd, UserCmd};
 
@@ -155,6 +155,11 @@ impl Checker {
     /// Descramble the first `known` bytes of `m` with `u` and decode them.
     fn check(&mut self, m: &ClientScrambled<'_>, u: &[u8], known: usize) -> Check {
         self.work.decodes += 1;
+        // A whole message that cannot end as written is wrong before any decode (counted as
+        // one all the same: the searches' budgets are in decodes, and stay as they were).
+        if known >= m.body.len() && !client_may_end(m, u) {
+            return Check::Wrong;
+        }
         let n = known.min(m.body.len());
         self.buf.clear();
         self.buf.extend_from_slice(&m.body[..n]);
@@ -239,6 +244,24 @@ impl Checker {
         }
         Ok(())
     }
+}
+
+/// [`keysearch::may_end_after`] for client message `m` descrambled with `u` (bytes `u`
+/// does not reach stay as they are, as [`Checker::check`] leaves them) ending after
+/// `clc_EOF`.
+fn client_may_end(m: &ClientScrambled<'_>, u: &[u8]) -> bool {
+    let len = m.body.len();
+    let Some(start) = len.checked_sub(4) else {
+        return true;
+    };
+    let mut tail = [0u8; 4];
+    for (j, t) in (start..len).zip(&mut tail) {
+        *t = m.body[j];
+        if let Some(&k) = j.checked_sub(C2S_START).and_then(|i| u.get(i)) {
+            *t ^= m.key ^ k;
+        }
+    }
+    keysearch::may_end_after(tail, clc::CLC_EOF)
 }
 
 /// The message read up to its `clc_EOF` (ending at bit `end`) fills exactly
@@ -604,15 +627,21 @@ fn next_level(
 ) -> Option<Vec<Vec<u8>>> {
     let known = C2S_START + k + 1;
     let mut next = Vec::new();
+    // One candidate buffer for the level: only survivors are copied out.
+    let mut w = Vec::with_capacity(k + 1);
+    let mut candidates = Vec::with_capacity(256);
     for u in level {
-        let candidates: Vec<u8> = match (u.last(), first) {
-            (None, First::Any) => (0..=255).collect(),
-            (None, First::Challenge(ch)) => key_chars().map(|c| ch ^ c).collect(),
-            (Some(&p), _) => key_chars().map(|c| p ^ (c << (k & 1))).collect(),
-        };
-        for v in candidates {
-            let mut w = u.clone();
-            w.push(v);
+        candidates.clear();
+        match (u.last(), first) {
+            (None, First::Any) => candidates.extend(0..=255),
+            (None, First::Challenge(ch)) => candidates.extend(key_chars().map(|c| ch ^ c)),
+            (Some(&p), _) => candidates.extend(key_chars().map(|c| p ^ (c << (k & 1)))),
+        }
+        w.clear();
+        w.extend_from_slice(u);
+        w.push(0);
+        for &v in &candidates {
+            w[u.len()] = v;
             let mut ok = true;
             checker.seen.clear();
             for m in group.iter().filter(|m| m.body.len() >= known) {
@@ -625,7 +654,7 @@ fn next_level(
                 }
             }
             if ok {
-                next.push(w);
+                next.push(w.clone());
                 if next.len() > limits.beam {
                     return None;
                 }

@@ -839,10 +839,20 @@ pub struct Connection {
     lock68: Option<Box<Lock68>>,
 }
 
-/// Searches per connection: each costs a few thousand body decodes at most (13 guesses of
-/// 256 challenge bytes, most ruled out by the first message's first bytes), about 5.5 M
-/// instructions (under 2 ms): the work per connection stays a few milliseconds.
-const LOCK_TRIES: u32 = 3;
+/// Searches per connection. A search tries 13 guesses of 256 challenge bytes, but each
+/// message's last bytes rule out nearly all of them before any decode
+/// ([`super::keysearch::may_end_after`]): a search costs a few hundred body decodes, about
+/// 0.5 M instructions (callgrind, release, stored cuts), so 16 searches cost a connection
+/// that never locks on half what 3 cost before that check (5.4 M each). A group no guess decodes uses a search too:
+/// server messages acknowledging free text (`userinfo`, `say …`) come first on some cuts
+/// (q3-basic cut at 10 %, q3-two-clients cut at 30 %: locked on at the 4th search).
+const LOCK_TRIES: u32 = 16;
+
+/// Body decodes the lock-on searches of a connection may spend before another starts: a
+/// message the last-bytes check cannot rule out (crafted, or a long one that ends alike
+/// under many keys) costs decodes, and this keeps such input to what 3 searches could cost
+/// before that check (at most 18 301 decodes on the stored cuts then; 2 050 now).
+const LOCK_DECODES: usize = 20_000;
 
 /// A mid-session protocol-68 connection before lock-on: the latest server messages of one
 /// acknowledgement, and what the search has cost.
@@ -915,8 +925,11 @@ impl Lock68 {
 
     /// Take server message `seq` and search when a group is complete: the guessed client
     /// command the group acknowledges, and the challenge byte.
-    /// The searches are bounded by [`LOCK_TRIES`], not by time: a capture whose first
-    /// guessable acknowledgement comes late still locks on then.
+    /// The searches are bounded by [`LOCK_TRIES`] and [`LOCK_DECODES`], not by time: a
+    /// capture whose first guessable acknowledgement comes late still locks on then.
+    // Out of line: only connections seen mid-session before their lock-on come here, and
+    // inlined into the datagram path it made that path slower for every connection.
+    #[inline(never)]
     fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.group.start(ack) {
@@ -927,7 +940,10 @@ impl Lock68 {
         }
         // Search when a group is complete, then once more when it has doubled (if more
         // than one guess decoded it).
-        if !self.group.push(ack, seq, body) || self.tries >= LOCK_TRIES {
+        if !self.group.push(ack, seq, body)
+            || self.tries >= LOCK_TRIES
+            || self.decodes >= LOCK_DECODES
+        {
             return None;
         }
         self.tries += 1;
@@ -1535,6 +1551,28 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hostile input: server messages of ever new acknowledgements that no guess decodes
+    /// start at most [`LOCK_TRIES`] searches, whatever their number.
+    #[test]
+    fn lock_on_searches_are_bounded() {
+        let mut l = Lock68::default();
+        let mut x = 0x1234_5678u32;
+        for seq in 0..4000 {
+            // Acknowledgement 1 + seq / 4 (Huffman-coded in the clear bytes), then noise.
+            let mut w = crate::q3::bits::BitWriter::new();
+            w.write_long(1 + seq / 4);
+            for _ in 0..40 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                w.write_byte(x as u8);
+            }
+            assert_eq!(l.offer(seq, &w.finish()), None);
+        }
+        assert_eq!(l.tries, LOCK_TRIES);
+        assert!(l.decodes < LOCK_DECODES, "{} decodes", l.decodes);
+    }
 
     /// A silent connection's decoder keeps its state unless its client left.
     #[test]

@@ -174,10 +174,26 @@ impl Checker {
 
     /// Descramble the first `known` bytes of `m` with `u` and decode them.
     fn check(&mut self, m: &Scrambled<'_>, u: &[u8], known: usize) -> Check {
+        match reliable_ack(m.body) {
+            Some(head) => self.check_after(m, head, u, known),
+            None => {
+                self.work.decodes += 1;
+                Check::Wrong
+            }
+        }
+    }
+
+    /// [`Self::check`] with the message's acknowledgement and the bit after it
+    /// ([`reliable_ack`]) read once by the caller: a search checks each message hundreds of
+    /// times.
+    fn check_after(
+        &mut self,
+        m: &Scrambled<'_>,
+        (ack, bit): (i32, usize),
+        u: &[u8],
+        known: usize,
+    ) -> Check {
         self.work.decodes += 1;
-        let Some((ack, bit)) = reliable_ack(m.body) else {
-            return Check::Wrong;
-        };
         let n = known.min(m.body.len());
         self.buf.clear();
         self.buf.extend_from_slice(&m.body[..n]);
@@ -235,6 +251,73 @@ fn ends_after_eofs(r: &mut BitReader<'_>, buf: &[u8]) -> bool {
 fn ends_as_written(buf: &[u8], end: usize) -> bool {
     let last = end >> 3;
     last + 1 == buf.len() && (end & 7 == 0 || buf[last] >> (end & 7) == 0)
+}
+
+/// A message whose last four bytes are `tail` (descrambled) can end as the engine writes it
+/// ([`ends_as_written`]) right after the Huffman code of `sym` (its end-of-message op):
+/// the code fills the bits just before some end bit in the last byte, and that byte's bits
+/// from there on are zero (or the end is the byte's first bit). A necessary condition for a
+/// message to decode whole, read off the last bytes alone: a wrong key passes it about once
+/// in 16 for `svc_EOF` (a 5-bit code) and once in 128 for `clc_EOF` (8 bits), so a search
+/// checks it before decoding anything.
+pub(super) fn may_end_after(tail: [u8; 4], sym: u8) -> bool {
+    let (code, len) = super::huffman::code_of(sym);
+    let (code, len) = (u32::from(code), u32::from(len));
+    let w = u32::from_le_bytes(tail);
+    let last = tail[3];
+    // The end bit `24 + p` of `w` (bit `p` of the last byte); `len` <= 11 keeps it in `w`.
+    (0..8u32).any(|p| {
+        let end = 24 + p;
+        (p == 0 || last >> p == 0) && (w >> (end - len)) & ((1 << len) - 1) == code
+    })
+}
+
+/// [`may_end_after`] for server message `m` descrambled with the stream `u` (`u(k)`: the
+/// stream's byte `k`, `None` past its end: the byte then stays as it is) and ending after
+/// `svc_EOF` (every message that decodes whole does): true for a message shorter than four
+/// bytes (not checked).
+fn server_may_end(m: &Scrambled<'_>, u: impl Fn(usize) -> Option<u8>) -> bool {
+    let len = m.body.len();
+    let Some(start) = len.checked_sub(4) else {
+        return true;
+    };
+    let mut tail = [0u8; 4];
+    for (j, t) in (start..len).zip(&mut tail) {
+        *t = m.body[j];
+        if let Some(k) = j.checked_sub(S2C_START).and_then(&u) {
+            *t ^= m.seq as u8 ^ k;
+        }
+    }
+    may_end_after(tail, svc::SVC_EOF)
+}
+
+/// The stream of a command (challenge byte and sequence 0) at any offset, without rolling
+/// through the bytes before it: the characters key by offset parity, so the stream's steps
+/// repeat every `2 * len` bytes, and whole periods XOR to the period's last byte or to 0.
+struct Period {
+    /// The stream's first `2 * len` bytes.
+    x: Vec<u8>,
+}
+
+impl Period {
+    fn of(text: &[u8]) -> Self {
+        let mut b = vec![0u8; S2C_START + 2 * text.len()];
+        super::scramble::s2c(&mut b, 0, 0, text);
+        Period {
+            x: b.split_off(S2C_START),
+        }
+    }
+
+    /// The stream's byte `k` (that of body offset `S2C_START + k`).
+    fn at(&self, k: usize) -> u8 {
+        let p = self.x.len();
+        if p == 0 {
+            return 0;
+        }
+        let (whole, part) = ((k + 1) / p, (k + 1) % p);
+        let periods = if whole % 2 == 1 { self.x[p - 1] } else { 0 };
+        periods ^ part.checked_sub(1).map_or(0, |r| self.x[r])
+    }
 }
 
 /// Find the one stream `u` under which every message of `group` (all acknowledging the same
@@ -395,30 +478,84 @@ pub const GUESSABLE_COMMANDS: [&str; 13] = [
 /// challenge byte; none: the messages acknowledge another command.
 pub fn challenges_for(group: &[Scrambled<'_>], command: &[u8]) -> (Vec<u8>, Work) {
     let mut checker = Checker::new();
-    let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
-    // The stream of challenge byte 0 (a sequence-0 key stream); another byte XORs it.
-    let mut x = vec![0u8; longest.max(S2C_START)];
-    super::scramble::s2c(&mut x, 0, 0, command);
-    let x = &x[S2C_START..];
-    let mut u = vec![0u8; x.len()];
-    let mut found = Vec::new();
-    for ch in 0..=255u8 {
-        for (u, x) in u.iter_mut().zip(x) {
-            *u = x ^ ch;
+    let Some(heads) = Heads::new(group) else {
+        // A message too short for its acknowledgement decodes under no key.
+        return (Vec::new(), checker.work);
+    };
+    let found = checker.challenges(group, &heads, command);
+    (found, checker.work)
+}
+
+impl Checker {
+    /// [`challenges_for`] with the group's [`Heads`] (shared by the guesses of a search).
+    fn challenges(&mut self, group: &[Scrambled<'_>], heads: &Heads, command: &[u8]) -> Vec<u8> {
+        let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
+        // The stream of challenge byte 0 (a sequence-0 key stream); another byte XORs it.
+        let mut x = vec![0u8; longest.max(S2C_START)];
+        super::scramble::s2c(&mut x, 0, 0, command);
+        let x = &x[S2C_START..];
+        let mut u = vec![0u8; x.len()];
+        let mut found = Vec::new();
+        for ch in 0..=255u8 {
+            // Each message's last bytes first (no decode), then the first key bytes: only a
+            // byte that passes them needs the whole stream.
+            if !group
+                .iter()
+                .all(|m| server_may_end(m, |k| x.get(k).map(|x| x ^ ch)))
+            {
+                continue;
+            }
+            for (u, x) in u.iter_mut().zip(x).take(QUICK_BYTES) {
+                *u = x ^ ch;
+            }
+            if !self.heads_hold(group, &heads.acks, &u) {
+                continue;
+            }
+            for (u, x) in u.iter_mut().zip(x).skip(QUICK_BYTES) {
+                *u = x ^ ch;
+            }
+            if self.all_complete(group, &heads.acks, &u) {
+                found.push(ch);
+            }
         }
-        // The first bytes first: nearly every wrong byte fails there on every message.
-        let head = group
+        found
+    }
+
+    /// Every message of `group` decodes its first [`QUICK_BYTES`] key bytes with `u`: nearly
+    /// every wrong key fails here, most on the first message.
+    fn heads_hold(&mut self, group: &[Scrambled<'_>], heads: &[(i32, usize)], u: &[u8]) -> bool {
+        group
             .iter()
-            .all(|m| checker.check(m, &u, S2C_START + QUICK_BYTES) != Check::Wrong);
-        let all = head
+            .zip(heads)
+            .all(|(m, &h)| self.check_after(m, h, u, S2C_START + QUICK_BYTES) != Check::Wrong)
+    }
+
+    /// Every message of `group` (not empty) decodes whole with `u` and ends as written.
+    fn all_complete(&mut self, group: &[Scrambled<'_>], heads: &[(i32, usize)], u: &[u8]) -> bool {
+        !group.is_empty()
             && group
                 .iter()
-                .all(|m| checker.check(m, &u, m.body.len()) == Check::Complete);
-        if all && !group.is_empty() {
-            found.push(ch);
-        }
+                .zip(heads)
+                .all(|(m, &h)| self.check_after(m, h, u, m.body.len()) == Check::Complete)
     }
-    (found, checker.work)
+}
+
+/// What a search reads of a group's messages once, whatever the key: each message's
+/// acknowledgement and the bit after it ([`reliable_ack`]; a search checks each message
+/// thousands of times).
+struct Heads {
+    acks: Vec<(i32, usize)>,
+}
+
+impl Heads {
+    /// `None` when a message is too short to hold its acknowledgement (no key decodes it).
+    fn new(group: &[Scrambled<'_>]) -> Option<Self> {
+        let acks = group
+            .iter()
+            .map(|m| reliable_ack(m.body))
+            .collect::<Option<_>>()?;
+        Some(Heads { acks })
+    }
 }
 
 /// Key bytes a guess must reach past its text's last character in the longest message.
@@ -454,9 +591,14 @@ pub enum Guess {
 pub fn guess_command(group: &[Scrambled<'_>]) -> (Guess, Work) {
     let mut work = Work::default();
     let mut found = None;
+    let heads = Heads::new(group);
     for g in GUESSABLE_COMMANDS.into_iter().filter(|g| covers(group, g)) {
-        let (chs, w) = challenges_for(group, g.as_bytes());
-        work.decodes += w.decodes;
+        // A message too short for its acknowledgement: no guess decodes the group.
+        let Some(heads) = heads.as_ref() else { break };
+        // A checker per guess, as [`challenges_for`]: its state is what that guess decoded.
+        let mut checker = Checker::new();
+        let chs = checker.challenges(group, heads, g.as_bytes());
+        work.decodes += checker.work.decodes;
         for ch in chs {
             if found.replace((g.to_string(), ch)).is_some() {
                 return (Guess::Ambiguous, work);
@@ -515,14 +657,16 @@ pub fn numbered_with(
         return (found, checker.work);
     }
     let mut buf = Vec::new();
-    let stream = |buf: &mut Vec<u8>, ch: u8, text: &[u8]| {
+    let stream = |buf: &mut Vec<u8>, len: usize, ch: u8, text: &[u8]| {
         buf.clear();
-        buf.resize(longest, 0);
+        buf.resize(len, 0);
         super::scramble::s2c(buf, i32::from(ch), 0, text);
     };
+    let fixed = S2C_START + prefix.len();
+    // Each number's text and stream period, made once for all challenge bytes.
+    let mut texts: Vec<Option<(String, Period)>> = Vec::new();
     for ch in chs {
-        stream(&mut buf, ch, prefix.as_bytes());
-        let fixed = S2C_START + prefix.len();
+        stream(&mut buf, fixed, ch, prefix.as_bytes());
         let Some(first) = download_blocks(&mut checker, group, &buf[S2C_START..fixed]) else {
             continue;
         };
@@ -532,11 +676,25 @@ pub fn numbered_with(
             if n >= MAX_NUMBER {
                 break;
             }
-            let text = format!("{prefix}{n}");
-            if !covers(group, &text) {
+            if texts.is_empty() {
+                texts.resize_with(MAX_NUMBER as usize, || None);
+            }
+            let (text, period) = texts[n as usize].get_or_insert_with(|| {
+                let text = format!("{prefix}{n}");
+                let period = Period::of(text.as_bytes());
+                (text, period)
+            });
+            if !covers(group, text) {
                 continue;
             }
-            stream(&mut buf, ch, text.as_bytes());
+            // The messages' last bytes first: the whole stream only for a number they pass.
+            if !group
+                .iter()
+                .all(|m| server_may_end(m, |k| Some(period.at(k) ^ ch)))
+            {
+                continue;
+            }
+            stream(&mut buf, longest, ch, text.as_bytes());
             let u = &buf[S2C_START..];
             if group
                 .iter()
@@ -589,6 +747,9 @@ pub fn command_for<'c>(
     candidates: impl IntoIterator<Item = &'c str>,
 ) -> (Option<&'c str>, Work) {
     let mut checker = Checker::new();
+    let Some(Heads { acks: heads }) = Heads::new(group) else {
+        return (None, checker.work);
+    };
     let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
     let mut found = None;
     let mut buf = Vec::new();
@@ -597,14 +758,11 @@ pub fn command_for<'c>(
         buf.resize(longest.max(S2C_START), 0);
         super::scramble::s2c(&mut buf, i32::from(ch), 0, cmd.as_bytes());
         let u = &buf[S2C_START..];
-        let head = group
+        let all = group
             .iter()
-            .all(|m| checker.check(m, u, S2C_START + QUICK_BYTES) != Check::Wrong);
-        let all = head
-            && !group.is_empty()
-            && group
-                .iter()
-                .all(|m| checker.check(m, u, m.body.len()) == Check::Complete);
+            .all(|m| server_may_end(m, |k| u.get(k).copied()))
+            && checker.heads_hold(group, &heads, u)
+            && checker.all_complete(group, &heads, u);
         if all && found.replace(cmd).is_some_and(|f| f != cmd) {
             return (None, checker.work);
         }
@@ -674,4 +832,73 @@ pub fn survivors(group: &[Scrambled<'_>], start: &[u8], depth: usize, cap: usize
         level = next;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::q3::bits::BitWriter;
+    use crate::q3::clc::CLC_EOF;
+
+    fn tail(msg: &[u8]) -> [u8; 4] {
+        let mut t = [0u8; 4];
+        t.copy_from_slice(&msg[msg.len() - 4..]);
+        t
+    }
+
+    /// Every message the writer ends with an end-of-message op passes the end check, at
+    /// every bit alignment of its end (and whatever a last byte it never wrote holds).
+    #[test]
+    fn messages_as_written_may_end() {
+        for sym in [svc::SVC_EOF, CLC_EOF] {
+            for raw in 0..16u32 {
+                for first in [0u8, 7, 0x41, 0xff] {
+                    let mut w = BitWriter::new();
+                    w.write_long(0x1234_5678);
+                    w.write_byte(first);
+                    w.put_raw(0x2d5 >> (raw % 3), raw);
+                    w.write_byte(sym);
+                    let ends_on_byte = w.bit_pos() % 8 == 0;
+                    let mut msg = w.finish();
+                    assert!(may_end_after(tail(&msg), sym), "{sym} {raw} {first}");
+                    if ends_on_byte {
+                        // A byte the writer never wrote into: any value.
+                        for b in [1u8, 0x80, 0xff] {
+                            *msg.last_mut().unwrap() = b;
+                            assert!(may_end_after(tail(&msg), sym), "{sym} {raw} {b}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Period::at`] gives the stream the scrambler rolls, at every offset.
+    #[test]
+    fn period_gives_the_rolled_stream() {
+        for text in ["", "a", "kill", "nextdl 84", "nextdl 167", "say 100%\u{e9}"] {
+            let mut b = vec![0u8; 300];
+            crate::q3::scramble::s2c(&mut b, 0, 0, text.as_bytes());
+            let p = Period::of(text.as_bytes());
+            for (k, &x) in b[S2C_START..].iter().enumerate() {
+                assert_eq!(p.at(k), x, "{text:?} at {k}");
+            }
+        }
+    }
+
+    /// Random last bytes (a wrong key) pass about once in 16 (`svc_EOF`, a 5-bit code) or
+    /// 128 (`clc_EOF`, 8 bits).
+    #[test]
+    fn random_tails_rarely_may_end() {
+        for sym in [svc::SVC_EOF, CLC_EOF] {
+            let passed = (0..=u16::MAX)
+                .filter(|&v| {
+                    let [a, b] = v.to_le_bytes();
+                    may_end_after([0x5a, 0xc3, a, b], sym)
+                })
+                .count();
+            assert!(passed < 65536 / 8, "{sym}: {passed} of 65536");
+            assert!(passed > 0);
+        }
+    }
 }
