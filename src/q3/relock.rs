@@ -97,6 +97,11 @@ const CLIENT_LIMITS: c2ssearch::Limits = c2ssearch::Limits {
 /// only one with key string `respawn 0` that the found prefix did not cover).
 const LONG_TO_SEARCH: u32 = 1;
 
+/// At most this many uncovered messages between searches of one group: a search that
+/// finds nothing better (its budget spent, up to 8 000 body decodes) is not repeated at the
+/// very next long message, so a group of long messages costs a few searches, not one each.
+const MAX_LONG_TO_SEARCH: u32 = 16;
+
 /// What is known of the key string of client messages acknowledging a server command the
 /// capture did not show: found by [`c2ssearch::search_c2s`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +152,9 @@ pub struct ClientRelock {
     key: Option<ClientKey>,
     /// Messages of the group its key does not cover, since the last search.
     long: u32,
+    /// Such messages that start the next search: [`LONG_TO_SEARCH`], doubled by each
+    /// search that finds nothing better (up to [`MAX_LONG_TO_SEARCH`]).
+    long_due: u32,
     /// The group was searched at its largest size (it stays that size from then on).
     searched_full: bool,
     pub searches: u32,
@@ -161,6 +169,7 @@ impl Default for ClientRelock {
             group: AckGroup::client(),
             key: None,
             long: 0,
+            long_due: LONG_TO_SEARCH,
             searched_full: false,
             searches: 0,
             decodes: 0,
@@ -188,6 +197,7 @@ impl ClientRelock {
         if self.group.start(ack) {
             self.key = None;
             self.long = 0;
+            self.long_due = LONG_TO_SEARCH;
             self.searched_full = false;
         }
         let at_size = self.group.push(ack, seq, body);
@@ -200,7 +210,7 @@ impl ClientRelock {
         self.long += 1;
         let full = self.group.msgs.len() >= 32;
         let due = (at_size && !(full && self.searched_full))
-            || (self.key.is_some() && self.long >= LONG_TO_SEARCH);
+            || (self.key.is_some() && self.long >= self.long_due);
         if !due || self.searches >= MAX_CLIENT_SEARCHES {
             return none;
         }
@@ -208,8 +218,10 @@ impl ClientRelock {
         self.long = 0;
         self.searched_full |= full;
         let Some(k) = self.search(ch) else {
+            self.long_due = (self.long_due * 2).min(MAX_LONG_TO_SEARCH);
             return none;
         };
+        self.long_due = LONG_TO_SEARCH;
         self.found += 1;
         let old = self.key.replace(k.clone());
         let n = self.group.msgs.len().saturating_sub(1);
@@ -230,6 +242,7 @@ impl ClientRelock {
         self.group.start(ack);
         self.key = Some(key);
         self.long = 0;
+        self.long_due = LONG_TO_SEARCH;
     }
 
     /// The key known for client messages acknowledging server command `ack`.
