@@ -104,9 +104,11 @@ pub enum Work {
         seq: i32,
         text: String,
     },
-    /// Mid-session protocol 68: a server message received before the lock-on, decodable
-    /// now; decoded for the client's state only (it was reported undecoded).
-    Prior(Accepted),
+    /// Mid-session protocol 68: a message of direction `Dir` received before the lock-on,
+    /// decodable now; decoded for the client's state only (it was reported undecoded): a
+    /// server message's commands and snapshots are the client's state, a client message's
+    /// commands feed the server messages' keys.
+    Prior(Dir, Accepted),
     /// Mid-session protocol 68: the lock-on came from client messages acknowledging server
     /// command `ack`: their key stream (or the command's whole text) was found.
     ClientKey {
@@ -114,8 +116,6 @@ pub enum Work {
         stream: Vec<u8>,
         text: Option<Vec<u8>>,
     },
-    /// As [`Work::Prior`] for a client message (its client commands feed the server keys).
-    PriorClient(Accepted),
     /// The connection went idle ([`IDLE_RELEASE_NS`]): free the decode state.
     Release,
     /// The connection has been silent for [`GONE_RELEASE_NS`]: free the decode state if the
@@ -410,8 +410,8 @@ impl Decoder {
     pub fn run(&mut self, w: Work, out: &mut Vec<Message>) -> Option<Vec<u8>> {
         match w {
             Work::Server(a) => self.server_message(a, out),
-            Work::Prior(a) => self.for_state(Work::Server(a)),
-            Work::PriorClient(a) => self.for_state(Work::Client(a)),
+            Work::Prior(Dir::S2c, a) => self.for_state(Work::Server(a)),
+            Work::Prior(Dir::C2s, a) => self.for_state(Work::Client(a)),
             Work::ClientKey { ack, stream, text } => {
                 let st = state_of(&mut self.st, true);
                 st.client_relock.install(ack, ClientKey::new(stream, text));
@@ -1372,13 +1372,25 @@ impl Connection {
             text: cmd,
         };
         self.dispatch(w, out, work);
-        // The group's earlier messages reached the client: their server commands (and
-        // snapshots) are its state, so they are decoded for it, nothing reported.
+        self.dispatch_prior(d, Dir::S2c, ch, prior, out, work);
+        true
+    }
+
+    /// The lock-on group's earlier messages (direction `dir`) reached the other side: they
+    /// are decoded for the state with challenge byte `ch`, nothing reported.
+    fn dispatch_prior(
+        &mut self,
+        d: &Datagram<'_>,
+        dir: Dir,
+        ch: u8,
+        prior: super::keysearch::Held,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
+    ) {
         for (seq, body) in prior {
             let a = self.accepted(d, seq, body, false, i32::from(ch));
-            self.dispatch(Work::Prior(a), out, work);
+            self.dispatch(Work::Prior(dir, a), out, work);
         }
-        true
     }
 
     /// Mid-session protocol 68 locked on with challenge byte `ch` at packet `packets` of the
@@ -1439,10 +1451,7 @@ impl Connection {
             text: found.text,
         };
         self.dispatch(w, out, work);
-        for (seq, body) in prior {
-            let a = self.accepted(d, seq, body, false, i32::from(ch));
-            self.dispatch(Work::PriorClient(a), out, work);
-        }
+        self.dispatch_prior(d, Dir::C2s, ch, prior, out, work);
         true
     }
 
