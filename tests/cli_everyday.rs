@@ -962,14 +962,45 @@ fn mvd_lists_its_players() {
 const Q3_PLAYBACK: &str = "../shared/lab/q3/playback.sh";
 
 /// `frames N` from the lab's playback script, or why the engine refused the demo.
+///
+/// A run that ends with neither a frames line nor an engine error line hung (the script's own
+/// 240 s timeout: seen once on CI, never reproduced) and says nothing about the demo, so it is
+/// run once more; the first run's log tail goes to stderr so the hang can be looked into.
 fn engine_frames(demo: &Path) -> Result<u64, String> {
+    match engine_run(demo) {
+        Err(why) if why.contains("no frames line") => {
+            eprintln!(
+                "{}: playback hung, running it once more; it said:\n{why}",
+                demo.display()
+            );
+            engine_run(demo)
+        }
+        other => other,
+    }
+}
+
+/// One playback; on failure, the script's verdict and the end of the engine's log.
+fn engine_run(demo: &Path) -> Result<u64, String> {
     let o = Command::new("bash")
         .arg(Q3_PLAYBACK)
         .arg(demo)
+        .env("KEEP", "1")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run playback.sh");
     let text = stdout(&o);
+    let log = text
+        .lines()
+        .find_map(|l| l.strip_prefix("log: "))
+        .map(PathBuf::from);
+    let tail = log.as_ref().map_or(String::new(), |p| log_tail(p, 12));
+    if let Some(dir) = log
+        .as_ref()
+        .and_then(|p| p.parent())
+        .filter(|d| d.starts_with("/tmp"))
+    {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     text.lines()
         .find_map(|l| {
             l.strip_prefix("frames ")?
@@ -978,7 +1009,17 @@ fn engine_frames(demo: &Path) -> Result<u64, String> {
                 .parse()
                 .ok()
         })
-        .ok_or(format!("{text}{}", stderr(&o)))
+        .ok_or(format!(
+            "{text}{}\nengine log, last lines:\n{tail}",
+            stderr(&o)
+        ))
+}
+
+/// The last `n` lines of a log file (empty when it cannot be read).
+fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// Snapshots the demo writer reported for the one demo it wrote.
