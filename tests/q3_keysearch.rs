@@ -18,6 +18,7 @@ use quakecap::q3::c2ssearch::{self, ClientScrambled, First};
 use quakecap::q3::keysearch::{self, Outcome, Scrambled};
 use quakecap::q3::netchan::{Header, Protocol};
 use quakecap::q3::scramble;
+use quakecap::q3::tailsearch;
 use serde_json::Value;
 
 const CUTS: [u64; 4] = [10, 30, 50, 80];
@@ -663,4 +664,78 @@ fn c2s_search_on_command_messages() {
     });
     eprintln!("whole server command texts found: {whole}");
     assert!(whole > 0, "no whole text found");
+}
+
+/// The characters a command keys with (`%` and bytes above 127 key as `.`), one period.
+fn key_text(text: &str) -> Vec<u8> {
+    text.bytes()
+        .map(|c| if c > 127 || c == b'%' { b'.' } else { c })
+        .collect()
+}
+
+/// Two texts key alike: the same character at every offset of the stream.
+fn keys_alike(a: &[u8], b: &[u8]) -> bool {
+    !a.is_empty()
+        && !b.is_empty()
+        && (0..2 * a.len().max(b.len())).all(|k| a[k % a.len()] == b[k % b.len()])
+}
+
+/// Every run of server messages acknowledging one client command, on every protocol-68
+/// capture: the texts `tailsearch` reads off the messages' last bytes (with the real
+/// challenge byte), checked by `command_for` on the run's first 8 messages, are the real
+/// command (from the full decode) or nothing. A run of at least 40 message lengths whose
+/// command is at most 32 characters long shows every character in some message end: it is
+/// read.
+#[test]
+fn tail_search_reads_the_real_command_or_nothing() {
+    let (mut read, mut runs_seen, mut due, mut due_read) = (0, 0, 0, 0);
+    for &name in &PROTO68_CAPTURES {
+        let Some(cap) = stored_capture(name) else {
+            eprintln!("skipped: {name} missing");
+            continue;
+        };
+        for c in connections(&cap) {
+            let (msgs, _) = server_messages(&cap, &c);
+            for (ack, run) in runs(&msgs) {
+                let Some(cmd) = c.commands.get(&i64::from(ack)).filter(|t| !t.is_empty()) else {
+                    continue;
+                };
+                runs_seen += 1;
+                let ch = c.challenge as u8;
+                let mut tails = tailsearch::Tails::default();
+                for m in &run {
+                    tails.push(m.seq, m.body);
+                }
+                let texts = tails.texts(ch);
+                let group = &run[..run.len().min(8)];
+                let (got, _) = keysearch::command_for(group, ch, texts.iter().map(String::as_str));
+                let truth = key_text(cmd);
+                if let Some(got) = got {
+                    assert!(
+                        keys_alike(got.as_bytes(), &truth),
+                        "{name} ack {ack}: read {got:?} for {cmd:?}"
+                    );
+                    read += 1;
+                }
+                let mut lengths: Vec<usize> = run.iter().map(|m| m.body.len()).collect();
+                lengths.sort_unstable();
+                lengths.dedup();
+                let must = lengths.len() >= 40 && truth.len() <= 32;
+                due += usize::from(must);
+                due_read += usize::from(must && got.is_some());
+                eprintln!(
+                    "{name} ack {ack} {:?}: {} messages, {} lengths: read {got:?}{}",
+                    cmd.chars().take(40).collect::<String>(),
+                    run.len(),
+                    lengths.len(),
+                    if must { " (must be read)" } else { "" }
+                );
+            }
+        }
+    }
+    eprintln!(
+        "commands read off message ends: {read} of {runs_seen} runs; {due_read} of the {due} with 40 lengths and at most 32 characters"
+    );
+    assert!(due > 0, "no run with 40 message lengths");
+    assert_eq!(due_read, due, "runs with 40 message lengths not read");
 }

@@ -42,6 +42,7 @@ pub mod relock;
 pub mod scramble;
 pub mod state;
 pub mod svc;
+pub mod tailsearch;
 pub mod tracker;
 pub mod usercmd;
 

@@ -16,20 +16,30 @@
 use super::c2ssearch;
 use super::keysearch::{self, AckGroup, Held};
 use super::scramble::{self, C2S_START};
+use super::tailsearch::Tails;
 
 /// Searches per connection: each costs at most a few hundred body decodes (one key per
 /// candidate, nearly all ruled out by the first bytes of the first message).
 const MAX_SEARCHES: u32 = 32;
+
+/// Solves from message ends per connection ([`super::tailsearch`]): at most 5 per group (at 16 to
+/// 256 messages kept), each a few hundred thousand instructions and at most
+/// 16 × 8 body decodes.
+const MAX_SOLVES: u32 = 40;
 
 /// The latest server messages acknowledging one unknown client command, and the searches
 /// done.
 #[derive(Debug, Default)]
 pub struct Relock {
     group: AckGroup,
+    /// The ends of the group's messages, kept for [`super::tailsearch`].
+    tails: Tails,
     /// The group was searched at its largest size: it stays that size from then on, and
     /// each guess must decode every message, so searching it again cannot help.
     searched_full: bool,
     pub searches: u32,
+    /// Of the searches, those that read texts off message ends.
+    solves: u32,
     pub decodes: usize,
 }
 
@@ -39,7 +49,9 @@ impl Relock {
     /// when exactly one candidate decodes every message of the group under challenge byte
     /// `ch`, and the group's earlier messages (reported undecoded; they reached the client,
     /// so they are decoded for its state). `seen`: the texts of this client's commands known
-    /// so far.
+    /// so far. The candidates: the guessable commands and `seen` when the group reaches 4
+    /// and 8 messages, then the texts its messages' ends show ([`super::tailsearch`]) as more
+    /// lengths come.
     pub fn offer<'s>(
         &mut self,
         ack: i32,
@@ -50,13 +62,30 @@ impl Relock {
     ) -> Option<(String, Held)> {
         if self.group.start(ack) {
             self.searched_full = false;
+            self.tails.clear();
         }
         let at_size = self.group.push(ack, seq, body);
+        let solve_due = self.tails.push(seq, body);
         let full = self.group.msgs.len() >= AckGroup::MAX;
-        if !at_size || (full && self.searched_full) || self.searches >= MAX_SEARCHES {
-            return None;
+        let guess_due = at_size && !(full && self.searched_full) && self.searches < MAX_SEARCHES;
+        let mut text = None;
+        if guess_due {
+            self.searched_full |= full;
+            text = self.guess(ch, seen);
         }
-        self.searched_full |= full;
+        if text.is_none() && solve_due && self.solves < MAX_SOLVES {
+            text = self.solve(ch);
+        }
+        let text = text?;
+        let mut prior = std::mem::take(&mut self.group.msgs);
+        prior.pop(); // This message: decoded as usual next.
+        self.group.clear();
+        self.tails.clear();
+        Some((text, prior))
+    }
+
+    /// The one guessable or `seen` command that decodes the group.
+    fn guess<'s>(&mut self, ch: u8, seen: impl Iterator<Item = &'s str>) -> Option<String> {
         self.searches += 1;
         let mut candidates: Vec<&str> = keysearch::GUESSABLE_COMMANDS.to_vec();
         for s in seen {
@@ -66,11 +95,21 @@ impl Relock {
         }
         let (text, work) = keysearch::command_or_numbered(&self.group.scrambled(), ch, candidates);
         self.decodes += work.decodes;
-        let text = text?;
-        let mut prior = std::mem::take(&mut self.group.msgs);
-        prior.pop(); // This message: decoded as usual next.
-        self.group.clear();
-        Some((text, prior))
+        text
+    }
+
+    /// The one text read off the messages' ends that decodes the group.
+    fn solve(&mut self, ch: u8) -> Option<String> {
+        self.searches += 1;
+        self.solves += 1;
+        let texts = self.tails.texts(ch);
+        let (text, work) = keysearch::command_for(
+            &self.group.scrambled(),
+            ch,
+            texts.iter().map(String::as_str),
+        );
+        self.decodes += work.decodes;
+        text.map(str::to_string)
     }
 }
 
