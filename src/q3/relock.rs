@@ -22,8 +22,8 @@ use super::tailsearch::Tails;
 /// candidate, nearly all ruled out by the first bytes of the first message).
 const MAX_SEARCHES: u32 = 32;
 
-/// Solves from message ends per connection ([`super::tailsearch`]): at most 5 per group (at 16 to
-/// 256 messages kept), each a few hundred thousand instructions and at most
+/// Reads of texts off message ends per connection ([`super::tailsearch`]): at most 5 per
+/// group (at 16 to 256 messages kept), each at most a few million instructions and
 /// 16 × 8 body decodes.
 const MAX_SOLVES: u32 = 40;
 
@@ -67,7 +67,9 @@ impl Relock {
         let at_size = self.group.push(ack, seq, body);
         let solve_due = self.tails.push(seq, body);
         let full = self.group.msgs.len() >= AckGroup::MAX;
-        let guess_due = at_size && !(full && self.searched_full) && self.searches < MAX_SEARCHES;
+        // Reads off message ends count apart: they do not use up the guesses.
+        let guesses = self.searches - self.solves;
+        let guess_due = at_size && !(full && self.searched_full) && guesses < MAX_SEARCHES;
         let mut text = None;
         if guess_due {
             self.searched_full |= full;

@@ -28,8 +28,11 @@ const MAX_TAILS: usize = 256;
 /// Message counts at which [`Tails::push`] asks for a solve: each adds message lengths.
 const SOLVE_AT: [usize; 5] = [16, 32, 64, 128, 256];
 /// Characters of the text no two known neighbouring bytes show that a solve may find from
-/// the known bits (18 unknown bits each; 128 in all).
+/// the known bits (7 unknown bits each: at most 112, in one `u128` per equation).
 const MAX_MISSING: usize = 16;
+/// The longest text: the server keeps the last client command in `MAX_STRING_CHARS` (1024)
+/// bytes with its terminating zero. Also bounds a solve's work on hostile input.
+const MAX_TEXT: usize = 1023;
 /// Texts returned: the decoding check ([`super::keysearch::command_for`]) takes one only when
 /// no other decodes the messages, so a few texts the known bits leave open cost a few
 /// decodes each, not a wrong answer.
@@ -86,10 +89,10 @@ impl Tails {
         known.truncate(end);
         let seen = seen_chars(&known);
         // A longer text leaves more than MAX_MISSING characters unseen.
-        let longest = (seen.len() + MAX_MISSING).min(known.len());
+        let longest = (seen.len() + MAX_MISSING).min(known.len()).min(MAX_TEXT);
         let mut out: Vec<Vec<u8>> = Vec::new();
         let mut chars = Vec::new();
-        for l in 1..longest {
+        for l in 1..=longest {
             if out.len() >= MAX_TEXTS {
                 break;
             }
