@@ -70,10 +70,17 @@ impl EventSink {
         Self::default()
     }
 
+    /// The events the last message gave (most give none: that check is inlined).
+    #[inline]
     fn take(&mut self, flow: u32) {
         if !self.scratch.is_empty() {
-            self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
+            self.take_some(flow);
         }
+    }
+
+    #[inline(never)]
+    fn take_some(&mut self, flow: u32) {
+        self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
     }
 
     /// The index of `flow`'s extractor, made by `new` on its first message.
