@@ -417,7 +417,18 @@ fn push_color(o: &mut Vec<u8>, (r, g, b): (u8, u8, u8)) {
     }
 }
 
-fn push_u32(o: &mut Vec<u8>, mut v: u32) {
+fn push_u32(o: &mut Vec<u8>, v: u32) {
+    // Pixel coordinates have at most three digits: those go out as one small copy each.
+    let d = |x: u32| b'0' + (x % 10) as u8;
+    match v {
+        0..=9 => o.push(d(v)),
+        10..=99 => o.extend_from_slice(&[d(v / 10), d(v)]),
+        100..=999 => o.extend_from_slice(&[d(v / 100), d(v / 10), d(v)]),
+        _ => push_u32_long(o, v),
+    }
+}
+
+fn push_u32_long(o: &mut Vec<u8>, mut v: u32) {
     let mut buf = [0u8; 10];
     let mut i = buf.len();
     loop {
@@ -428,10 +439,7 @@ fn push_u32(o: &mut Vec<u8>, mut v: u32) {
             break;
         }
     }
-    // Byte by byte: a call to copy a few bytes costs more.
-    for &b in &buf[i..] {
-        o.push(b);
-    }
+    o.extend_from_slice(&buf[i..]);
 }
 
 fn push_i32(o: &mut Vec<u8>, v: i32) {
@@ -467,6 +475,10 @@ mod tests {
         s.push(b' ');
         push_u32(&mut s, 0);
         s.push(b' ');
+        for v in [7, 42, 900, 1000, 4_294_967_295] {
+            push_u32(&mut s, v);
+            s.push(b' ');
+        }
         push_color(&mut s, (0xE0, 0x31, 0x0A));
         s.push(b' ');
         push_fraction(&mut s, 22);
@@ -474,7 +486,7 @@ mod tests {
         push_fraction(&mut s, 20);
         s.push(b' ');
         push_fraction(&mut s, 5);
-        assert_eq!(s, b"-1203 0 #E0310A 0.22 0.2 0.05");
+        assert_eq!(s, b"-1203 0 7 42 900 1000 4294967295 #E0310A 0.22 0.2 0.05");
     }
 
     /// A chart drawn through plotters comes out as well-formed SVG: strokes of one style
