@@ -254,7 +254,12 @@ impl Trackers {
                 }
             }
         }
-        self.q3_work.samples.drain(..n);
+        // All of them, the common case: a clear, not a drain that moves the rest down.
+        if n == self.q3_work.samples.len() {
+            self.q3_work.samples.clear();
+        } else {
+            self.q3_work.samples.drain(..n);
+        }
         self.samples_held = self.samples_held.saturating_sub(n);
         sent
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 use quakecap::analysis::net::NetSink;
-use quakecap::pipeline::{self, Options, Tee};
+use quakecap::pipeline::{self, Event, Options, Report, Sink};
 use quakecap::sink;
 use quakecap::sink::events::EventSink;
 
@@ -139,11 +139,17 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         events_only: true,
         ..options(&args.flows)
     };
-    let mut ns = NetSink::new(1.0)
-        .with_strip()
-        .with_max_points(sink::nethtml::MAX_POINTS);
-    let mut es = EventSink::new();
-    let report = super::run_input(file, &opts, &mut Tee(vec![&mut ns, &mut es]))?;
+    let mut both = ReportSink {
+        net: NetSink::new(1.0)
+            .with_strip()
+            .with_max_points(sink::nethtml::MAX_POINTS),
+        events: EventSink::new(),
+    };
+    let report = super::run_input(file, &opts, &mut both)?;
+    let ReportSink {
+        net: ns,
+        events: es,
+    } = both;
     super::warn(&report);
     let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
     if let Some(m) = super::input::missing_flows(&args.flows, &present, &report.file) {
@@ -161,4 +167,30 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     part.write_all(html.as_bytes())?;
     part.commit()?;
     Ok(EXIT_OK)
+}
+
+/// The report's two analyses fed by one pass: network samples to the network analysis,
+/// decoded messages to the game events. Each event goes to the one sink that reads it (a
+/// [`pipeline::Tee`] offers every event to both: two dynamic calls per event, one of them
+/// ignored, for a sample per datagram and a message per datagram).
+struct ReportSink {
+    net: NetSink,
+    events: EventSink,
+}
+
+impl Sink for ReportSink {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::NetSample(s) => {
+                self.net.sample(s);
+                Ok(())
+            }
+            e => self.events.event(e),
+        }
+    }
+
+    fn finish(&mut self, r: &Report) -> io::Result<()> {
+        self.net.finish(r)?;
+        self.events.finish(r)
+    }
 }

@@ -137,7 +137,10 @@ impl Extractor {
         if self.server_time.is_none() && self.pending.iter().any(|p| p.2.is_none()) {
             return;
         }
-        self.emit(out);
+        // Most messages give no event: no call for them.
+        if !self.pending.is_empty() {
+            self.emit(out);
+        }
     }
 
     /// Hand out what is still pending at the end of the input.

@@ -13,6 +13,9 @@ use crate::pipeline::{Event, Report, Sink};
 use crate::q3;
 use crate::qw;
 
+/// Flow ids below this have a slot in [`EventSink`]'s dense index (256 KB at most).
+const DENSE_IDS: u32 = 1 << 16;
+
 /// One flow's extractor, whichever game it is.
 enum Extractor {
     Q3(q3::events::Extractor),
@@ -48,6 +51,10 @@ pub struct EventSink {
     flows: Vec<(u32, Extractor)>,
     index: FlowMap<u32, usize>,
     last: Option<(u32, usize)>,
+    /// The same index for small flow ids (the flow table numbers flows from 1): extractor + 1
+    /// by id, 0 for none. With many connections interleaved the last lookup mostly misses,
+    /// and a slot is cheaper than hashing. Ids from [`DENSE_IDS`] on use the map alone.
+    dense: Vec<u32>,
     /// Events of the current input, each with the flow that saw it.
     raw: Vec<(u32, GameEvent)>,
     scratch: Vec<GameEvent>,
@@ -63,26 +70,50 @@ impl EventSink {
         Self::default()
     }
 
+    /// The events the last message gave (most give none: that check is inlined).
+    #[inline]
     fn take(&mut self, flow: u32) {
         if !self.scratch.is_empty() {
-            self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
+            self.take_some(flow);
         }
+    }
+
+    #[inline(never)]
+    fn take_some(&mut self, flow: u32) {
+        self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
     }
 
     /// The index of `flow`'s extractor, made by `new` on its first message.
     fn extractor(&mut self, flow: u32, new: impl FnOnce() -> Extractor) -> usize {
-        let i = match self.last {
+        match self.last {
             Some((id, i)) if id == flow => i,
             _ => {
-                let next = self.flows.len();
-                let i = *self.index.entry(flow).or_insert(next);
-                if i == next {
-                    self.flows.push((flow, new()));
-                }
+                let i = match self.dense.get(flow as usize) {
+                    Some(&k) if k > 0 => k as usize - 1,
+                    _ => self.new_or_sparse(flow, new),
+                };
                 self.last = Some((flow, i));
                 i
             }
-        };
+        }
+    }
+
+    /// The extractor of a flow without a dense slot: a new flow, or a large id.
+    #[cold]
+    #[inline(never)]
+    fn new_or_sparse(&mut self, flow: u32, new: impl FnOnce() -> Extractor) -> usize {
+        let next = self.flows.len();
+        let i = *self.index.entry(flow).or_insert(next);
+        if i == next {
+            self.flows.push((flow, new()));
+        }
+        if flow < DENSE_IDS {
+            let f = flow as usize;
+            if self.dense.len() <= f {
+                self.dense.resize(f + 1, 0);
+            }
+            self.dense[f] = u32::try_from(i + 1).unwrap_or(0);
+        }
         i
     }
 }
@@ -119,6 +150,7 @@ impl Sink for EventSink {
             .collect();
         let mut flows = std::mem::take(&mut self.flows);
         self.index.clear();
+        self.dense.clear();
         self.last = None;
         flows.sort_by_key(|f| f.0);
         let mut demo = HashMap::new();

@@ -1,8 +1,9 @@
 //! `quakecap report`: one self-contained HTML file (no script, no fetch: it opens offline)
-//! with the flows table, the network-quality table and, per connection, plots drawn with
-//! plotters' SVG backend and inlined: ping over time with the lag events shaded, loss per
-//! interval each way, jitter each way, packet and snapshot rates, bandwidth, and a lagometer
-//! strip in the style of Quake 3's `cg_lagometer`.
+//! with the flows table, the network-quality table and, per connection, plots laid out by
+//! plotters and written as inline SVG by [`SvgOut`] (a lean plotters backend: plotters' own
+//! SVG backend was most of the plots' cost): ping over time with the lag events shaded, loss
+//! per interval each way, jitter each way, packet and snapshot rates, bandwidth, and a
+//! lagometer strip in the style of Quake 3's `cg_lagometer`.
 //!
 //! Size: every series has at most [`MAX_POINTS`] entries (the report widens the interval for
 //! long connections) and the strip at most [`strip::MAX_COLS`] columns, so a connection costs
@@ -14,6 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::markup::escape as esc;
+use super::svg::SvgOut;
 use crate::analysis::net::acc::RttMethod;
 use crate::analysis::net::report::{Interval, LagEvent, NetQuality};
 use crate::analysis::net::strip;
@@ -356,7 +358,7 @@ fn figure(h: &mut String, class: &str, caption: &str, svg: Result<String, String
     );
     match svg {
         Ok(s) => {
-            // plotters writes an XML declaration-free <svg> element: inline it as is.
+            // An XML declaration-free <svg> element: inlined as is.
             h.push_str(s.trim());
             h.push('\n');
         }
@@ -479,10 +481,9 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Area<'a> = DrawingArea<SvgOut<'a>, Shift>;
 
-type TimeChart<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+type TimeChart<'a, 'b> = ChartContext<'a, SvgOut<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The frame every plot shares: seconds since the connection's first packet across (0 to
 /// `span`), 0 to `top` up, room for the axes' labels.
@@ -515,9 +516,9 @@ fn lines(
             .fold(0.0, f64::max);
         (m * 1.1).max(1.0)
     });
-    let mut svg = String::new();
+    let mut svg = String::with_capacity(16 * 1024);
     {
-        let root: Area = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        let root: Area = SvgOut::new(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = time_chart(&root, span, top)?;
         chart
@@ -642,9 +643,9 @@ fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
         .fold(0.0, f64::max)
         .max(50.0)
         * 1.1;
-    let mut svg = String::new();
+    let mut svg = String::with_capacity(16 * 1024);
     {
-        let root: Area = SVGBackend::with_string(&mut svg, (W, 120)).into_drawing_area();
+        let root: Area = SvgOut::new(&mut svg, (W, 120)).into_drawing_area();
         root.fill(&RGBColor(0x10, 0x10, 0x10)).map_err(err)?;
         let mut chart = time_chart(&root, span, top)?;
         chart
