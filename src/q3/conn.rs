@@ -724,6 +724,7 @@ impl Decoder {
         // The game events read a client message's commands only: with samples (the report)
         // the moves are still decoded, for their timing, but not copied into the message.
         let emit_moves = self.opts.emit && !self.opts.events_only;
+        let events_only = self.opts.events_only;
         let emit = self.opts.emit;
         let mut stamp = CmdStamp::default();
         let max_cmd_time = &mut self.max_cmd_time;
@@ -756,7 +757,14 @@ impl Decoder {
             if let clc::OpView::Move { cmds, .. } = op {
                 count_new_cmds(cmds, max_cmd_time, &mut stamp);
             }
-            if emit && (emit_moves || !matches!(op, clc::OpView::Move { .. })) {
+            // The game events read a client message's commands alone: no other op is
+            // copied for them (an end-of-message op alone would allocate for every message).
+            let wanted = if events_only {
+                matches!(op, clc::OpView::ClientCommand { .. })
+            } else {
+                emit_moves || !matches!(op, clc::OpView::Move { .. })
+            };
+            if emit && wanted {
                 ops.push(op.owned());
             }
         });
