@@ -626,6 +626,14 @@ fn next_level(
     limits: Limits,
 ) -> Option<Vec<Vec<u8>>> {
     let known = C2S_START + k + 1;
+    // Messages ending at this byte first: their last bytes rule most candidates out
+    // before any decode (`client_may_end`), where a longer message costs a decode of `k`
+    // bytes. The survivors are the same in any order.
+    let (mut reach, longer): (Vec<&ClientScrambled<'_>>, Vec<&ClientScrambled<'_>>) = group
+        .iter()
+        .filter(|m| m.body.len() >= known)
+        .partition(|m| m.body.len() == known);
+    reach.extend(longer);
     let mut next = Vec::new();
     // One candidate buffer for the level: only survivors are copied out.
     let mut w = Vec::with_capacity(k + 1);
@@ -644,7 +652,7 @@ fn next_level(
             w[u.len()] = v;
             let mut ok = true;
             checker.seen.clear();
-            for m in group.iter().filter(|m| m.body.len() >= known) {
+            for m in &reach {
                 if checker.work.decodes >= limits.decodes {
                     return None;
                 }
