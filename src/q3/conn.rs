@@ -186,7 +186,7 @@ impl DecodeLog {
             return;
         };
         e.message = format!(
-            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found by guessing after the lock-on ({} searches, {} body decodes); {} client-message key streams found by search ({} searches, {} body decodes)",
+            "{}; after the lock-on {} server and {} client messages stayed undecodable (their key string, a command the capture did not show, unknown); {} client commands found after the lock-on, guessed or read off message ends ({} searches, {} body decodes); {} client-message key streams found by search ({} searches, {} body decodes)",
             e.message,
             m.server_undecoded,
             m.client_undecoded,
