@@ -123,6 +123,22 @@ impl<'a> SvgOut<'a> {
         self.flush();
         &mut self.doc
     }
+
+    /// One `<tag a="v" .../>` element with integer attributes, filled or stroked in `c`.
+    fn shape(&mut self, tag: &str, attrs: &[(&str, i32)], c: BackendColor, fill: bool, width: u32) {
+        let o = self.element();
+        o.push(b'<');
+        push(o, tag);
+        for (name, v) in attrs {
+            o.push(b' ');
+            push(o, name);
+            push(o, "=\"");
+            push_i32(o, *v);
+            o.push(b'"');
+        }
+        push_paint(o, c, fill, width);
+        push(o, "/>\n");
+    }
 }
 
 impl DrawingBackend for SvgOut<'_> {
@@ -190,18 +206,14 @@ impl DrawingBackend for SvgOut<'_> {
         if c.alpha == 0.0 {
             return Ok(());
         }
-        let o = self.element();
-        push(o, "<rect x=\"");
-        push_i32(o, a.0);
-        push(o, "\" y=\"");
-        push_i32(o, a.1);
-        push(o, "\" width=\"");
-        push_i32(o, z.0 - a.0);
-        push(o, "\" height=\"");
-        push_i32(o, z.1 - a.1);
-        o.push(b'"');
-        push_paint(o, c, fill, style.stroke_width());
-        push(o, "/>\n");
+        let size = (z.0 - a.0, z.1 - a.1);
+        let attrs = [
+            ("x", a.0),
+            ("y", a.1),
+            ("width", size.0),
+            ("height", size.1),
+        ];
+        self.shape("rect", &attrs, c, fill, style.stroke_width());
         Ok(())
     }
 
@@ -243,16 +255,9 @@ impl DrawingBackend for SvgOut<'_> {
         if c.alpha == 0.0 {
             return Ok(());
         }
-        let o = self.element();
-        push(o, "<circle cx=\"");
-        push_i32(o, center.0);
-        push(o, "\" cy=\"");
-        push_i32(o, center.1);
-        push(o, "\" r=\"");
-        push_u32(o, radius);
-        o.push(b'"');
-        push_paint(o, c, fill, style.stroke_width());
-        push(o, "/>\n");
+        let r = i32::try_from(radius).unwrap_or(i32::MAX);
+        let attrs = [("cx", center.0), ("cy", center.1), ("r", r)];
+        self.shape("circle", &attrs, c, fill, style.stroke_width());
         Ok(())
     }
 
