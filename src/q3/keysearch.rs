@@ -133,7 +133,12 @@ pub struct Work {
 /// Characters a reliable command's key may take (`%` and bytes above 127 count as `.`):
 /// commands are printable text.
 fn key_chars() -> impl Iterator<Item = u8> {
-    (b' '..=b'~').filter(|&c| c != b'%')
+    (b' '..=b'~').filter(|&c| is_key_char(c))
+}
+
+/// A character a client command keys with ([`key_chars`]).
+pub(super) fn is_key_char(c: u8) -> bool {
+    (b' '..=b'~').contains(&c) && c != b'%'
 }
 
 /// The acknowledgement a server body starts with, read as the client reads it (from the

@@ -17,6 +17,7 @@
 //! gave), end every message kept, and decode a group of whole messages
 //! ([`super::keysearch::command_for`]) before it is taken.
 use super::huffman::code_of;
+use super::keysearch::is_key_char;
 use super::scramble::S2C_START;
 use super::svc::SVC_EOF;
 
@@ -252,7 +253,7 @@ fn char_of(k: usize, d: u8) -> Option<u8> {
     } else {
         d
     };
-    ((b' '..=b'~').contains(&c) && c != b'%').then_some(c)
+    is_key_char(c).then_some(c)
 }
 
 /// `u` as far as the message ends fix it: lengths whose messages leave one way to end give
@@ -432,7 +433,7 @@ fn solve_missing(known: &[Byte], ch: u8, s: &[Option<u8>], missing: &[usize]) ->
         let chars: Option<Vec<u8>> = (0..missing.len())
             .map(|i| {
                 let c = (x >> (7 * i) & 0x7f) as u8;
-                ((b' '..=b'~').contains(&c) && c != b'%').then_some(c)
+                is_key_char(c).then_some(c)
             })
             .collect();
         if let Some(chars) = chars {

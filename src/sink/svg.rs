@@ -359,11 +359,7 @@ fn push_paint(o: &mut Vec<u8>, c: BackendColor, fill: bool, width: u32) {
 }
 
 fn push_stroke(o: &mut Vec<u8>, k: StrokeKey) {
-    if k.alpha < 100 {
-        push(o, " opacity=\"");
-        push_fraction(o, k.alpha);
-        o.push(b'"');
-    }
+    push_hundredths(o, k.alpha);
     push(o, " stroke=\"");
     push_color(o, k.rgb);
     o.push(b'"');
@@ -374,9 +370,12 @@ fn push_stroke(o: &mut Vec<u8>, k: StrokeKey) {
     }
 }
 
-/// An opacity below 1, in hundredths (1 is SVG's default and left out).
 fn push_opacity(o: &mut Vec<u8>, alpha: f64) {
-    let h = hundredths(alpha);
+    push_hundredths(o, hundredths(alpha));
+}
+
+/// An opacity below 1, in hundredths (1 is SVG's default and left out).
+fn push_hundredths(o: &mut Vec<u8>, h: u32) {
     if h < 100 {
         push(o, " opacity=\"");
         push_fraction(o, h);
@@ -423,35 +422,11 @@ fn push_color(o: &mut Vec<u8>, (r, g, b): (u8, u8, u8)) {
 }
 
 fn push_u32(o: &mut Vec<u8>, v: u32) {
-    // Pixel coordinates have at most three digits: those go out as one small copy each.
-    let d = |x: u32| b'0' + (x % 10) as u8;
-    match v {
-        0..=9 => o.push(d(v)),
-        10..=99 => o.extend_from_slice(&[d(v / 10), d(v)]),
-        100..=999 => o.extend_from_slice(&[d(v / 100), d(v / 10), d(v)]),
-        _ => push_u32_long(o, v),
-    }
-}
-
-fn push_u32_long(o: &mut Vec<u8>, mut v: u32) {
-    let mut buf = [0u8; 10];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    o.extend_from_slice(&buf[i..]);
+    o.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 fn push_i32(o: &mut Vec<u8>, v: i32) {
-    if v < 0 {
-        o.push(b'-');
-    }
-    push_u32(o, v.unsigned_abs());
+    o.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 /// Markup characters of a text or attribute as references (the labels are plain: the

@@ -297,13 +297,19 @@ mod tests {
         assert_eq!(Hist::default().quantile(0.5), None);
     }
 
-    #[test]
-    fn ack_table_settles_unacked_as_lost() {
+    /// A table that has seen acknowledgements -5..=0 (the channel's start), and its output.
+    fn acked_up_to_zero() -> (AckTable, Vec<Settled>) {
         let mut t = AckTable::default();
         let mut out = Vec::new();
         for a in -5..=0 {
             t.ack(a, 0.0, &mut out);
         }
+        (t, out)
+    }
+
+    #[test]
+    fn ack_table_settles_unacked_as_lost() {
+        let (mut t, mut out) = acked_up_to_zero();
         for s in 1..=3 {
             out.extend(t.sent(s, s as f64 * 0.05));
         }
@@ -316,11 +322,7 @@ mod tests {
 
     #[test]
     fn ack_table_repeated_and_restarted_sequences() {
-        let mut t = AckTable::default();
-        let mut out = Vec::new();
-        for a in -5..=0 {
-            t.ack(a, 0.0, &mut out);
-        }
+        let (mut t, mut out) = acked_up_to_zero();
         t.sent(1, 0.1);
         assert!(t.ack(1, 0.15, &mut out).is_some());
         // Repeats of an acknowledged sequence are no new round trip.
