@@ -1148,3 +1148,39 @@ fn quake3_proto68_cut_events_match_the_full_capture() {
         eprintln!("{name} cut {pct}%: {kills} kills and {chat} chat lines as in the full capture, {missed} kills of the full capture not given by the cut");
     }
 }
+
+/// The events-only decode (`quakecap events`, `report`), which leaves out the messages the
+/// game events read nothing from, gives exactly the full decode's events on cuts, where
+/// connections start undecodable, lock on and relock: the left-out messages include
+/// undecoded ones, and each cut starts without a gamestate.
+#[test]
+fn quake3_cut_events_only_decode_gives_the_full_decodes_events() {
+    let dir = scratch("light");
+    let mut compared = 0;
+    for (name, pct) in [("q3-events", 30), ("q3-events", 50), ("q3-mapchange", 30)] {
+        let Some(src) = stored_capture(name) else {
+            eprintln!("skipped: {name} missing");
+            continue;
+        };
+        let out = dir.join(format!("{name}-{pct}.pcap"));
+        cut(&src, frame_count(&src) * pct / 100, &out);
+        let light = events_with(&out, true);
+        let full = events_with(&out, false);
+        assert_eq!(light, full, "{name} cut {pct}%");
+        assert!(!full.is_empty(), "{name} cut {pct}%: no events");
+        compared += 1;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("{compared} cuts: the same events from both decodes");
+}
+
+fn events_with(path: &Path, events_only: bool) -> Vec<quakecap::gameevent::GameEvent> {
+    let mut sink = quakecap::sink::events::EventSink::new();
+    let opts = quakecap::pipeline::Options {
+        emit: true,
+        events_only,
+        ..Default::default()
+    };
+    quakecap::pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture");
+    sink.events
+}

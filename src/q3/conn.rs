@@ -364,6 +364,12 @@ pub struct Decoder {
     max_cmd_time: Option<i32>,
     /// The next client message is already descrambled (see [`Self::resume_client68`]).
     plain_next: bool,
+    /// With [`Options::events_only`]: the game events know the game time, a valid snapshot
+    /// having been handed out since the last gamestate (see [`Self::quiet_for_events`]).
+    events_timed: bool,
+    /// The serverTime of the latest snapshot left out since the last message handed out
+    /// ([`Message::quiet_snapshot`]).
+    quiet_snapshot: Option<i32>,
 }
 
 /// The timing fields of one decoded message, for its network sample.
@@ -394,6 +400,7 @@ fn message(a: &Accepted, dir: Dir, kind: &'static str, body: Body) -> Message {
         protocol: a.proto.number(),
         size: a.body.len(),
         file_offset: None,
+        quiet_snapshot: None,
     }
 }
 
@@ -499,9 +506,9 @@ impl Decoder {
 
     /// A mid-session message whose key is not known yet: reported with its header only.
     fn undecoded(&mut self, a: Accepted, dir: Dir, out: &mut Vec<Message>) -> Option<Vec<u8>> {
-        if self.opts.emit {
+        if self.opts.emit && !self.quiet_for_events(true, false) {
             let kind = if dir == Dir::S2c { "server" } else { "client" };
-            out.push(message(&a, dir, kind, Body::None));
+            self.hand_out(message(&a, dir, kind, Body::None), out);
         }
         Some(a.body)
     }
@@ -576,6 +583,13 @@ impl Decoder {
             };
         }
         let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(Error::from));
+        if self.quiet_for_events(parsed.ops.is_empty(), error.is_some()) {
+            // Its snapshot (if any) is all the game events would read: its time.
+            if let Some(h) = parsed.snapshot_head.filter(|h| h.valid) {
+                self.quiet_snapshot = Some(h.server_time);
+            }
+            return Some(a.body);
+        }
         if self.opts.emit || self.opts.keep_raw {
             let mut m = message(&a, Dir::S2c, "server", Body::Server(parsed));
             m.client_gone = was_gone || told_to_go;
@@ -585,9 +599,31 @@ impl Decoder {
                 out.push(m);
                 return None;
             }
-            out.push(m);
+            if self.opts.events_only {
+                self.events_timed = events_timed_after(&m, self.events_timed);
+            }
+            self.hand_out(m, out);
         }
         Some(a.body)
+    }
+
+    /// Hand decoded message `m` out, with the time of the snapshots left out before it.
+    #[inline]
+    fn hand_out(&mut self, mut m: Message, out: &mut Vec<Message>) {
+        m.quiet_snapshot = self.quiet_snapshot.take();
+        out.push(m);
+    }
+
+    /// A message the game events read nothing from but a snapshot's time, once they know
+    /// the game time: not built. Such a message (most client messages, a snapshot without
+    /// event entities, an undecoded message) only times the events of earlier messages that
+    /// waited for the first snapshot after a gamestate ([`super::events::Extractor`]), and
+    /// none wait once a snapshot has come; the next message handed out carries its
+    /// snapshot's time. Building, queueing and handing out such messages was most of what
+    /// the game events added to `events`' and `report`'s pass.
+    #[inline]
+    fn quiet_for_events(&self, no_ops: bool, error: bool) -> bool {
+        self.opts.detail() == svc::Detail::Events && self.events_timed && no_ops && !error
     }
 
     fn client_message(&mut self, a: Accepted, out: &mut Vec<Message>) -> Option<Vec<u8>> {
@@ -674,7 +710,7 @@ impl Decoder {
                 let mut m = message(&a, Dir::C2s, "client", Body::None);
                 m.fragmented = false;
                 m.error = Some(e);
-                out.push(m);
+                self.hand_out(m, out);
             }
             return Some(a.body);
         };
@@ -780,7 +816,7 @@ impl Decoder {
             };
         }
         let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(Error::from));
-        if self.opts.emit {
+        if self.opts.emit && !self.quiet_for_events(ops.is_empty(), error_text.is_some()) {
             let parsed = clc::ClientMessage {
                 server_id: hdr.0,
                 message_ack: hdr.1,
@@ -791,10 +827,28 @@ impl Decoder {
             let mut m = message(&a, Dir::C2s, "client", Body::Client(parsed));
             m.client_gone = gone;
             m.error = error_text;
-            out.push(m);
+            self.hand_out(m, out);
         }
         Some(a.body)
     }
+}
+
+/// Whether the game events know the game time after server message `m`
+/// ([`super::events::Extractor::message`]): a gamestate clears it, a valid snapshot sets it.
+fn events_timed_after(m: &Message, before: bool) -> bool {
+    let Some(s) = m.server() else {
+        return before;
+    };
+    // Any valid snapshot of the message times it, wherever its gamestate is.
+    let gamestate = s
+        .ops
+        .iter()
+        .any(|op| matches!(op, svc::ServerOp::Gamestate(_)));
+    let snapshot = s.snapshot_head.is_some_and(|h| h.valid)
+        || s.ops
+            .iter()
+            .any(|op| matches!(op, svc::ServerOp::Snapshot(sn) if sn.valid));
+    snapshot || (before && !gamestate)
 }
 
 /// Count the usercmds newer than any seen before (each packet repeats a few old ones so a
@@ -1051,6 +1105,7 @@ impl Connection {
             protocol: self.proto.number(),
             size: d.payload.len(),
             file_offset: None,
+            quiet_snapshot: None,
         }
     }
 

@@ -89,6 +89,9 @@ impl Extractor {
 
     /// The game events of one decoded message, appended to `out`.
     pub fn message(&mut self, m: &Message, out: &mut Vec<GameEvent>) {
+        if let Some(t) = m.quiet_snapshot {
+            self.quiet_snapshot(t);
+        }
         let mut snap_time = None;
         if let Some(s) = m.server() {
             for op in &s.ops {
@@ -127,6 +130,15 @@ impl Extractor {
             self.flag_events();
         }
         self.flush(m, out);
+    }
+
+    /// Snapshots without event entities, the latest at server time `t`, came before the
+    /// message (left out by the decoder: [`Message::quiet_snapshot`]): what reading them
+    /// would have done. No event waited for them: the decoder leaves messages out only once
+    /// the game time is known.
+    fn quiet_snapshot(&mut self, t: i32) {
+        self.server_time = Some(t);
+        self.prev_obits.clear();
     }
 
     /// Time the pending events and hand them out.
@@ -739,6 +751,7 @@ mod tests {
             protocol: 68,
             size: 0,
             file_offset: None,
+            quiet_snapshot: None,
         }
     }
 

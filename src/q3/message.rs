@@ -82,6 +82,11 @@ pub struct Message {
     /// Byte offset of the record in a demo file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,
+    /// Decoding for the game events only: server messages that carried nothing but a
+    /// snapshot without event entities are left out, and the next message handed out gives
+    /// the serverTime of the latest of them (the game clock of the events that follow).
+    #[serde(skip)]
+    pub quiet_snapshot: Option<i32>,
 }
 
 impl Message {

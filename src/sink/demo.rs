@@ -474,6 +474,7 @@ mod tests {
             protocol: 68,
             size: 0,
             file_offset: None,
+            quiet_snapshot: None,
             client_gone: false,
         }
     }
