@@ -1184,3 +1184,30 @@ fn events_with(path: &Path, events_only: bool) -> Vec<quakecap::gameevent::GameE
     quakecap::pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture");
     sink.events
 }
+
+/// The `flows` table names a connection captured after its handshake `mid-session` (and
+/// says under it where the details are); the full capture's table, with the handshake, does
+/// not.
+#[test]
+fn flows_table_says_mid_session() {
+    let Some(src) = stored_capture("q3-two-clients") else {
+        eprintln!("skipped: q3-two-clients missing");
+        return;
+    };
+    let dir = scratch("table");
+    let out = dir.join("half.pcap");
+    cut(&src, frame_count(&src) / 2, &out);
+    let (_, rows) = flows(&out);
+    let connections = rows.iter().filter(|f| f["kind"] == "connection").count();
+    let table = run(&["flows", &out.to_string_lossy()]);
+    let marked = table
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some("mid-session"))
+        .count();
+    assert!(connections >= 2, "{table}");
+    assert_eq!(marked, connections, "{table}");
+    assert!(table.contains("flows --json"), "{table}");
+    let full = run(&["flows", &src.to_string_lossy()]);
+    assert!(!full.contains("mid-session"), "{full}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

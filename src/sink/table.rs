@@ -1,6 +1,7 @@
 //! The `quakecap flows` table: one comfy-table row per flow.
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 
+use crate::error::ErrorKind;
 use crate::flow::{FlowSummary, PerDir};
 
 fn pair(p: &PerDir) -> String {
@@ -69,9 +70,36 @@ pub fn render_with(flows: &[FlowSummary], opts: &TableOptions<'_>) -> String {
         };
         t.add_row(row);
     }
-    match &opts.date {
+    let table = match &opts.date {
         Some(d) => format!("flows started on {d}\n{t}"),
         None => t.to_string(),
+    };
+    if flows.iter().any(mid_session) {
+        // Its one "error" is the note of what was recovered, which only the JSON shows.
+        format!("{table}\n{MID_SESSION_NOTE}")
+    } else {
+        table
+    }
+}
+
+/// Under a table with mid-session connections.
+const MID_SESSION_NOTE: &str =
+    "mid-session: the capture starts after the connection's handshake;\n\
+`flows --json` says what was recovered (its error of kind mid_session)";
+
+/// The capture started after the connection's handshake.
+fn mid_session(f: &FlowSummary) -> bool {
+    f.error_details
+        .iter()
+        .any(|e| e.kind == ErrorKind::MidSession)
+}
+
+/// The flow's kind as the table shows it: a connection captured mid-session says so.
+fn kind(f: &FlowSummary) -> &'static str {
+    if mid_session(f) {
+        "mid-session"
+    } else {
+        f.kind
     }
 }
 
@@ -95,7 +123,7 @@ fn narrow_header() -> Vec<&'static str> {
 fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
     vec![
         f.id.to_string(),
-        format!("{}\n{}", f.game, f.kind),
+        format!("{}\n{}", f.game, kind(f)),
         endpoints(f),
         format!("{}\n{}", name(f), map(f)),
         format!(
@@ -135,7 +163,7 @@ fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
     vec![
         f.id.to_string(),
         f.game.to_string(),
-        f.kind.to_string(),
+        kind(f).to_string(),
         opt(&f.protocol),
         f.server.clone(),
         client(f),
