@@ -17,7 +17,8 @@
 //! `q3` and `qw` never import each other; each offers the same entry points (a tracker for
 //! capture datagrams, `decode_demo_file` for demo files). Sinks see decoded events only, one
 //! type for both games ([`event::Event`]).
-#![forbid(unsafe_code)]
+// Unsafe code is refused everywhere but in `prefetch` (one function: cache hints).
+#![deny(unsafe_code)]
 
 pub mod analysis;
 pub mod capture;
@@ -32,6 +33,7 @@ pub mod gameevent;
 pub mod net;
 pub mod parallel;
 pub mod pipeline;
+pub mod prefetch;
 pub mod q3;
 pub mod qw;
 pub mod sink;

@@ -8,7 +8,9 @@
 //! A game plugs in by implementing [`Detached`] for its per-flow decoder. std threads and
 //! bounded channels are all it takes, so no thread-pool crate: the bound keeps memory flat
 //! when the router outruns the workers.
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::flow::FlowMap;
@@ -22,6 +24,12 @@ pub trait Detached: Send + 'static {
     /// another.
     type Spare: Send + 'static;
     fn run(&mut self, work: Self::Work) -> Option<Self::Spare>;
+    /// Prefetch, `level` pointers deep, what running `work` will touch; the worker calls
+    /// levels 0 to [`Self::PREFETCH_LEVELS`]` - 1` on the items after the current one,
+    /// deepest for the next (see `crate::pipeline`'s `Lookahead`). A hint: the default does
+    /// nothing.
+    fn prefetch(&self, _work: &Self::Work, _level: u8) {}
+    const PREFETCH_LEVELS: usize = 0;
 }
 
 /// Work items per message sent to a worker (one channel operation per batch, not per item).
@@ -38,6 +46,10 @@ pub struct Pool<D: Detached> {
     /// Spares coming back from each worker, a batch's worth at a time.
     spares: Vec<Receiver<Vec<D::Spare>>>,
     handles: Vec<JoinHandle<Vec<(u32, D)>>>,
+    /// Whether the workers prefetch ([`Detached::prefetch`]); `prefetching` is the value
+    /// last stored, so an unchanged setting costs no store.
+    prefetch: Arc<AtomicBool>,
+    prefetching: bool,
 }
 
 /// Threads to decode with: `QUAKECAP_THREADS`, else the cores available.
@@ -52,18 +64,50 @@ pub fn worker_threads() -> usize {
 fn worker<D: Detached>(
     rx: Receiver<Batch<D::Work>>,
     back: SyncSender<Vec<D::Spare>>,
+    prefetch: Arc<AtomicBool>,
     make: impl Fn() -> D,
 ) -> Vec<(u32, D)> {
-    let mut decoders: FlowMap<u32, D> = FlowMap::default();
+    // The decoders by slot, and each flow's slot: a batch's items are given their slots
+    // first (one lookup each, as before), so the prefetch of the items ahead of the current
+    // one needs no lookup of its own.
+    let mut decoders: Vec<(u32, D)> = Vec::new();
+    let mut slots: FlowMap<u32, usize> = FlowMap::default();
+    let mut items: Vec<(usize, Option<D::Work>)> = Vec::new();
     for batch in rx {
-        let mut spares = Vec::with_capacity(batch.len());
-        for (flow, w) in batch {
-            spares.extend(decoders.entry(flow).or_insert_with(&make).run(w));
+        // Level 0 is the decoder's own first line, then the decoder's levels.
+        let depth = match D::PREFETCH_LEVELS {
+            n if n > 0 && prefetch.load(Ordering::Relaxed) => n + 1,
+            _ => 0,
+        };
+        items.clear();
+        items.extend(batch.into_iter().map(|(flow, w)| {
+            let slot = *slots.entry(flow).or_insert_with(|| {
+                decoders.push((flow, make()));
+                decoders.len() - 1
+            });
+            (slot, Some(w))
+        }));
+        let mut spares = Vec::with_capacity(items.len());
+        for i in 0..items.len() {
+            // Item i + j gets level depth - j: the farthest its first, the next its last.
+            for j in 1..=depth {
+                if let Some((slot, Some(w))) = items.get(i + j) {
+                    let dec = &decoders[*slot].1;
+                    match depth - j {
+                        0 => crate::prefetch::read(dec),
+                        level => dec.prefetch(w, level as u8 - 1),
+                    }
+                }
+            }
+            let (slot, w) = &mut items[i];
+            if let Some(w) = w.take() {
+                spares.extend(decoders[*slot].1.run(w));
+            }
         }
         // When the router has not taken the earlier ones yet, these are simply dropped.
         let _ = back.try_send(spares);
     }
-    decoders.into_iter().collect()
+    decoders
 }
 
 impl<D: Detached> Pool<D> {
@@ -75,19 +119,35 @@ impl<D: Detached> Pool<D> {
         let mut senders = Vec::new();
         let mut spares = Vec::new();
         let mut handles = Vec::new();
+        let prefetch = Arc::new(AtomicBool::new(false));
         for _ in 0..threads.max(1) {
             let (tx, rx) = sync_channel(IN_FLIGHT);
             let (back_tx, back_rx) = sync_channel(IN_FLIGHT);
             let make = make.clone();
+            let prefetch = Arc::clone(&prefetch);
             senders.push(tx);
             spares.push(back_rx);
-            handles.push(std::thread::spawn(move || worker(rx, back_tx, make)));
+            handles.push(std::thread::spawn(move || {
+                worker(rx, back_tx, prefetch, make)
+            }));
         }
         Pool {
             batches: senders.iter().map(|_| Vec::with_capacity(BATCH)).collect(),
             senders,
             spares,
             handles,
+            prefetch,
+            prefetching: false,
+        }
+    }
+
+    /// Have the workers prefetch the state of the items ahead of the current one, or not
+    /// (from their next batch on): it pays only when the decoders' state outgrows the
+    /// caches.
+    pub fn set_prefetch(&mut self, on: bool) {
+        if on != self.prefetching {
+            self.prefetching = on;
+            self.prefetch.store(on, Ordering::Relaxed);
         }
     }
 

@@ -456,6 +456,50 @@ impl<R: Read> CaptureReader<R> {
         Some(record)
     }
 
+    /// The link type and packet bytes of a record not read yet, without consuming
+    /// anything, and the file offset of the block after it: the block at file offset
+    /// `at` when given (one a previous peek returned), else the `k`-th after the record
+    /// [`Self::next_frame`] returns next (`k = 0`: that one). None unless that block is an
+    /// Enhanced Packet Block already whole in the read-ahead (and, without `at`, every
+    /// block before it is there too). For hints only (the pipeline's prefetch,
+    /// [`crate::prefetch`]): it checks just enough to stay inside the buffer; the real
+    /// read does every check.
+    pub fn peek(&self, k: usize, at: Option<u64>) -> Option<(LinkType, &[u8], u64)> {
+        const FIXED: usize = 28; // as in buffered_epb
+        let State::PcapNg(section) = &self.state else {
+            return None;
+        };
+        let be = section.big_endian;
+        let avail = self.src.buf.get(self.src.pos..self.src.end)?;
+        let mut skip = match at {
+            Some(at) => usize::try_from(at.checked_sub(self.src.offset)?).ok()?,
+            None => 0,
+        };
+        if at.is_none() {
+            for _ in 0..k {
+                if u32_at(avail, skip, be)? != pcapng::EPB {
+                    return None;
+                }
+                let len = u32_at(avail, skip + 4, be)? as usize;
+                skip += len.max(FIXED);
+            }
+        }
+        let block = avail.get(skip..)?;
+        let head = block.get(..FIXED)?;
+        let (btype, len, iface, caplen) = (
+            u32_at(head, 0, be)?,
+            u32_at(head, 4, be)? as usize,
+            u32_at(head, 8, be)? as usize,
+            u32_at(head, 20, be)? as usize,
+        );
+        if btype != pcapng::EPB || FIXED + caplen > len {
+            return None;
+        }
+        let link = section.interfaces.get(iface)?.as_ref()?.link;
+        let next = self.src.offset + (skip + len) as u64;
+        Some((link, block.get(FIXED..FIXED + caplen)?, next))
+    }
+
     fn packet(
         &self,
         btype: u32,
@@ -1017,6 +1061,56 @@ mod tests {
             proptest::prop_assert_eq!(walk(Cursor::new(&f)), walk(OneByte(&f)));
         }
     }
+    /// A peek gives the bytes and link of the record it names, ahead by count or by the
+    /// offset an earlier peek returned, and None where it cannot tell (another block in
+    /// between, or not whole in the read-ahead yet): checked against the records as read.
+    #[test]
+    fn peek_names_the_records_read_next() {
+        let mut w = PcapNgWriter::new(Vec::new()).expect("writer");
+        let mut sent = Vec::new();
+        for i in 0..3000usize {
+            // Lengths up to 1,400 bytes cross the 256 KiB read-ahead's refills; the second
+            // link type adds an interface block mid-file.
+            let link = if i % 500 == 499 {
+                LinkType::RAW
+            } else {
+                LinkType::ETHERNET
+            };
+            let data: Vec<u8> = (0..(i * 37) % 1400).map(|k| (k ^ i) as u8).collect();
+            w.write_packet(link, i as i64 * 1000, &data, data.len() as u32)
+                .expect("write");
+            sent.push((link, data));
+        }
+        let bytes = w.finish().expect("flush");
+        let mut r = CaptureReader::new(Cursor::new(bytes)).expect("pcapng");
+        let (mut seen, mut by_count, mut by_cursor) = (0, 0, 0);
+        let mut cursor: Option<(usize, u64)> = None;
+        loop {
+            for k in 0..6 {
+                if let Some((link, data, _)) = r.peek(k, None) {
+                    assert_eq!((link, data), (sent[seen + k].0, &sent[seen + k].1[..]));
+                    by_count += 1;
+                }
+            }
+            // The cursor names the record after the one peeked before it.
+            if let Some((index, at)) = cursor.filter(|c| c.0 >= seen) {
+                if let Some((link, data, _)) = r.peek(0, Some(at)) {
+                    assert_eq!((link, data), (sent[index].0, &sent[index].1[..]));
+                    by_cursor += 1;
+                }
+            }
+            cursor = r.peek(3, None).map(|(_, _, next)| (seen + 4, next));
+            let Some(f) = r.next_frame().expect("readable") else {
+                break;
+            };
+            assert_eq!(f.data, &sent[seen].1[..]);
+            seen += 1;
+        }
+        assert_eq!(seen, sent.len());
+        assert!(by_count > 5 * sent.len() * 9 / 10, "{by_count}");
+        assert!(by_cursor > sent.len() * 9 / 10, "{by_cursor}");
+    }
+
     #[test]
     fn in_place_epbs_big_endian() {
         let mut f = shb(true);

@@ -166,6 +166,20 @@ fn ethernet_udp4<'a>(frame: &Frame<'a>) -> Option<Datagram<'a>> {
     })
 }
 
+/// The datagram of a frame's bytes when they are a whole Ethernet/IPv4/UDP packet (the
+/// common case [`ethernet_udp4`] takes), else None; without a decoder, so nothing is
+/// counted or held: for hints about frames not read yet (the pipeline's prefetch).
+pub fn peek_udp4(link: LinkType, data: &[u8]) -> Option<Datagram<'_>> {
+    ethernet_udp4(&Frame {
+        index: 0,
+        ts_ns: 0,
+        link,
+        data,
+        orig_len: 0,
+        file_offset: 0,
+    })
+}
+
 fn decode_frame<'a>(
     stats: &mut NetStats,
     defrag: &'a mut Defragmenter,

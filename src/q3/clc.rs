@@ -210,6 +210,12 @@ pub struct KeyHashCache {
 }
 
 impl KeyHashCache {
+    /// The string the hash belongs to (each use compares it: for [`crate::prefetch`]).
+    #[inline]
+    pub fn string(&self) -> *const u8 {
+        self.s.as_ptr()
+    }
+
     pub fn get(&mut self, s: &[u8]) -> i32 {
         let s = s.get(..32).unwrap_or(s);
         if self.s != s {

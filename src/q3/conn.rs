@@ -448,6 +448,75 @@ impl Decoder {
         }
     }
 
+    /// Prefetch, `level` pointers deep, what decoding a message in `dir` will touch (see
+    /// [`Connection::prefetch`]); a few lines per level, those a thousand live connections
+    /// made miss (sampled: the key-stream string compares, the snapshot state's head, the
+    /// frame a snapshot is built in): more fill the CPU's miss buffers and stall the
+    /// prefetches themselves. 0, the decode state's fields; 1, the slots of the rings
+    /// they head; 2, what those slots point to; 3, the entity lists.
+    #[inline]
+    fn prefetch(&self, level: u8, dir: Dir) {
+        use crate::prefetch::read;
+        let Some(st) = self.st.as_deref() else {
+            return;
+        };
+        match (level, dir) {
+            (0, Dir::S2c) => {
+                st.state.prefetch(0);
+                read(&st.keys_s2c);
+                read(&st.client_cmds);
+                read(&st.last_client_cmd);
+            }
+            (0, Dir::C2s) => {
+                read(&st.keys_c2s);
+                read(&st.key_hash);
+                read(&st.state.server_commands);
+            }
+            (1, Dir::S2c) => {
+                st.state.prefetch(1);
+                read(st.keys_s2c.string());
+                st.keys_s2c.prefetch_stream(256);
+                // The server acknowledges the last client command it received: its text
+                // keys the message.
+                if let Some(cmd) = st.last_client_cmd.and_then(|n| {
+                    st.client_cmds
+                        .get((n as usize) & (MAX_RELIABLE_COMMANDS - 1))
+                }) {
+                    read(cmd);
+                }
+            }
+            (1, Dir::C2s) => {
+                read(st.keys_c2s.string());
+                st.keys_c2s.prefetch_stream(64);
+                read(st.key_hash.string());
+                // The client acknowledges the latest server command it received.
+                let seq = st.state.server_command_seq;
+                if let Some(cmd) = st
+                    .state
+                    .server_commands
+                    .get((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))
+                {
+                    read(cmd);
+                }
+            }
+            (2, Dir::S2c) => {
+                st.state.prefetch(2);
+                if let Some(cmd) = st.last_client_cmd.and_then(|n| {
+                    st.client_cmds
+                        .get((n as usize) & (MAX_RELIABLE_COMMANDS - 1))
+                }) {
+                    read(cmd.as_ptr());
+                }
+            }
+            (2, Dir::C2s) => {
+                let acked = st.state.server_command(st.state.server_command_seq);
+                read(acked.as_ptr());
+            }
+            (n, Dir::S2c) => st.state.prefetch(n),
+            _ => {}
+        }
+    }
+
     /// Decode message work `w` for the client's state only: nothing is reported (the
     /// message was reported undecoded when it came). Through `run`, so the per-message
     /// paths keep one inlined copy each. Out of line: it never runs with a handshake.
@@ -872,6 +941,15 @@ impl crate::parallel::Detached for Decoder {
         // Detached decoders serve the flow table: nothing is emitted.
         Decoder::run(self, work, &mut Vec::new())
     }
+    fn prefetch(&self, work: &Work, level: u8) {
+        match work {
+            Work::Server(_) => Decoder::prefetch(self, level, Dir::S2c),
+            Work::Client(_) => Decoder::prefetch(self, level, Dir::C2s),
+            _ => {}
+        }
+    }
+    /// [`Decoder::prefetch`]'s levels (the decoder itself is the worker's, in cache).
+    const PREFETCH_LEVELS: usize = 4;
 }
 
 /// A Quake 3 flow: a connection, or a connectionless exchange (query). This is the channel
@@ -1165,6 +1243,34 @@ impl Connection {
             self.handle_oob(dir, d, out, work);
         } else {
             self.handle_netchan(dir, d, out, work);
+        }
+    }
+
+    /// Prefetch what handling a datagram of this flow in `dir` with sequence `seq` will
+    /// touch, one level of pointers per call: level 0 is this struct's own lines (counters,
+    /// the receiver, the decoder's head); each later level reads only lines the level
+    /// before asked for and asks for what they point to. The pipeline calls the levels on
+    /// later datagrams, deepest for the next one to be handled ([`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, level: u8, dir: Dir, seq: i32) {
+        match level {
+            0 => {
+                crate::prefetch::write(&self.summary.packets);
+                crate::prefetch::write(&self.summary.last_time);
+                crate::prefetch::read(&self.decoder);
+                match dir {
+                    Dir::C2s => self.rx_server.prefetch(seq),
+                    Dir::S2c => self.rx_client.prefetch(seq),
+                }
+            }
+            _ => {
+                if dir == Dir::C2s {
+                    crate::prefetch::read(self.summary.client_ports.as_ptr());
+                }
+                if let Some(dec) = &self.decoder {
+                    dec.prefetch(level - 1, dir);
+                }
+            }
         }
     }
 

@@ -279,6 +279,15 @@ impl Receiver {
         Self::default()
     }
 
+    /// Prefetch what [`Self::process`] reads for a packet of sequence `seq` (the
+    /// counters and the fingerprint slot it checks or writes): see [`crate::prefetch`].
+    #[inline]
+    pub fn prefetch(&self, seq: i32) {
+        crate::prefetch::read(&self.incoming);
+        crate::prefetch::read(&self.stats);
+        crate::prefetch::write(&self.prints[(seq & (REORDER_WINDOW - 1)) as usize]);
+    }
+
     /// Highest accepted sequence (the engine's `incomingSequence`).
     pub fn incoming(&self) -> i32 {
         self.incoming

@@ -157,6 +157,20 @@ impl KeyCache {
         }
     }
 
+    /// The string the key stream was computed for (each use compares it with the
+    /// acknowledged command: for [`crate::prefetch`]).
+    #[inline]
+    pub fn string(&self) -> *const u8 {
+        self.s.as_ptr()
+    }
+
+    /// Prefetch the start of the key stream, `bytes` long at most (see
+    /// [`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch_stream(&self, bytes: usize) {
+        crate::prefetch::range::<false>(self.x.as_ptr(), self.x.len().min(bytes), 4);
+    }
+
     /// Same as [`s2c`].
     pub fn s2c(&mut self, body: &mut [u8], challenge: i32, sequence: i32, acked_client_cmd: &[u8]) {
         if let Some((start, key0)) = s2c_key(body.len(), challenge, sequence) {

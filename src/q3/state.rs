@@ -609,6 +609,63 @@ impl ClientState {
         f
     }
 
+    /// Prefetch what the next snapshot parse will touch, one level of pointers per call
+    /// (each level reads only what the one before asked for; see [`crate::prefetch`]):
+    /// 0, this state's head; 1, the history ring's slot of the last snapshot and the tops
+    /// of the spare-frame and free-slot stacks; 2, the frame the snapshot will be built in
+    /// (last used 32 snapshots ago, written whole: the playerstate is copied into it), the
+    /// last snapshot's head (the likely delta base) and the pool slot the first changed
+    /// entity takes; 3, their entity lists.
+    #[inline]
+    pub fn prefetch(&self, level: u8) {
+        use crate::prefetch::{self, read};
+        let last_slot = (self.last_snap_num as usize) & (PACKET_BACKUP - 1);
+        let last = || self.snapshots.get(last_slot).and_then(|f| f.as_deref());
+        match level {
+            0 => {
+                read(&self.last_snap_num);
+                read(&self.spare);
+                read(&self.snapshots);
+                read(&self.pool.free);
+            }
+            1 => {
+                if let Some(f) = self.snapshots.get(last_slot) {
+                    read(f);
+                }
+                if let Some(f) = self.spare.last() {
+                    read(f);
+                }
+                if let Some(id) = self.pool.free.last() {
+                    read(id);
+                }
+            }
+            2 => {
+                if let Some(f) = self.spare.last() {
+                    prefetch::object::<true, HistFrame>(f, 10);
+                }
+                if let Some(f) = last() {
+                    prefetch::range::<false>((f as *const HistFrame).cast(), 128, 2);
+                }
+                if let Some(e) = self
+                    .pool
+                    .free
+                    .last()
+                    .and_then(|&id| self.pool.states.get(id as usize))
+                {
+                    prefetch::object::<true, EntityState>(e, 4);
+                }
+            }
+            _ => {
+                if let Some(f) = self.spare.last() {
+                    prefetch::range::<true>(f.ents.as_ptr().cast(), f.ents.capacity() * 4, 2);
+                }
+                if let Some(f) = last() {
+                    prefetch::range::<false>(f.ents.as_ptr().cast(), f.ents.len() * 4, 2);
+                }
+            }
+        }
+    }
+
     /// Let go of a frame that is not (or no longer) in the history (its entity states
     /// become free at the next collection).
     pub fn recycle(&mut self, mut f: Box<HistFrame>) {

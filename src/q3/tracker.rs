@@ -226,19 +226,41 @@ struct PairFlows {
 /// The flows of every address pair, under both orders of the pair: one lookup per datagram
 /// finds its flow in either direction.
 #[derive(Debug, Default)]
-struct PairIndex(index::PairIndex<PairFlows>);
+struct PairIndex {
+    index: index::PairIndex<PairFlows>,
+    /// Insertions so far: a lookup made earlier still holds while this is unchanged.
+    generation: u64,
+}
 
 impl PairIndex {
     /// The flows of `p` (none known: both `None`).
     fn get(&mut self, p: &Pair) -> PairFlows {
-        self.0.get(p)
+        self.index.get(p)
     }
 
     /// Map `(server, client)` to flow `i`.
     fn insert(&mut self, server: SocketAddr, client: SocketAddr, i: usize) {
-        self.0.update((server, client), |f| f.a_serves = Some(i));
-        self.0.update((client, server), |f| f.b_serves = Some(i));
+        self.generation += 1;
+        self.index
+            .update((server, client), |f| f.a_serves = Some(i));
+        self.index
+            .update((client, server), |f| f.b_serves = Some(i));
     }
+}
+
+/// A datagram not handled yet, and the flow it will go to (as far as the index knows
+/// now): what its later prefetch levels need ([`Tracker::prefetch_ahead`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Ahead {
+    /// The pair as routing looks it up, what the index held for it, and the index's
+    /// generation then: while no pair was inserted since, routing the datagram can take
+    /// `known` instead of looking it up again.
+    key: Pair,
+    known: PairFlows,
+    generation: u64,
+    flow: Option<usize>,
+    dir: Dir,
+    seq: i32,
 }
 
 /// Tracks every Quake 3 flow of a capture.
@@ -260,6 +282,10 @@ pub struct Tracker {
     held: HoldBudget,
     /// Capture time of the last idle scan.
     last_scan_ns: i64,
+    /// See [`Self::active`].
+    active: usize,
+    /// See [`Self::hints_taken`].
+    hints_taken: u64,
 }
 
 /// Capture time between two scans for idle connections.
@@ -283,8 +309,21 @@ impl Tracker {
         out: &mut Vec<Message>,
         work: &mut WorkQueue,
     ) -> bool {
+        self.offer_hinted(d, None, table, out, work)
+    }
+
+    /// [`Self::offer`], with what [`Self::prefetch_ahead`] found for `d` when it was a
+    /// datagram ahead (`hint`: checked, not trusted).
+    pub fn offer_hinted(
+        &mut self,
+        d: &Datagram<'_>,
+        hint: Option<&Ahead>,
+        table: &mut FlowTable,
+        out: &mut Vec<Message>,
+        work: &mut WorkQueue,
+    ) -> bool {
         self.scan_idle(d.ts_ns, work);
-        let (idx, dir) = match self.route(d, table, out, work) {
+        let (idx, dir) = match self.route(d, hint, table, out, work) {
             Some(Routed::Flow(i, dir)) => (i, dir),
             Some(Routed::Summarised) => return true,
             None => return false,
@@ -302,6 +341,61 @@ impl Tracker {
         true
     }
 
+    /// Look up the flow of `d`, a datagram that comes later (it is not handled here), and
+    /// prefetch its connection's first level ([`Connection::prefetch`]). The lookup leaves
+    /// the pair in the index's memo, where routing `d` finds it again. None for a datagram
+    /// of no known flow.
+    pub fn prefetch_ahead(&mut self, d: &Datagram<'_>) -> Ahead {
+        let key = (d.dst, d.src);
+        let known = self.by_pair.get(&key);
+        let (flow, dir) = match (known.a_serves, known.b_serves) {
+            (Some(i), _) => (Some(i), Dir::C2s),
+            (None, Some(i)) => (Some(i), Dir::S2c),
+            (None, None) => (None, Dir::C2s),
+        };
+        let seq = d
+            .payload
+            .get(..4)
+            .map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let a = Ahead {
+            key,
+            known,
+            generation: self.by_pair.generation,
+            flow,
+            dir,
+            seq,
+        };
+        self.prefetch(&a, 0);
+        a
+    }
+
+    /// Prefetch level `level` of the connection of `a` (see [`Connection::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, a: &Ahead, level: u8) {
+        if let Some(c) = a.flow.and_then(|i| self.flows.get(i)) {
+            c.prefetch(level, a.dir, a.seq);
+        }
+    }
+
+    /// The flows of the pair `d` travels on: from `hint` (its [`Self::prefetch_ahead`])
+    /// when that was made for this pair and no pair was inserted since, else looked up.
+    #[inline]
+    fn pair_flows(&mut self, d: &Datagram<'_>, hint: Option<&Ahead>) -> PairFlows {
+        let key = (d.dst, d.src);
+        match hint {
+            Some(h) if h.generation == self.by_pair.generation && h.key == key => {
+                self.hints_taken += 1;
+                h.known
+            }
+            _ => self.by_pair.get(&key),
+        }
+    }
+
+    /// Datagrams routed with the lookup made for them ahead ([`Self::offer_hinted`]).
+    pub fn hints_taken(&self) -> u64 {
+        self.hints_taken
+    }
+
     /// Now and then, release the decode state of connections silent for long: memory then
     /// follows the number of live connections, not the length of the capture.
     fn scan_idle(&mut self, now_ns: i64, work: &mut WorkQueue) {
@@ -309,9 +403,20 @@ impl Tracker {
             return;
         }
         self.last_scan_ns = now_ns;
+        let mut active = 0;
         for conn in &mut self.flows {
             conn.release_if_idle(now_ns, work);
+            let last_ns = (conn.summary.last_time * 1e9) as i64;
+            active += usize::from(now_ns.saturating_sub(last_ns) < IDLE_SCAN_NS);
         }
+        self.active = active;
+    }
+
+    /// Connections that sent or received within the last idle scan's interval (10 s of
+    /// capture time), as of that scan: how many interleave, so how much state the caches
+    /// would have to hold.
+    pub fn active(&self) -> usize {
+        self.active
     }
 
     /// Map `(server, client)` to flow `i`.
@@ -322,11 +427,12 @@ impl Tracker {
     fn route(
         &mut self,
         d: &Datagram<'_>,
+        hint: Option<&Ahead>,
         table: &mut FlowTable,
         out: &mut Vec<Message>,
         work: &mut WorkQueue,
     ) -> Option<Routed> {
-        let known = self.by_pair.get(&(d.dst, d.src));
+        let known = self.pair_flows(d, hint);
         if let Some(i) = known.a_serves {
             // A new handshake after an established netchan starts a new connection.
             // established() and the first letter first: they are cheap, and this runs for
