@@ -476,12 +476,7 @@ impl Decoder {
                 st.state.prefetch(1);
                 read(st.keys_s2c.string());
                 st.keys_s2c.prefetch_stream(256);
-                // The server acknowledges the last client command it received: its text
-                // keys the message.
-                if let Some(cmd) = st.last_client_cmd.and_then(|n| {
-                    st.client_cmds
-                        .get((n as usize) & (MAX_RELIABLE_COMMANDS - 1))
-                }) {
+                if let Some(cmd) = last_client_cmd_text(st) {
                     read(cmd);
                 }
             }
@@ -501,10 +496,7 @@ impl Decoder {
             }
             (2, Dir::S2c) => {
                 st.state.prefetch(2);
-                if let Some(cmd) = st.last_client_cmd.and_then(|n| {
-                    st.client_cmds
-                        .get((n as usize) & (MAX_RELIABLE_COMMANDS - 1))
-                }) {
+                if let Some(cmd) = last_client_cmd_text(st) {
                     read(cmd.as_ptr());
                 }
             }
@@ -900,6 +892,14 @@ impl Decoder {
         }
         Some(a.body)
     }
+}
+
+/// The text of the last client command the server received, which it acknowledges: it
+/// keys the next server message (for [`Decoder::prefetch`]).
+fn last_client_cmd_text(st: &DecodeState) -> Option<&String> {
+    let n = st.last_client_cmd?;
+    st.client_cmds
+        .get((n as usize) & (MAX_RELIABLE_COMMANDS - 1))
 }
 
 /// Whether the game events know the game time after server message `m`

@@ -176,8 +176,7 @@ impl DrawingBackend for SvgOut<'_> {
         to: BackendCoord,
         style: &S,
     ) -> DrawResult {
-        let c = style.color();
-        if c.alpha > 0.0 {
+        if let Some(c) = visible(style.color()) {
             self.stroke(c, style.stroke_width(), [from, to].into_iter());
         }
         Ok(())
@@ -188,8 +187,7 @@ impl DrawingBackend for SvgOut<'_> {
         path: I,
         style: &S,
     ) -> DrawResult {
-        let c = style.color();
-        if c.alpha > 0.0 {
+        if let Some(c) = visible(style.color()) {
             self.stroke(c, style.stroke_width(), path.into_iter());
         }
         Ok(())
@@ -202,10 +200,9 @@ impl DrawingBackend for SvgOut<'_> {
         style: &S,
         fill: bool,
     ) -> DrawResult {
-        let c = style.color();
-        if c.alpha == 0.0 {
+        let Some(c) = visible(style.color()) else {
             return Ok(());
-        }
+        };
         let size = (z.0 - a.0, z.1 - a.1);
         let attrs = [
             ("x", a.0),
@@ -222,10 +219,9 @@ impl DrawingBackend for SvgOut<'_> {
         vert: I,
         style: &S,
     ) -> DrawResult {
-        let c = style.color();
-        if c.alpha == 0.0 {
+        let Some(c) = visible(style.color()) else {
             return Ok(());
-        }
+        };
         let o = self.element();
         push(o, "<polygon");
         push_opacity(o, c.alpha);
@@ -251,10 +247,9 @@ impl DrawingBackend for SvgOut<'_> {
         style: &S,
         fill: bool,
     ) -> DrawResult {
-        let c = style.color();
-        if c.alpha == 0.0 {
+        let Some(c) = visible(style.color()) else {
             return Ok(());
-        }
+        };
         let r = i32::try_from(radius).unwrap_or(i32::MAX);
         let attrs = [("cx", center.0), ("cy", center.1), ("r", r)];
         self.shape("circle", &attrs, c, fill, style.stroke_width());
@@ -267,10 +262,9 @@ impl DrawingBackend for SvgOut<'_> {
         style: &S,
         pos: BackendCoord,
     ) -> DrawResult {
-        let c = style.color();
-        if c.alpha == 0.0 {
+        let Some(c) = visible(style.color()) else {
             return Ok(());
-        }
+        };
         let t = &mut self.texts;
         push(t, "<text x=\"");
         push_i32(t, pos.0);
@@ -339,6 +333,11 @@ impl DrawingBackend for SvgOut<'_> {
 }
 
 /// Fill or outline of a closed shape.
+/// A style's colour, unless fully transparent (then nothing is written).
+fn visible(c: BackendColor) -> Option<BackendColor> {
+    (c.alpha > 0.0).then_some(c)
+}
+
 fn push_paint(o: &mut Vec<u8>, c: BackendColor, fill: bool, width: u32) {
     push_opacity(o, c.alpha);
     if fill {
