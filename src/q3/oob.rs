@@ -126,17 +126,42 @@ pub fn parse_info(s: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Value of `key` in an info string.
+/// Value of `key` in an info string (as [`parse_info`] pairs it: a last key without a
+/// value has the empty one). Reads the string in place: only the value found is copied.
 pub fn info_value(info: &str, key: &str) -> Option<String> {
-    parse_info(info)
-        .into_iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(key))
-        .map(|(_, v)| v)
+    let mut parts = info.strip_prefix('\\').unwrap_or(info).split('\\');
+    while let Some(k) = parts.next() {
+        let v = parts.next().unwrap_or("");
+        if k.eq_ignore_ascii_case(key) {
+            return Some(v.to_string());
+        }
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_value_pairs_like_parse_info() {
+        for info in [
+            "\\a\\1\\B\\2\\c",
+            "a\\1\\b",
+            "",
+            "\\",
+            "\\a\\\\b\\3",
+            "x\\y\\x\\z",
+        ] {
+            for key in ["a", "b", "c", "x", "z", ""] {
+                let slow = parse_info(info)
+                    .into_iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                    .map(|(_, v)| v);
+                assert_eq!(info_value(info, key), slow, "{info:?} {key:?}");
+            }
+        }
+    }
 
     #[test]
     fn challenge_response() {

@@ -9,9 +9,9 @@ use serde::Serialize;
 use super::baselines::Baselines;
 use super::bits::{read_bytes_into, BitError, BitReader};
 use super::delta::{
-    read_delta_entity, read_entity_fields, read_entity_flags, read_playerstate_into, ChangeSink,
-    DeltaError, EntityDelta, EntityFlags, EntityState, FieldChange, PlayerDelta, PlayerState,
-    PlayerWire,
+    read_delta_entity, read_delta_entity_state, read_entity_fields, read_entity_flags,
+    read_playerstate_into, ChangeSink, DeltaError, EntityDelta, EntityFlags, EntityState,
+    FieldChange, PlayerDelta, PlayerState, PlayerWire,
 };
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
 pub use super::state::MAX_AREAMASK;
@@ -372,6 +372,10 @@ fn parse_op(
     if op == SVC_SNAPSHOT && detail == Detail::Events {
         return parse_snapshot_events(r, bit, seq, st, head);
     }
+    if op == SVC_GAMESTATE && detail == Detail::StateOnly {
+        read_gamestate(r, st, None)?;
+        return Ok(None);
+    }
     Ok(Some(match op {
         SVC_EOF => ServerOp::Eof { bit },
         SVC_NOP => ServerOp::Nop { bit },
@@ -401,12 +405,32 @@ fn parse_gamestate(
     bit: usize,
     st: &mut ClientState,
 ) -> Result<Gamestate, SvcError> {
+    let mut configstrings = Vec::new();
+    let mut baselines = Vec::new();
+    let (server_command_seq, client_num, checksum_feed) =
+        read_gamestate(r, st, Some((&mut configstrings, &mut baselines)))?;
+    Ok(Gamestate {
+        bit,
+        server_command_seq,
+        configstrings,
+        baselines,
+        client_num,
+        checksum_feed,
+    })
+}
+
+/// `CL_ParseGamestate` on the client state; the configstrings and baselines also go to
+/// `record` when given (without it, as for the flow table, no copy is made). Returns the
+/// server command sequence, the client number and the checksum feed.
+fn read_gamestate(
+    r: &mut BitReader<'_>,
+    st: &mut ClientState,
+    mut record: Option<(&mut Vec<ConfigString>, &mut Vec<EntityDelta>)>,
+) -> Result<(i32, i32, i32), SvcError> {
     st.clear_for_gamestate();
     st.gamestates += 1;
     let server_command_seq = r.read_long()?;
     st.server_command_seq = server_command_seq;
-    let mut configstrings = Vec::new();
-    let mut baselines = Vec::new();
     let mut total = 0usize;
     loop {
         let op = r.read_byte()?;
@@ -425,18 +449,31 @@ fn parse_gamestate(
                 if 1 + total > MAX_GAMESTATE_CHARS {
                     return Err(SvcError::GamestateTooBig { bit: at });
                 }
-                st.set_configstring(index as usize, value.clone());
-                configstrings.push(ConfigString {
-                    index: index as u16,
-                    value,
-                });
+                match &mut record {
+                    Some((cs, _)) => {
+                        st.set_configstring(index as usize, value.clone());
+                        cs.push(ConfigString {
+                            index: index as u16,
+                            value,
+                        });
+                    }
+                    None => st.set_configstring(index as usize, value),
+                }
             }
             SVC_BASELINE => {
                 let num = r.read_bits(GENTITYNUM_BITS)?;
                 let zero = EntityState::default();
-                let d = read_delta_entity(r, &zero, num)?;
-                st.set_baseline(num as usize, &d.state);
-                baselines.push(d);
+                match &mut record {
+                    Some((_, bl)) => {
+                        let d = read_delta_entity(r, &zero, num)?;
+                        st.set_baseline(num as usize, &d.state);
+                        bl.push(d);
+                    }
+                    None => {
+                        let state = read_delta_entity_state(r, &zero, num)?;
+                        st.set_baseline(num as usize, &state);
+                    }
+                }
             }
             _ => return Err(SvcError::BadGamestateOp { op, bit: at }),
         }
@@ -446,14 +483,7 @@ fn parse_gamestate(
     let checksum_feed = r.read_long()?;
     st.client_num = client_num;
     st.checksum_feed = checksum_feed;
-    Ok(Gamestate {
-        bit,
-        server_command_seq,
-        configstrings,
-        baselines,
-        client_num,
-        checksum_feed,
-    })
+    Ok((server_command_seq, client_num, checksum_feed))
 }
 
 /// The part of a snapshot before the playerstate, and how the client takes it.

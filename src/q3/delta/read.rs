@@ -136,6 +136,27 @@ pub fn read_delta_entity(
     })
 }
 
+/// [`read_delta_entity`]'s new state alone, with no record of the changes: a baseline
+/// read only for the client state.
+pub fn read_delta_entity_state(
+    r: &mut BitReader,
+    from: &EntityState,
+    number: i32,
+) -> Result<EntityState, DeltaError> {
+    let mut state = EntityState {
+        number,
+        fields: from.fields,
+    };
+    match read_entity_flags(r)? {
+        EntityFlags::Removed => state.fields = [0; NUM_ENTITY_FIELDS],
+        EntityFlags::Unchanged => {}
+        EntityFlags::Delta => {
+            read_entity_fields(r, &mut state.fields, &mut ())?;
+        }
+    }
+    Ok(state)
+}
+
 /// `MSG_ReadDeltaPlayerstate` applied in place: `state` holds the base on entry and the new
 /// state on success. Changed fields go to `changes`.
 pub fn read_playerstate_into<C: ChangeSink>(
