@@ -268,6 +268,11 @@ impl std::hash::Hasher for FlowHasher {
         self.add(i as u64);
     }
     #[inline]
+    fn write_u128(&mut self, i: u128) {
+        self.add(i as u64);
+        self.add((i >> 64) as u64);
+    }
+    #[inline]
     fn finish(&self) -> u64 {
         self.0
     }
