@@ -286,7 +286,8 @@ pub enum Detail {
     Headers,
     /// Every op but EOF; a snapshot with its head and, as its frame, only the entities of
     /// an event type (obituaries and the like): no delta records (`quakecap events`). A
-    /// snapshot without such entities is its head only ([`ServerMessage::snapshot_head`]).
+    /// snapshot without such entities is its head only ([`ServerMessage::snapshot_head`]);
+    /// a gamestate without its baselines.
     Events,
 }
 
@@ -390,7 +391,12 @@ fn parse_op(
                 new,
             }
         }
-        SVC_GAMESTATE => ServerOp::Gamestate(Box::new(parse_gamestate(r, bit, st)?)),
+        SVC_GAMESTATE => ServerOp::Gamestate(Box::new(parse_gamestate(
+            r,
+            bit,
+            st,
+            detail != Detail::Events,
+        )?)),
         SVC_SNAPSHOT => ServerOp::Snapshot(Box::new(parse_snapshot(r, bit, seq, st)?)),
         SVC_DOWNLOAD => ServerOp::Download(Box::new(parse_download(r, bit, st)?)),
         SVC_VOIP_SPEEX | SVC_VOIP_OPUS => {
@@ -400,15 +406,22 @@ fn parse_op(
     }))
 }
 
+/// `CL_ParseGamestate`, recorded: its configstrings and, with `baselines`, its baselines
+/// (the game events read none: [`Detail::Events`]).
 fn parse_gamestate(
     r: &mut BitReader<'_>,
     bit: usize,
     st: &mut ClientState,
+    baselines: bool,
 ) -> Result<Gamestate, SvcError> {
     let mut configstrings = Vec::new();
-    let mut baselines = Vec::new();
-    let (server_command_seq, client_num, checksum_feed) =
-        read_gamestate(r, st, Some((&mut configstrings, &mut baselines)))?;
+    let mut bl = Vec::new();
+    let record = Record {
+        configstrings: &mut configstrings,
+        baselines: baselines.then_some(&mut bl),
+    };
+    let (server_command_seq, client_num, checksum_feed) = read_gamestate(r, st, Some(record))?;
+    let baselines = bl;
     Ok(Gamestate {
         bit,
         server_command_seq,
@@ -419,13 +432,19 @@ fn parse_gamestate(
     })
 }
 
+/// Where [`read_gamestate`] records a gamestate.
+struct Record<'a> {
+    configstrings: &'a mut Vec<ConfigString>,
+    baselines: Option<&'a mut Vec<EntityDelta>>,
+}
+
 /// `CL_ParseGamestate` on the client state; the configstrings and baselines also go to
 /// `record` when given (without it, as for the flow table, no copy is made). Returns the
 /// server command sequence, the client number and the checksum feed.
 fn read_gamestate(
     r: &mut BitReader<'_>,
     st: &mut ClientState,
-    mut record: Option<(&mut Vec<ConfigString>, &mut Vec<EntityDelta>)>,
+    mut record: Option<Record<'_>>,
 ) -> Result<(i32, i32, i32), SvcError> {
     st.clear_for_gamestate();
     st.gamestates += 1;
@@ -450,9 +469,9 @@ fn read_gamestate(
                     return Err(SvcError::GamestateTooBig { bit: at });
                 }
                 match &mut record {
-                    Some((cs, _)) => {
+                    Some(rec) => {
                         st.set_configstring(index as usize, value.clone());
-                        cs.push(ConfigString {
+                        rec.configstrings.push(ConfigString {
                             index: index as u16,
                             value,
                         });
@@ -463,8 +482,8 @@ fn read_gamestate(
             SVC_BASELINE => {
                 let num = r.read_bits(GENTITYNUM_BITS)?;
                 let zero = EntityState::default();
-                match &mut record {
-                    Some((_, bl)) => {
+                match record.as_mut().and_then(|rec| rec.baselines.as_mut()) {
+                    Some(bl) => {
                         let d = read_delta_entity(r, &zero, num)?;
                         st.set_baseline(num as usize, &d.state);
                         bl.push(d);
