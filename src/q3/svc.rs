@@ -406,22 +406,21 @@ fn parse_op(
     }))
 }
 
-/// `CL_ParseGamestate`, recorded: its configstrings and, with `baselines`, its baselines
+/// `CL_ParseGamestate`, recorded: its configstrings and, `with_baselines`, its baselines
 /// (the game events read none: [`Detail::Events`]).
 fn parse_gamestate(
     r: &mut BitReader<'_>,
     bit: usize,
     st: &mut ClientState,
-    baselines: bool,
+    with_baselines: bool,
 ) -> Result<Gamestate, SvcError> {
     let mut configstrings = Vec::new();
-    let mut bl = Vec::new();
+    let mut baselines = Vec::new();
     let record = Record {
         configstrings: &mut configstrings,
-        baselines: baselines.then_some(&mut bl),
+        baselines: with_baselines.then_some(&mut baselines),
     };
     let (server_command_seq, client_num, checksum_feed) = read_gamestate(r, st, Some(record))?;
-    let baselines = bl;
     Ok(Gamestate {
         bit,
         server_command_seq,
