@@ -47,13 +47,29 @@ const EMPTY_NODE: Node = Node {
     symbol: 0,
 };
 
+/// Room for every node (the C `nodeList` holds 768; a tree of 257 symbols has at most 513)
+/// and every block-leader slot, a power of two: indices are masked to it, so the arena's
+/// reads need no bounds check (this walk runs for every byte of a `connect`).
+const ARENA: usize = 1024;
+
+/// An arena index, masked to [`ARENA`] (a valid index is below it and unchanged).
+#[inline(always)]
+fn at(i: u16) -> usize {
+    usize::from(i) & (ARENA - 1)
+}
+
 /// Port of the C `huff_t`: nodes in an arena (index = C pointer), block-leader slots with the
 /// same LIFO free list as `get_ppnode` / `free_ppnode`.
 #[derive(Clone, Debug)]
 pub struct AdaptiveTree {
-    nodes: Vec<Node>,
-    slots: Vec<u16>,
-    free_slots: Vec<u16>,
+    nodes: Box<[Node; ARENA]>,
+    /// Nodes in use (the next one's index).
+    n_nodes: u16,
+    slots: Box<[u16; ARENA]>,
+    n_slots: u16,
+    /// The free slots, a stack: `free[..n_free]`.
+    free: Box<[u16; ARENA]>,
+    n_free: u16,
     tree: u16,
     lhead: u16,
     loc: [u16; 257],
@@ -69,52 +85,61 @@ impl AdaptiveTree {
     /// A tree holding only the NYT node (weight 0) as root, as `Huff_Init` / `Huff_Compress`
     /// set it up.
     pub fn new() -> Self {
-        let mut nodes = Vec::with_capacity(513);
-        nodes.push(Node {
+        let mut nodes = Box::new([EMPTY_NODE; ARENA]);
+        nodes[0] = Node {
             symbol: NYT,
             ..EMPTY_NODE
-        });
+        };
         let mut loc = [NONE; 257];
         loc[NYT as usize] = 0;
         AdaptiveTree {
             nodes,
-            slots: Vec::with_capacity(64),
-            free_slots: Vec::new(),
+            n_nodes: 1,
+            slots: Box::new([NONE; ARENA]),
+            n_slots: 0,
+            free: Box::new([0; ARENA]),
+            n_free: 0,
             tree: 0,
             lhead: 0,
             loc,
         }
     }
 
+    #[inline(always)]
     fn n(&self, i: u16) -> &Node {
-        // Indices are only ever produced by this arena, so they are in range.
-        &self.nodes[i as usize]
+        // Indices are only ever produced by this arena, so the mask changes none.
+        &self.nodes[at(i)]
     }
 
+    #[inline(always)]
     fn nm(&mut self, i: u16) -> &mut Node {
-        &mut self.nodes[i as usize]
+        &mut self.nodes[at(i)]
     }
 
+    #[inline(always)]
     fn slot(&self, s: u16) -> u16 {
-        self.slots[s as usize]
+        self.slots[at(s)]
     }
 
+    #[inline(always)]
     fn set_slot(&mut self, s: u16, v: u16) {
-        self.slots[s as usize] = v;
+        self.slots[at(s)] = v;
     }
 
     fn get_ppnode(&mut self) -> u16 {
-        match self.free_slots.pop() {
-            Some(s) => s,
-            None => {
-                self.slots.push(NONE);
-                (self.slots.len() - 1) as u16
-            }
+        if self.n_free > 0 {
+            self.n_free -= 1;
+            return self.free[at(self.n_free)];
         }
+        let s = self.n_slots;
+        self.n_slots += 1;
+        self.set_slot(s, NONE);
+        s
     }
 
     fn free_ppnode(&mut self, s: u16) {
-        self.free_slots.push(s);
+        self.free[at(self.n_free)] = s;
+        self.n_free += 1;
     }
 
     /// C `swap`: exchange the tree positions of two nodes.
@@ -227,10 +252,11 @@ impl AdaptiveTree {
             return;
         }
         // First transmission: split NYT into (NYT, new leaf) under a new internal node.
-        let tnode = self.nodes.len() as u16;
+        let tnode = self.n_nodes;
         let tnode2 = tnode + 1;
-        self.nodes.push(EMPTY_NODE);
-        self.nodes.push(EMPTY_NODE);
+        self.n_nodes += 2;
+        *self.nm(tnode) = EMPTY_NODE;
+        *self.nm(tnode2) = EMPTY_NODE;
         let lhead = self.lhead;
 
         self.nm(tnode2).symbol = INTERNAL;
