@@ -221,9 +221,9 @@ impl Trackers {
         {
             self.table.offer_other(d);
         }
+        let prefetching = self.prefetching();
         if let Some(pool) = &mut self.q3_pool {
-            let on = self.q3.active() >= self.prefetch_min_active;
-            pool.set_prefetch(on);
+            pool.set_prefetch(prefetching);
             for (flow, w) in self.q3_work.items.drain(..) {
                 pool.push(flow, w);
             }
