@@ -60,6 +60,7 @@ pub(crate) struct Interface {
 impl Interface {
     /// [`Interface::ts_ns`] for the usual units (10^-n s, n <= 9) in 64-bit arithmetic; None
     /// when a step would overflow (the i128 path then decides).
+    #[inline(always)]
     fn ts_ns_i64(&self, units: u64) -> Option<i64> {
         const POW10: [u64; 10] = [
             1_000_000_000,
@@ -81,12 +82,19 @@ impl Interface {
     }
 
     /// Timestamp (high and low 32-bit words) to ns since the epoch, saturating.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ts_ns(&self, hi: u32, lo: u32) -> i64 {
         let units = (u64::from(hi) << 32) | u64::from(lo);
-        if let Some(ns) = self.ts_ns_i64(units) {
-            return ns;
+        match self.ts_ns_i64(units) {
+            Some(ns) => ns,
+            None => self.ts_ns_wide(units),
         }
+    }
+
+    /// [`Interface::ts_ns`] in i128, for units other than 10^-n s and for overflows.
+    #[cold]
+    #[inline(never)]
+    fn ts_ns_wide(&self, units: u64) -> i64 {
         let ns = self.unit.to_ns(units) + i128::from(self.offset_s) * 1_000_000_000;
         i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
     }

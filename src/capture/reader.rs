@@ -411,11 +411,13 @@ impl<R: Read> CaptureReader<R> {
             return None;
         };
         let be = section.big_endian;
+        // A byte swap chosen without a branch per field.
         let word = |b: [u8; 4]| {
+            let w = u32::from_le_bytes(b);
             if be {
-                u32::from_be_bytes(b)
+                w.swap_bytes()
             } else {
-                u32::from_le_bytes(b)
+                w
             }
         };
         let avail = self.src.buf.get(self.src.pos..self.src.end)?;

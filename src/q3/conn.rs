@@ -554,13 +554,15 @@ impl Decoder {
         e
     }
 
-    /// Record why message `a` did not decode to its end; returns it for the event.
-    fn decode_error(&mut self, a: &Accepted, dir: Dir, e: Option<Error>) -> Option<Box<Error>> {
+    /// Record why message `a` did not decode to its end; returns it for the event. Out of
+    /// line and called only with an error: most messages have none.
+    #[cold]
+    #[inline(never)]
+    fn decode_error(&mut self, a: &Accepted, dir: Dir, mut e: Error) -> Option<Box<Error>> {
         let what = match dir {
             Dir::S2c => "server",
             Dir::C2s => "client",
         };
-        let mut e = e?;
         e.message = format!("{what} message {}: {}", a.seq, e.message);
         Some(self.error(a, dir, e))
     }
@@ -643,7 +645,10 @@ impl Decoder {
                 ..Stamp::default()
             };
         }
-        let error = self.decode_error(&a, Dir::S2c, parsed.error.as_ref().map(Error::from));
+        let error = match &parsed.error {
+            Some(e) => self.decode_error(&a, Dir::S2c, Error::from(e)),
+            None => None,
+        };
         if self.quiet_for_events(parsed.ops.is_empty(), error.is_some()) {
             // Its snapshot (if any) is all the game events would read: its time.
             if let Some(h) = parsed.snapshot_head.filter(|h| h.valid) {
@@ -876,7 +881,10 @@ impl Decoder {
                 ack: Some(i64::from(hdr.1)),
             };
         }
-        let error_text = self.decode_error(&a, Dir::C2s, error.as_ref().map(Error::from));
+        let error_text = match &error {
+            Some(e) => self.decode_error(&a, Dir::C2s, Error::from(e)),
+            None => None,
+        };
         if self.opts.emit && !self.quiet_for_events(ops.is_empty(), error_text.is_some()) {
             let parsed = clc::ClientMessage {
                 server_id: hdr.0,
