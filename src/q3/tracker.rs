@@ -238,6 +238,12 @@ impl PairIndex {
         self.index.get(p)
     }
 
+    /// [`Self::get`] of the pair (`a`, `b`): the router's lookup, inlined.
+    #[inline]
+    fn get_ends(&mut self, a: &SocketAddr, b: &SocketAddr) -> PairFlows {
+        self.index.get_ends(a, b)
+    }
+
     /// Map `(server, client)` to flow `i`.
     fn insert(&mut self, server: SocketAddr, client: SocketAddr, i: usize) {
         self.generation += 1;
@@ -381,13 +387,16 @@ impl Tracker {
     /// when that was made for this pair and no pair was inserted since, else looked up.
     #[inline]
     fn pair_flows(&mut self, d: &Datagram<'_>, hint: Option<&Ahead>) -> PairFlows {
-        let key = (d.dst, d.src);
         match hint {
-            Some(h) if h.generation == self.by_pair.generation && h.key == key => {
+            Some(h)
+                if h.generation == self.by_pair.generation
+                    && h.key.0 == d.dst
+                    && h.key.1 == d.src =>
+            {
                 self.hints_taken += 1;
                 h.known
             }
-            _ => self.by_pair.get(&key),
+            _ => self.by_pair.get_ends(&d.dst, &d.src),
         }
     }
 
