@@ -11,6 +11,8 @@ pub struct DecodeError {
 
 pub type Result<T> = std::result::Result<T, DecodeError>;
 
+use std::cell::Cell;
+
 /// A reader over `buf`; `base` is added to positions so errors and traces can name offsets
 /// in the enclosing packet (e.g. after the 8-byte netchan header).
 #[derive(Debug, Clone)]
@@ -18,18 +20,31 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     base: usize,
+    /// The questions about the negotiated extensions the decode of this message asked (the
+    /// bits of [`super::ext::Asked`]): a decode under other extensions that answer them
+    /// alike reads the message the same way. A cell: some readers peek through `&self`.
+    asked: Cell<u64>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
+        Reader::with_base(buf, 0)
+    }
+    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
         Reader {
             buf,
             pos: 0,
-            base: 0,
+            base,
+            asked: Cell::new(0),
         }
     }
-    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
-        Reader { buf, pos: 0, base }
+    /// Record that the decode asked the extension questions `bits`.
+    pub fn ask(&self, bits: u64) {
+        self.asked.set(self.asked.get() | bits);
+    }
+    /// The extension questions asked so far.
+    pub fn asked(&self) -> u64 {
+        self.asked.get()
     }
     /// Position in the enclosing packet.
     pub fn pos(&self) -> usize {

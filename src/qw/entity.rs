@@ -56,7 +56,7 @@ fn read_flags(r: &mut Reader<'_>, word: u16, ext: &Ext) -> Result<(u8, u16)> {
     let mut even = 0u16;
     if word & U_MOREBITS != 0 {
         more = r.u8()?;
-        if more & U_FTE_EVENMORE != 0 && ext.fte != 0 {
+        if more & U_FTE_EVENMORE != 0 && ext.any_fte_asked(r) {
             even = u16::from(r.u8()?);
             if even & U_FTE_YETMORE != 0 {
                 even |= u16::from(r.u8()?) << 8;
@@ -69,7 +69,7 @@ fn read_flags(r: &mut Reader<'_>, word: u16, ext: &Ext) -> Result<(u8, u16)> {
 /// Entity number encoded by `word` and, with ENTITYDBL, the flag bytes (peeked, not consumed).
 pub fn peek_number(r: &Reader<'_>, word: u16, ext: &Ext) -> u16 {
     let mut num = word & 511;
-    if word & U_MOREBITS != 0 && ext.fte(ext::FTE_ENTITYDBL) {
+    if word & U_MOREBITS != 0 && ext.fte_asked(r, ext::FTE_ENTITYDBL) {
         let mut p = r.clone();
         if let Ok(m) = p.u8() {
             if m & U_FTE_EVENMORE != 0 {
@@ -90,7 +90,10 @@ pub fn peek_number(r: &Reader<'_>, word: u16, ext: &Ext) -> u16 {
 /// Skip the flag bytes of a removal word (ezQuake: with ENTITYDBL, a more-bits byte and, if it
 /// has EVENMORE, one more byte).
 pub fn skip_remove_flags(r: &mut Reader<'_>, word: u16, ext: &Ext) -> Result<()> {
-    if word & U_MOREBITS != 0 && ext.fte(ext::FTE_ENTITYDBL) && r.u8()? & U_FTE_EVENMORE != 0 {
+    if word & U_MOREBITS != 0
+        && ext.fte_asked(r, ext::FTE_ENTITYDBL)
+        && r.u8()? & U_FTE_EVENMORE != 0
+    {
         r.u8()?;
     }
     Ok(())
@@ -144,10 +147,10 @@ pub fn read_delta(
     if more & U_ANGLE3 != 0 {
         to.angles[2] = ext.read_angle(r)?;
     }
-    if even & U_FTE_TRANS != 0 && ext.fte(ext::FTE_TRANS) {
+    if even & U_FTE_TRANS != 0 && ext.fte_asked(r, ext::FTE_TRANS) {
         to.alpha = Some(r.u8()?);
     }
-    if even & U_FTE_COLOURMOD != 0 && ext.fte(ext::FTE_COLOURMOD) {
+    if even & U_FTE_COLOURMOD != 0 && ext.fte_asked(r, ext::FTE_COLOURMOD) {
         to.colourmod = Some([r.u8()?, r.u8()?, r.u8()?]);
     }
     if even & U_FTE_ENTITYDBL != 0 {

@@ -87,6 +87,54 @@ impl Ext {
     }
 }
 
+/// The questions a decode asks about the extensions, as the bits [`Reader::ask`] records:
+/// an FTE bit asks that bit, an MVD1 bit that bit shifted up 32, and [`Asked::ANY_FTE`]
+/// whether any FTE bit is on. The coordinate formats are not recorded (nearly every message
+/// asks them): [`Asked::same_answers`] counts them as always asked.
+pub struct Asked;
+
+impl Asked {
+    pub const ANY_FTE: u64 = 1 << 63;
+
+    fn mvd1(bit: u32) -> u64 {
+        u64::from(bit) << 32
+    }
+
+    /// Whether `a` and `b` answer every question in `asked` alike (and the coordinate
+    /// formats): a decode under `a` that asked only those reads the message as one under
+    /// `b` would, op for op and error for error.
+    pub fn same_answers(asked: u64, a: &Ext, b: &Ext) -> bool {
+        let fte = (asked as u32) | FTE_FLOATCOORDS;
+        let mvd1 = ((asked >> 32) as u32 & 0x7fff_ffff) | MVD1_FLOATCOORDS;
+        (a.fte ^ b.fte) & fte == 0
+            && (a.mvd1 ^ b.mvd1) & mvd1 == 0
+            && a.fte2 == b.fte2
+            && (asked & Self::ANY_FTE == 0 || (a.fte != 0) == (b.fte != 0))
+    }
+}
+
+/// The decoders' questions, recorded in the message's reader (see [`Asked`]).
+impl Ext {
+    /// [`Ext::fte`], asked by a decode.
+    #[inline]
+    pub fn fte_asked(&self, r: &Reader<'_>, bit: u32) -> bool {
+        r.ask(u64::from(bit));
+        self.fte(bit)
+    }
+    /// Whether any FTE extension is on, asked by a decode.
+    #[inline]
+    pub fn any_fte_asked(&self, r: &Reader<'_>) -> bool {
+        r.ask(Asked::ANY_FTE);
+        self.fte != 0
+    }
+    /// An MVD1 bit, asked by a decode.
+    #[inline]
+    pub fn mvd1_asked(&self, r: &Reader<'_>, bit: u32) -> bool {
+        r.ask(Asked::mvd1(bit));
+        self.mvd1 & bit != 0
+    }
+}
+
 /// Writers: the inverse of the readers above, for values those readers produced (a value read
 /// from a 1/8 coord or a byte angle is written back to the same bits).
 impl Ext {
@@ -117,4 +165,52 @@ impl Ext {
 
 pub fn read_angle16(r: &mut Reader<'_>) -> Result<f32> {
     Ok(f32::from(r.i16()?) * (360.0 / 65536.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fte(fte: u32) -> Ext {
+        Ext {
+            fte,
+            ..Ext::default()
+        }
+    }
+
+    /// Sets that differ only in bits nobody asked read alike; a bit asked, the "any FTE"
+    /// question, and the coordinate formats (always counted) tell them apart.
+    #[test]
+    fn same_answers_counts_only_the_questions_asked() {
+        let trans = fte(FTE_CHUNKEDDOWNLOADS | FTE_TRANS);
+        let plain = fte(FTE_CHUNKEDDOWNLOADS);
+        assert!(Asked::same_answers(0, &trans, &plain));
+        assert!(Asked::same_answers(u64::from(FTE_MODELDBL), &trans, &plain));
+        assert!(!Asked::same_answers(u64::from(FTE_TRANS), &trans, &plain));
+        assert!(Asked::same_answers(Asked::ANY_FTE, &trans, &plain));
+        assert!(!Asked::same_answers(Asked::ANY_FTE, &trans, &fte(0)));
+        assert!(!Asked::same_answers(
+            0,
+            &plain,
+            &fte(FTE_CHUNKEDDOWNLOADS | FTE_FLOATCOORDS)
+        ));
+        let mvd = |mvd1| Ext { mvd1, ..plain };
+        assert!(!Asked::same_answers(0, &mvd(MVD1_FLOATCOORDS), &plain));
+        assert!(Asked::same_answers(0, &mvd(MVD1_HIGHLAGTELEPORT), &plain));
+        let teleport = Asked::mvd1(MVD1_HIGHLAGTELEPORT);
+        assert!(!Asked::same_answers(
+            teleport,
+            &mvd(MVD1_HIGHLAGTELEPORT),
+            &plain
+        ));
+    }
+
+    /// A decoder's question is recorded in the reader, also through a shared reference.
+    #[test]
+    fn questions_are_recorded_in_the_reader() {
+        let r = Reader::new(&[]);
+        assert!(fte(FTE_TRANS).fte_asked(&r, FTE_TRANS));
+        assert!(!fte(0).any_fte_asked(&r));
+        assert_eq!(r.asked(), u64::from(FTE_TRANS) | Asked::ANY_FTE);
+    }
 }

@@ -54,7 +54,7 @@ pub fn read_netchan(r: &mut Reader<'_>, ext: &Ext) -> Result<PlayerInfo> {
         return Err(r.err(format!("playerinfo for player {num} >= 32")));
     }
     let mut flags = u32::from(r.u16()?);
-    if ext.fte(ext::FTE_TRANS) && flags & PF_EXTRA_PFS != 0 {
+    if flags & PF_EXTRA_PFS != 0 && ext.fte_asked(r, ext::FTE_TRANS) {
         flags |= u32::from(r.u8()?) << 16;
     }
     let mut p = PlayerInfo {
@@ -93,7 +93,7 @@ pub fn read_netchan(r: &mut Reader<'_>, ext: &Ext) -> Result<PlayerInfo> {
     if flags & PF_WEAPONFRAME != 0 {
         p.weaponframe = r.u8()?;
     }
-    if flags & PF_TRANS_Z != 0 && ext.fte(ext::FTE_TRANS) {
+    if flags & PF_TRANS_Z != 0 && ext.fte_asked(r, ext::FTE_TRANS) {
         p.alpha = Some(r.u8()?);
     }
     Ok(p)
@@ -129,7 +129,7 @@ pub fn read_mvd(r: &mut Reader<'_>, ext: &Ext, prev: &[PlayerInfo; 32]) -> Resul
     }
     if flags & DF_SKINNUM != 0 {
         p.skin = r.u8()?;
-        if ext.fte(ext::FTE_MODELDBL) && p.skin & 0x80 != 0 && flags & DF_MODEL != 0 {
+        if p.skin & 0x80 != 0 && flags & DF_MODEL != 0 && ext.fte_asked(r, ext::FTE_MODELDBL) {
             p.skin &= 0x7f;
             p.model += 256;
         }

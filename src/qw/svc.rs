@@ -481,7 +481,7 @@ fn parse_op(st: &mut ServerState, r: &mut Reader<'_>) -> Result<ServerOp> {
         9 => Stufftext { text: r.string()? },
         10 => {
             let player = if st.mvd { Some(r.u8()?) } else { None };
-            let reason = if !st.mvd && ext.mvd1 & ext::MVD1_HIGHLAGTELEPORT != 0 {
+            let reason = if !st.mvd && ext.mvd1_asked(r, ext::MVD1_HIGHLAGTELEPORT) {
                 Some(r.u8()?)
             } else {
                 None
@@ -664,7 +664,7 @@ fn parse_op(st: &mut ServerState, r: &mut Reader<'_>) -> Result<ServerOp> {
             userinfo: r.string()?,
         },
         41 => {
-            if ext.fte(ext::FTE_CHUNKEDDOWNLOADS) {
+            if ext.fte_asked(r, ext::FTE_CHUNKEDDOWNLOADS) {
                 let chunk = r.i32()?;
                 if chunk < 0 {
                     let size = r.i32()?;

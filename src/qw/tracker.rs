@@ -19,7 +19,7 @@
 //!   answered there.
 use super::clc;
 use super::cursor::Reader;
-use super::ext::{self, Ext};
+use super::ext::{self, Asked, Ext};
 use super::message::{Message, NetchanStatus, Op, OpKind};
 use super::netchan::{Header, Receiver, Verdict};
 use super::oob::{self, Oob};
@@ -245,6 +245,10 @@ const EXT_STRIKES: u8 = 2;
 /// surviving set; a set that fails a message another set reads gets a strike, and is dropped
 /// at [`EXT_STRIKES`]. The message is decoded (for real, once) only when every remaining set
 /// reads it to its end and gives the same ops; else None and the state is as before.
+///
+/// A set that answers the questions a decode under another set asked (see [`Asked`]) alike
+/// reads the message the same way, so it is not decoded again: most sets differ only in bits
+/// no message asks about, and a message costs one decode, not one per set.
 fn decode_unsettled(
     st: &mut ServerState,
     mid: &mut MidSession,
@@ -260,47 +264,73 @@ fn decode_unsettled(
     let mut first: Option<Vec<(usize, ServerOp)>> = None;
     let mut agree = true;
     let mut failed = vec![false; mid.survivors.len()];
-    for (&(e, _), fail) in mid.survivors.iter().zip(failed.iter_mut()) {
+    // The sets decoded: (set, the questions its decode asked, whether it failed). Backwards,
+    // so that the decode left last in the state is the first set's, or one that reads the
+    // message as it does, when its result is taken.
+    let mut decoded: Vec<(Ext, u64, bool)> = Vec::new();
+    for (&(e, _), fail) in mid.survivors.iter().zip(failed.iter_mut()).rev() {
+        if let Some(&(_, _, f)) = decoded
+            .iter()
+            .find(|(d, asked, _)| Asked::same_answers(*asked, d, &e))
+        {
+            *fail = f;
+            continue;
+        }
         st.players = saved.0;
         st.baselines_known = saved.1;
         st.serverdata.clone_from(&saved.2);
         st.ext = e;
         let mut r = Reader::with_base(payload, base);
         let (ops, err) = svc::parse_message(st, &mut r);
-        if err.is_some() {
-            *fail = true;
-            continue;
+        decoded.push((e, r.asked(), err.is_some()));
+        *fail = err.is_some();
+        if err.is_none() {
+            match &first {
+                None => first = Some(ops),
+                Some(f) => agree &= *f == ops,
+            }
         }
-        match &first {
-            None => first = Some(ops),
-            Some(f) => agree &= *f == ops,
+    }
+    let mut all_read = first.is_some();
+    for ((_, strikes), fail) in mid.survivors.iter_mut().zip(&failed) {
+        // No set reads this message (a damaged packet): no strikes.
+        if *fail && first.is_some() {
+            *strikes += 1;
+            all_read &= *strikes >= EXT_STRIKES;
+        }
+    }
+    mid.survivors.retain(|(_, s)| *s < EXT_STRIKES);
+    let taken = match (agree && all_read, mid.survivors.first()) {
+        (true, Some(&(e, _))) => Some(e),
+        _ => None,
+    };
+    if mid.survivors.len() == 1 && taken.is_some() {
+        mid.settled = true;
+    }
+    // The last decode read the message to its end as the set taken would: its ops and what
+    // it left in the state are that decode's.
+    let last = decoded.last().copied();
+    if let (Some(e), Some((d, asked, false))) = (taken, last) {
+        if Asked::same_answers(asked, &d, &e) {
+            let ops = first?;
+            // Unless the message's serverdata named the extensions.
+            if !ops
+                .iter()
+                .any(|(_, op)| matches!(op, ServerOp::Serverdata(_)))
+            {
+                st.ext = e;
+            }
+            return Some((ops, None));
         }
     }
     st.players = saved.0;
     st.baselines_known = saved.1;
     st.serverdata = saved.2;
     st.ext = saved.3;
-    // No set reads this message (a damaged packet): no strikes.
-    first.as_ref()?;
-    let mut all_read = true;
-    for ((_, strikes), fail) in mid.survivors.iter_mut().zip(&failed) {
-        if *fail {
-            *strikes += 1;
-            all_read &= *strikes >= EXT_STRIKES;
-        }
-    }
-    mid.survivors.retain(|(_, s)| *s < EXT_STRIKES);
-    if !agree || !all_read {
-        return None;
-    }
-    let (e, _) = *mid.survivors.first()?;
+    let e = taken?;
     st.ext = e;
     let mut r = Reader::with_base(payload, base);
-    let out = svc::parse_message(st, &mut r);
-    if mid.survivors.len() == 1 {
-        mid.settled = true;
-    }
-    Some(out)
+    Some(svc::parse_message(st, &mut r))
 }
 
 struct Flow {
