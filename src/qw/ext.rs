@@ -50,7 +50,7 @@ impl Ext {
     }
 
     pub fn read_coord(&self, r: &mut Reader<'_>) -> Result<f32> {
-        if self.big_coords() {
+        if self.fte_asked(r, FTE_FLOATCOORDS) {
             r.f32()
         } else {
             Ok(f32::from(r.i16()?) / 8.0)
@@ -65,14 +65,14 @@ impl Ext {
     }
     /// Entity / player origin component: float32 under MVD1 FLOATCOORDS, else a coord.
     pub fn read_origin(&self, r: &mut Reader<'_>) -> Result<f32> {
-        if self.float_origins() {
+        if self.mvd1_asked(r, MVD1_FLOATCOORDS) {
             r.f32()
         } else {
             self.read_coord(r)
         }
     }
     pub fn read_angle(&self, r: &mut Reader<'_>) -> Result<f32> {
-        if self.big_coords() {
+        if self.fte_asked(r, FTE_FLOATCOORDS) {
             read_angle16(r)
         } else {
             Ok(f32::from(r.i8()?) * (360.0 / 256.0))
@@ -89,8 +89,7 @@ impl Ext {
 
 /// The questions a decode asks about the extensions, as the bits [`Reader::ask`] records:
 /// an FTE bit asks that bit, an MVD1 bit that bit shifted up 32, and [`Asked::ANY_FTE`]
-/// whether any FTE bit is on. The coordinate formats are not recorded (nearly every message
-/// asks them): [`Asked::same_answers`] counts them as always asked.
+/// whether any FTE bit is on. The coordinate readers ask the coordinate formats.
 pub struct Asked;
 
 impl Asked {
@@ -100,12 +99,12 @@ impl Asked {
         u64::from(bit) << 32
     }
 
-    /// Whether `a` and `b` answer every question in `asked` alike (and the coordinate
-    /// formats): a decode under `a` that asked only those reads the message as one under
-    /// `b` would, op for op and error for error.
+    /// Whether `a` and `b` answer every question in `asked` alike: a decode under `a` that
+    /// asked only those reads the message as one under `b` would, op for op and error for
+    /// error.
     pub fn same_answers(asked: u64, a: &Ext, b: &Ext) -> bool {
-        let fte = (asked as u32) | FTE_FLOATCOORDS;
-        let mvd1 = ((asked >> 32) as u32 & 0x7fff_ffff) | MVD1_FLOATCOORDS;
+        let fte = asked as u32;
+        let mvd1 = (asked >> 32) as u32 & 0x7fff_ffff;
         (a.fte ^ b.fte) & fte == 0
             && (a.mvd1 ^ b.mvd1) & mvd1 == 0
             && a.fte2 == b.fte2
@@ -189,13 +188,21 @@ mod tests {
         assert!(!Asked::same_answers(u64::from(FTE_TRANS), &trans, &plain));
         assert!(Asked::same_answers(Asked::ANY_FTE, &trans, &plain));
         assert!(!Asked::same_answers(Asked::ANY_FTE, &trans, &fte(0)));
+        let big = fte(FTE_CHUNKEDDOWNLOADS | FTE_FLOATCOORDS);
+        assert!(Asked::same_answers(0, &plain, &big));
         assert!(!Asked::same_answers(
-            0,
+            u64::from(FTE_FLOATCOORDS),
             &plain,
-            &fte(FTE_CHUNKEDDOWNLOADS | FTE_FLOATCOORDS)
+            &big
         ));
         let mvd = |mvd1| Ext { mvd1, ..plain };
-        assert!(!Asked::same_answers(0, &mvd(MVD1_FLOATCOORDS), &plain));
+        let origins = Asked::mvd1(MVD1_FLOATCOORDS);
+        assert!(Asked::same_answers(0, &mvd(MVD1_FLOATCOORDS), &plain));
+        assert!(!Asked::same_answers(
+            origins,
+            &mvd(MVD1_FLOATCOORDS),
+            &plain
+        ));
         assert!(Asked::same_answers(0, &mvd(MVD1_HIGHLAGTELEPORT), &plain));
         let teleport = Asked::mvd1(MVD1_HIGHLAGTELEPORT);
         assert!(!Asked::same_answers(
@@ -212,5 +219,11 @@ mod tests {
         assert!(fte(FTE_TRANS).fte_asked(&r, FTE_TRANS));
         assert!(!fte(0).any_fte_asked(&r));
         assert_eq!(r.asked(), u64::from(FTE_TRANS) | Asked::ANY_FTE);
+        // The coordinate readers ask the formats they read by.
+        let mut r = Reader::new(&[0; 8]);
+        fte(0).read_coord(&mut r).unwrap();
+        Ext::default().read_origin(&mut r).unwrap();
+        let floats = Asked::mvd1(MVD1_FLOATCOORDS) | u64::from(FTE_FLOATCOORDS);
+        assert_eq!(r.asked(), floats);
     }
 }
