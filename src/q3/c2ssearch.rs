@@ -59,6 +59,60 @@ fn key_chars() -> impl Iterator<Item = u8> {
     (b' '..=b'~').filter(|&c| c != b'%').chain([b'\n', 0x19])
 }
 
+/// What the engines write after some command words, so a key byte there is searched over
+/// the characters the command can hold there instead of all 97 (with the short client
+/// messages of a team game, whose ends are the only check on most key bytes, the 97-way
+/// branching of a three-byte stretch outruns the search's bounds; the command's grammar
+/// keeps one candidate):
+/// * `cs N "…"`, `bcs0 N "…"`, `bcs1 N "…"`, `bcs2 N "…"` (ioq3 `SV_SendConfigstring`):
+///   digits, one space, a quote, then anything;
+/// * `tinfo` (team overlay, every second or so in team games: `"tinfo %i %s"` of
+///   `" %i %i %i %i %i %i"` entries, game `TeamplayInfoMessage`), `scores` (`%i` fields,
+///   `DeathmatchScoreboardMessage`) and `respawn N`: numbers and spaces;
+/// * `vchat`, `vtchat`, `vtell` (`"%s %d %d %d %s"`, game `G_VoiceTo`): three numbers, then
+///   anything.
+///
+/// `text` is the command so far; the characters its next byte may take.
+fn next_chars(text: &[u8]) -> &'static [u8] {
+    const NUMERIC: &[u8] = b"0123456789 -";
+    const DIGITS: &[u8] = b"0123456789";
+    const DIGITS_SPACE: &[u8] = b"0123456789 ";
+    let after = |w: &[u8]| text.strip_prefix(w);
+    if let Some(rest) = [&b"cs "[..], b"bcs0 ", b"bcs1 ", b"bcs2 "]
+        .iter()
+        .find_map(|w| after(w))
+    {
+        return match rest {
+            _ if rest.contains(&b'"') => key_chars_all(),
+            [] => DIGITS,
+            [.., b' '] => b"\"",
+            _ => DIGITS_SPACE,
+        };
+    }
+    if [&b"tinfo "[..], b"scores ", b"respawn "]
+        .iter()
+        .any(|w| text.starts_with(w))
+    {
+        return NUMERIC;
+    }
+    if let Some(rest) = [&b"vchat "[..], b"vtchat ", b"vtell "]
+        .iter()
+        .find_map(|w| after(w))
+    {
+        let spaces = rest.iter().filter(|&&c| c == b' ').count();
+        if spaces < 3 {
+            return NUMERIC;
+        }
+    }
+    key_chars_all()
+}
+
+/// [`key_chars`] as a slice.
+fn key_chars_all() -> &'static [u8] {
+    static ALL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| key_chars().collect())
+}
+
 /// How a body decodes with its first `known` bytes descrambled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Check {
@@ -517,7 +571,13 @@ pub fn search_c2s_lock(
         .iter()
         .map(|s| s.as_bytes())
         .partition(|t| t.len() >= shortest);
-    for starts in [long, short] {
+    // Between the two: a numeric command (`tinfo `, a team game's most frequent) one byte
+    // short of the shortest message, whose byte there takes one of 12 characters: about as
+    // cheap, and as well checked, as the long ones.
+    let (near, short): (Vec<&[u8]>, Vec<&[u8]>) = short
+        .into_iter()
+        .partition(|t| t.len() + 1 >= shortest && next_chars(t).len() < 16);
+    for starts in [long, near, short] {
         match lock_round(&mut checker, &sorted, &starts, limits) {
             Round::Nothing => continue,
             Round::Found(ch, f) => return (Some((ch, f)), checker.work),
@@ -640,10 +700,14 @@ fn next_level(
     let mut candidates = Vec::with_capacity(256);
     for u in level {
         candidates.clear();
+        let chars = match first {
+            First::Challenge(ch) => next_chars(&command_text(ch, u)),
+            First::Any => key_chars_all(),
+        };
         match (u.last(), first) {
             (None, First::Any) => candidates.extend(0..=255),
-            (None, First::Challenge(ch)) => candidates.extend(key_chars().map(|c| ch ^ c)),
-            (Some(&p), _) => candidates.extend(key_chars().map(|c| p ^ (c << (k & 1)))),
+            (None, First::Challenge(ch)) => candidates.extend(chars.iter().map(|&c| ch ^ c)),
+            (Some(&p), _) => candidates.extend(chars.iter().map(|&c| p ^ (c << (k & 1)))),
         }
         w.clear();
         w.extend_from_slice(u);

@@ -1046,8 +1046,10 @@ const MAX_LOCK_CLIENT_BODY: usize = 1_100;
 
 /// Client-message lock-on searches per connection: each costs at most
 /// [`c2ssearch::LOCK_LIMITS`]`.decodes` body decodes (1.4–5.0 M instructions per stored
-/// cut, about a millisecond).
-const CLIENT_LOCK_TRIES: u32 = 2;
+/// cut, about a millisecond). A group is searched at 8, 16 and 32 messages: four tries
+/// reach a second group where a team game's server commands (`tinfo` every second) keep
+/// groups short.
+const CLIENT_LOCK_TRIES: u32 = 4;
 
 impl Lock68 {
     /// Take client message `seq` and search when its group is complete: the challenge
@@ -1068,7 +1070,16 @@ impl Lock68 {
             .filter_map(|(_, b)| c2ssearch::ClientScrambled::new(b).map(|(_, m)| m))
             .filter(|m| m.body.len() > scramble::C2S_START)
             .collect();
-        let (found, work) = c2ssearch::search_c2s_lock(&msgs, c2ssearch::LOCK_LIMITS);
+        // A group of 8 gets a third of the budget: its messages end at few positions, so
+        // a search that runs long there would rather wait for 16.
+        let limits = match msgs.len() {
+            n if n < 16 => c2ssearch::Limits {
+                decodes: c2ssearch::LOCK_LIMITS.decodes / 3,
+                ..c2ssearch::LOCK_LIMITS
+            },
+            _ => c2ssearch::LOCK_LIMITS,
+        };
+        let (found, work) = c2ssearch::search_c2s_lock(&msgs, limits);
         self.client_decodes += work.decodes;
         found.map(|(ch, f)| (ch, ack, f))
     }

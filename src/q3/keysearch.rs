@@ -36,7 +36,7 @@ pub type Held = Vec<(i32, Vec<u8>)>;
 /// reaches [`AckGroup::SIZE`] messages and once more at [`AckGroup::MAX`] (fewer than 4
 /// do not rule a wrong guess out firmly enough; 8 settle most guesses that 4 left
 /// ambiguous); client messages (acknowledging a server command, [`AckGroup::client`]) at
-/// 16 and 32. Bounded: only the latest messages of the largest size are kept.
+/// 8, 16 and 32. Bounded: only the latest messages of the largest size are kept.
 #[derive(Debug)]
 pub struct AckGroup {
     ack: Option<i32>,
@@ -60,10 +60,13 @@ impl AckGroup {
     pub const MAX: usize = 8;
 
     /// A group of client messages: a client sends several per server message, and the
-    /// search there needs messages that end at many positions of the key stream.
+    /// search there needs messages that end at many positions of the key stream. From 8
+    /// (the fewest a lock-on takes, `c2ssearch::MIN_WHOLE`): in a team game the server
+    /// sends `tinfo` every second, and a client at 10 packets a second acknowledges each
+    /// in about 10 messages.
     pub fn client() -> Self {
         AckGroup {
-            sizes: &[16, 32],
+            sizes: &[8, 16, 32],
             ..Self::default()
         }
     }
