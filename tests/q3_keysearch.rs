@@ -685,10 +685,13 @@ fn keys_alike(a: &[u8], b: &[u8]) -> bool {
 /// challenge byte), checked by `command_for` on the run's first 8 messages, are the real
 /// command (from the full decode) or nothing. A run of at least 40 message lengths whose
 /// command is at most 32 characters long shows every character in some message end: it is
-/// read.
+/// read. The same with the challenge byte unknown (the read before a lock-on): the one
+/// (byte, text) pair that decodes the 8 messages is the real byte and command, or none is
+/// taken.
 #[test]
 fn tail_search_reads_the_real_command_or_nothing() {
     let (mut read, mut runs_seen, mut due, mut due_read) = (0, 0, 0, 0);
+    let (mut read_any, mut due_read_any) = (0, 0);
     for &name in &PROTO68_CAPTURES {
         let Some(cap) = stored_capture(name) else {
             eprintln!("skipped: {name} missing");
@@ -717,12 +720,33 @@ fn tail_search_reads_the_real_command_or_nothing() {
                     );
                     read += 1;
                 }
+                // Before a lock-on the challenge byte is unknown: it is solved with the text
+                // (`texts_any`), and a read is taken only when one (byte, text) pair
+                // decodes the group, which must then be the real byte and text.
+                let hits: Vec<(u8, String)> = tails
+                    .texts_any()
+                    .into_iter()
+                    .filter(|(c, t)| keysearch::command_for(group, *c, [t.as_str()]).0.is_some())
+                    .collect();
+                let got_any = match hits.as_slice() {
+                    [(c, t)] => {
+                        assert_eq!(*c, ch, "{name} ack {ack}: a wrong challenge byte read");
+                        assert!(
+                            keys_alike(t.as_bytes(), &truth),
+                            "{name} ack {ack}: read {t:?} for {cmd:?} (challenge unknown)"
+                        );
+                        read_any += 1;
+                        true
+                    }
+                    _ => false,
+                };
                 let mut lengths: Vec<usize> = run.iter().map(|m| m.body.len()).collect();
                 lengths.sort_unstable();
                 lengths.dedup();
                 let must = lengths.len() >= 40 && truth.len() <= 32;
                 due += usize::from(must);
                 due_read += usize::from(must && got.is_some());
+                due_read_any += usize::from(must && got_any);
                 eprintln!(
                     "{name} ack {ack} {:?}: {} messages, {} lengths: read {got:?}{}",
                     cmd.chars().take(40).collect::<String>(),
@@ -736,6 +760,11 @@ fn tail_search_reads_the_real_command_or_nothing() {
     eprintln!(
         "commands read off message ends: {read} of {runs_seen} runs; {due_read} of the {due} with 40 lengths and at most 32 characters"
     );
+    eprintln!("with the challenge byte unknown: {read_any} runs read; {due_read_any} of the {due}");
     assert!(due > 0, "no run with 40 message lengths");
     assert_eq!(due_read, due, "runs with 40 message lengths not read");
+    assert_eq!(
+        due_read_any, due,
+        "runs with 40 message lengths not read with the challenge byte unknown"
+    );
 }

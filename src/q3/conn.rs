@@ -1021,7 +1021,16 @@ struct Lock68 {
     /// No guess decodes the current acknowledgement's group: more of its messages cannot
     /// change that, so the tries are kept for the next acknowledgement.
     ruled_out: bool,
+    /// The ends of the server messages acknowledging the current command, for reading its
+    /// text with every challenge byte ([`Lock68::tail_lock`]), and the reads so far.
+    tails: super::tailsearch::Tails,
+    tail_reads: u32,
 }
+
+/// Reads of a command's text off the server messages' ends before the lock-on, the
+/// challenge byte solved with the text (a group is read at 16, 32, 64, 128 and 256
+/// messages).
+const TAIL_LOCK_READS: u32 = 8;
 
 impl Default for Lock68 {
     fn default() -> Self {
@@ -1035,6 +1044,8 @@ impl Default for Lock68 {
             tries: 0,
             decodes: 0,
             ruled_out: false,
+            tails: Default::default(),
+            tail_reads: 0,
         }
     }
 }
@@ -1091,33 +1102,60 @@ impl Lock68 {
     // Out of line: only connections seen mid-session before their lock-on come here, and
     // inlined into the datagram path it made that path slower for every connection.
     #[inline(never)]
-    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8)> {
+    fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8, bool)> {
         let (ack, _) = super::keysearch::reliable_ack(body)?;
         if self.group.start(ack) {
             self.ruled_out = false;
+            self.tails.clear();
         }
-        if self.ruled_out {
-            return None;
-        }
+        let read_due = self.tails.push(seq, body);
         // Search when a group is complete, then once more when it has doubled (if more
         // than one guess decoded it).
-        if !self.group.push(ack, seq, body)
-            || self.tries >= LOCK_TRIES
-            || self.decodes >= LOCK_DECODES
-        {
+        let complete = self.group.push(ack, seq, body);
+        if read_due && self.tail_reads < TAIL_LOCK_READS {
+            self.tail_reads += 1;
+            if let Some((cmd, ch)) = self.tail_lock() {
+                return Some((ack, cmd, ch, true));
+            }
+        }
+        if self.ruled_out || !complete || self.tries >= LOCK_TRIES || self.decodes >= LOCK_DECODES {
             return None;
         }
         self.tries += 1;
         let (guess, work) = super::keysearch::guess_command(&self.group.scrambled());
         self.decodes += work.decodes;
         match guess {
-            super::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch)),
+            super::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch, false)),
             super::keysearch::Guess::Ambiguous => None,
             super::keysearch::Guess::None => {
                 self.ruled_out = true;
                 None
             }
         }
+    }
+
+    /// The command the server messages acknowledge, read off their ends
+    /// ([`super::tailsearch`]) when no guess decodes them (free text sent before the
+    /// capture, as a player's `tell` or `say_team`): the (challenge byte, text) pairs the
+    /// kept ends allow, each then decoding the group's latest messages whole
+    /// ([`super::keysearch::command_for`]). Taken only when one pair does.
+    fn tail_lock(&mut self) -> Option<(String, u8)> {
+        let group = self.group.scrambled();
+        if group.len() < super::keysearch::AckGroup::MAX {
+            return None;
+        }
+        let mut found: Option<(String, u8)> = None;
+        for (ch, text) in self.tails.texts_any() {
+            let (hit, work) = super::keysearch::command_for(&group, ch, [text.as_str()]);
+            self.decodes += work.decodes;
+            if hit.is_some() {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some((text, ch));
+            }
+        }
+        found
     }
 }
 
@@ -1544,16 +1582,24 @@ impl Connection {
         if dir == Dir::C2s {
             return self.lock_on68_client(d, seq, body, first_ns, out, work);
         }
-        let Some((ack, cmd, ch)) = l.offer(seq, body) else {
+        let Some((ack, cmd, ch, from_ends)) = l.offer(seq, body) else {
             return false;
         };
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
         let mut prior = std::mem::take(&mut l.group.msgs);
         prior.pop(); // This message: decoded as usual next.
-        let how = format!(
-            "challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess",
-            LOCK_GROUP = super::keysearch::AckGroup::SIZE,
-        );
+        let how = if from_ends {
+            format!(
+                "challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) read off the server messages' ends ({} reads, {decodes} body decodes): the latest {} server messages decode with them, and with no other text and challenge byte",
+                l.tail_reads,
+                super::keysearch::AckGroup::MAX,
+            )
+        } else {
+            format!(
+                "challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess",
+                LOCK_GROUP = super::keysearch::AckGroup::SIZE,
+            )
+        };
         self.set_locked68(ch, packets, (d.ts_ns - first_ns) as f64 / 1e9, &how);
         let w = Work::ClientCommand {
             seq: ack,

@@ -81,6 +81,20 @@ impl Tails {
     /// The command texts (at most [`MAX_TEXTS`], shortest period first) that agree with
     /// every kept message end under challenge byte `ch`.
     pub fn texts(&self, ch: u8) -> Vec<String> {
+        self.texts_with(Some(ch))
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
+    }
+
+    /// [`Tails::texts`] before the lock-on, the challenge byte unknown: (challenge byte,
+    /// text) pairs, the byte solved with the characters (it is one more XOR in every key
+    /// byte: 8 more unknowns of the same equations).
+    pub fn texts_any(&self) -> Vec<(u8, String)> {
+        self.texts_with(None)
+    }
+
+    fn texts_with(&self, ch: Option<u8>) -> Vec<(u8, String)> {
         let mut known = known_stream(&self.tails);
         // Bytes past the last known bit tell nothing.
         let end = known
@@ -91,24 +105,24 @@ impl Tails {
         let seen = seen_chars(&known);
         // A longer text leaves more than MAX_MISSING characters unseen.
         let longest = (seen.len() + MAX_MISSING).min(known.len()).min(MAX_TEXT);
-        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut out: Vec<(u8, Vec<u8>)> = Vec::new();
         let mut chars = Vec::new();
         for l in 1..=longest {
             if out.len() >= MAX_TEXTS {
                 break;
             }
             // A multiple of a period found keys the same characters: the same command.
-            if out.iter().any(|t| l % t.len() == 0) {
+            if out.iter().any(|(_, t)| l % t.len() == 0) {
                 continue;
             }
-            for text in texts_of_length(&known, &seen, ch, l, &mut chars) {
-                if self.all_end(ch, &text) && out.len() < MAX_TEXTS {
-                    out.push(text);
+            for (c, text) in texts_of_length(&known, &seen, ch, l, &mut chars) {
+                if self.all_end(c, &text) && out.len() < MAX_TEXTS {
+                    out.push((c, text));
                 }
             }
         }
         out.into_iter()
-            .map(|t| t.into_iter().map(char::from).collect())
+            .map(|(c, t)| (c, t.into_iter().map(char::from).collect()))
             .collect()
     }
 
@@ -337,17 +351,17 @@ fn seen_chars(known: &[Byte]) -> Vec<(usize, u8)> {
         .collect()
 }
 
-/// Texts of length `l` whose stream under challenge byte `ch` agrees with every known bit:
-/// the characters `seen` shows (all must agree on each residue `k mod l`), and those of up
-/// to [`MAX_MISSING`] other residues solved from the known bits ([`solve_missing`]). `s`:
-/// a buffer.
+/// Texts of length `l` whose stream under challenge byte `ch` (None: any, solved too)
+/// agrees with every known bit: the characters `seen` shows (all must agree on each residue
+/// `k mod l`), and those of up to [`MAX_MISSING`] other residues solved from the known bits
+/// ([`solve_missing`]). (challenge byte, text) pairs; `s`: a buffer.
 fn texts_of_length(
     known: &[Byte],
     seen: &[(usize, u8)],
-    ch: u8,
+    ch: Option<u8>,
     l: usize,
     s: &mut Vec<Option<u8>>,
-) -> Vec<Vec<u8>> {
+) -> Vec<(u8, Vec<u8>)> {
     s.clear();
     s.resize(l, None);
     for &(k, c) in seen {
@@ -362,13 +376,13 @@ fn texts_of_length(
         return Vec::new();
     }
     let mut out = Vec::new();
-    for fill in solve_missing(known, ch, s, &missing) {
+    for (c, fill) in solve_missing(known, ch, s, &missing) {
         let mut text: Vec<u8> = s.iter().map(|c| c.unwrap_or(0)).collect();
         for (&r, c) in missing.iter().zip(fill) {
             text[r] = c;
         }
-        if agrees(known, ch, &text) {
-            out.push(text);
+        if agrees(known, c, &text) {
+            out.push((c, text));
         }
     }
     out
@@ -381,11 +395,17 @@ const MAX_FREE: u32 = 10;
 /// The characters of the `missing` residues of text `s` (the others known) under which
 /// every known bit of `u` holds: each known bit is one linear equation over the missing
 /// characters' bits (`u[k]` is `ch` XOR every character up to `k`, shifted on odd `k`),
-/// solved by Gaussian elimination over GF(2). At most [`MAX_TEXTS`] answers, none when
+/// solved by Gaussian elimination over GF(2). With `ch` None the challenge byte's 8 bits
+/// are unknowns too. (challenge byte, characters) pairs: at most [`MAX_TEXTS`], none when
 /// more than that many fit.
-fn solve_missing(known: &[Byte], ch: u8, s: &[Option<u8>], missing: &[usize]) -> Vec<Vec<u8>> {
-    if missing.is_empty() {
-        return vec![Vec::new()];
+fn solve_missing(
+    known: &[Byte],
+    ch: Option<u8>,
+    s: &[Option<u8>],
+    missing: &[usize],
+) -> Vec<(u8, Vec<u8>)> {
+    if let (Some(c), true) = (ch, missing.is_empty()) {
+        return vec![(c, Vec::new())];
     }
     let l = s.len();
     let mut slot = vec![usize::MAX; l];
@@ -393,9 +413,15 @@ fn solve_missing(known: &[Byte], ch: u8, s: &[Option<u8>], missing: &[usize]) ->
         slot[r] = i;
     }
     let mut sys = Gf2::default();
-    // par[i]: which unknown bits bit i of u[k] holds, so far; acc: the known characters' part.
+    // par[i]: which unknown bits bit i of u[k] holds, so far; acc: the known part. The
+    // challenge byte's bits, when unknown, are unknowns CH_VAR.. (past every character's).
     let mut par = [0u128; 8];
-    let mut acc = ch;
+    let mut acc = ch.unwrap_or(0);
+    if ch.is_none() {
+        for (i, p) in par.iter_mut().enumerate() {
+            *p = 1 << (CH_VAR + i as u32);
+        }
+    }
     for (k, b) in known.iter().enumerate() {
         let shift = k & 1;
         match s[k % l] {
@@ -416,8 +442,12 @@ fn solve_missing(known: &[Byte], ch: u8, s: &[Option<u8>], missing: &[usize]) ->
             }
         }
     }
-    let vars = 7 * missing.len() as u32;
-    let free: Vec<u32> = (0..vars).filter(|v| !sys.is_pivot(*v)).collect();
+    let vars = (0..7 * missing.len() as u32).chain(if ch.is_none() {
+        CH_VAR..CH_VAR + 8
+    } else {
+        0..0
+    });
+    let free: Vec<u32> = vars.filter(|v| !sys.is_pivot(*v)).collect();
     if free.len() as u32 > MAX_FREE {
         return Vec::new();
     }
@@ -440,11 +470,15 @@ fn solve_missing(known: &[Byte], ch: u8, s: &[Option<u8>], missing: &[usize]) ->
             if out.len() == MAX_TEXTS {
                 return Vec::new();
             }
-            out.push(chars);
+            out.push((ch.unwrap_or((x >> CH_VAR) as u8), chars));
         }
     }
     out
 }
+
+/// The first unknown of the challenge byte's bits in [`solve_missing`]'s equations: past
+/// the [`MAX_MISSING`] characters' 7 bits each (112 + 8 fit in one `u128`).
+const CH_VAR: u32 = 7 * MAX_MISSING as u32;
 
 /// A linear system over GF(2) in up to 128 unknowns, kept reduced: each row has its pivot
 /// (its lowest unknown) in no other row.
