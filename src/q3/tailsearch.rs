@@ -59,6 +59,15 @@ impl Tails {
         self.tails.clear();
     }
 
+    /// Message ends kept.
+    pub fn len(&self) -> usize {
+        self.tails.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tails.is_empty()
+    }
+
     /// Keep server message `seq`'s end; true when a solve is due ([`SOLVE_AT`]).
     pub fn push(&mut self, seq: i32, body: &[u8]) -> bool {
         let len = body.len();
