@@ -1564,8 +1564,12 @@ impl Connection {
 
     /// Mid-session protocol 68: offer accepted message `seq` to the key search. True once
     /// locked on (the key is set and the decoder knows the acknowledged command): this
-    /// message and the next ones are decoded.
+    /// message and the next ones are decoded. Out of line and cold: only connections seen
+    /// mid-session before their lock-on come here (inlined, it changed how the per-packet
+    /// path of every connection was compiled).
     #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
     fn lock_on68(
         &mut self,
         d: &Datagram<'_>,
