@@ -60,8 +60,8 @@ fn key_chars() -> impl Iterator<Item = u8> {
 }
 
 /// What the engines write after some command words, so a key byte there is searched over
-/// the characters the command can hold there instead of all 97 (with the short client
-/// messages of a team game, whose ends are the only check on most key bytes, the 97-way
+/// the characters the command can hold there instead of all 96 (with the short client
+/// messages of a team game, whose ends are the only check on most key bytes, the 96-way
 /// branching of a three-byte stretch outruns the search's bounds; the command's grammar
 /// keeps one candidate):
 /// * `cs N "…"`, `bcs0 N "…"`, `bcs1 N "…"`, `bcs2 N "…"` (ioq3 `SV_SendConfigstring`):
@@ -785,5 +785,36 @@ pub fn survivors(
 pub fn descramble(body: &mut [u8], key: u8, u: &[u8]) {
     for (b, &k) in body.iter_mut().skip(C2S_START).zip(u) {
         *b ^= key ^ k;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The characters a command may hold next, as the engine and game write them: numbers
+    /// after `tinfo`, `scores`, `respawn`; `cs N "` then anything; three numbers after the
+    /// voice commands; all key characters elsewhere.
+    #[test]
+    fn next_chars_follow_the_commands_grammar() {
+        let all = key_chars_all();
+        assert_eq!(all.len(), 96);
+        for text in ["tinfo ", "tinfo 2  0 7 11", "scores 6 0 -1", "respawn 4"] {
+            assert_eq!(next_chars(text.as_bytes()), b"0123456789 -", "{text:?}");
+        }
+        assert_eq!(next_chars(b"cs "), b"0123456789");
+        assert_eq!(next_chars(b"bcs1 54"), b"0123456789 ");
+        assert_eq!(next_chars(b"cs 547 "), b"\"");
+        assert_eq!(next_chars(b"cs 547 \"n\\Major"), all);
+        assert_eq!(next_chars(b"vchat 0 1 "), b"0123456789 -");
+        assert_eq!(next_chars(b"vchat 0 1 50 "), all);
+        for text in ["", "print \"", "chat \"x", "tinf", "cs", "disconnect"] {
+            assert_eq!(next_chars(text.as_bytes()), all, "{text:?}");
+        }
+        // Every grammar's characters are key characters: a real command is never left out
+        // for a character the key could not hold.
+        for text in ["tinfo ", "cs ", "cs 5", "cs 5 "] {
+            assert!(next_chars(text.as_bytes()).iter().all(|c| all.contains(c)));
+        }
     }
 }
