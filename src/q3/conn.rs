@@ -1109,15 +1109,18 @@ impl Lock68 {
             self.tails.clear();
         }
         // Read every 8 ends kept from 16 on: before the lock-on nothing else decodes
-        // these messages, and a read costs about 0.2 ms.
-        let kept = self.tails.len();
-        self.tails.push(seq, body);
-        let n = self.tails.len();
-        let read_due = n > kept && n >= 16 && n % 8 == 0;
+        // these messages, and a read costs about 0.2 ms. No ends are kept once the reads
+        // are spent.
+        let read_due = self.tail_reads < TAIL_LOCK_READS && {
+            let kept = self.tails.len();
+            self.tails.push(seq, body);
+            let n = self.tails.len();
+            n > kept && n >= 16 && n % 8 == 0
+        };
         // Search when a group is complete, then once more when it has doubled (if more
         // than one guess decoded it).
         let complete = self.group.push(ack, seq, body);
-        if read_due && self.tail_reads < TAIL_LOCK_READS {
+        if read_due {
             self.tail_reads += 1;
             if let Some((cmd, ch)) = self.tail_lock() {
                 return Some((ack, cmd, ch, true));

@@ -105,24 +105,8 @@ pub fn read_delta_entity(
     number: i32,
 ) -> Result<EntityDelta, DeltaError> {
     let start_bit = r.bit_pos();
-    let flags = read_entity_flags(r)?;
-    let bit = r.bit_pos();
-    let mut state = EntityState {
-        number,
-        fields: from.fields,
-    };
-    let (lc, changes, bit_after_flag) = match flags {
-        EntityFlags::Removed => {
-            state.fields = [0; NUM_ENTITY_FIELDS];
-            (0, Vec::new(), bit)
-        }
-        EntityFlags::Unchanged => (0, Vec::new(), bit),
-        EntityFlags::Delta => {
-            let mut changes = Vec::new();
-            let (lc, after_lc) = read_entity_fields(r, &mut state.fields, &mut changes)?;
-            (lc, changes, after_lc)
-        }
-    };
+    let mut changes = Vec::new();
+    let (state, flags, lc, bit_after_flag) = read_entity_delta(r, from, number, &mut changes)?;
     Ok(EntityDelta {
         state,
         removed: flags == EntityFlags::Removed,
@@ -143,18 +127,32 @@ pub fn read_delta_entity_state(
     from: &EntityState,
     number: i32,
 ) -> Result<EntityState, DeltaError> {
+    read_entity_delta(r, from, number, &mut ()).map(|(state, ..)| state)
+}
+
+/// The entity's flags and new state, changed fields to `changes`: (state, flags, last
+/// changed field, bit after the field-count byte, or after the flags).
+fn read_entity_delta<C: ChangeSink>(
+    r: &mut BitReader,
+    from: &EntityState,
+    number: i32,
+    changes: &mut C,
+) -> Result<(EntityState, EntityFlags, u8, usize), DeltaError> {
+    let flags = read_entity_flags(r)?;
+    let bit = r.bit_pos();
     let mut state = EntityState {
         number,
         fields: from.fields,
     };
-    match read_entity_flags(r)? {
-        EntityFlags::Removed => state.fields = [0; NUM_ENTITY_FIELDS],
-        EntityFlags::Unchanged => {}
-        EntityFlags::Delta => {
-            read_entity_fields(r, &mut state.fields, &mut ())?;
+    let (lc, bit_after_flag) = match flags {
+        EntityFlags::Removed => {
+            state.fields = [0; NUM_ENTITY_FIELDS];
+            (0, bit)
         }
-    }
-    Ok(state)
+        EntityFlags::Unchanged => (0, bit),
+        EntityFlags::Delta => read_entity_fields(r, &mut state.fields, changes)?,
+    };
+    Ok((state, flags, lc, bit_after_flag))
 }
 
 /// `MSG_ReadDeltaPlayerstate` applied in place: `state` holds the base on entry and the new
