@@ -13,6 +13,16 @@ use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
 use serde_json::Value;
 
 const CUTS: [u32; 4] = [10, 30, 50, 80];
+
+/// Protocol-68 cuts besides [`CUTS`] where the lock-on once came late (found by
+/// `scripts/lock_sweep.sh`, cuts every 5 %): at 85 % of `q3-mapchange` the client
+/// acknowledges OpenArena's whole `cp "` (8.9 s; now found by the whole-command round);
+/// at 15 % of `q3-download` the client's first group holds a message with serverTime 0,
+/// sent before its first snapshot (4.4 s). The flag says whether the 2-second goal is
+/// counted: that `q3-download` cut starts with 3.5 s of the server alone (the client
+/// loads the map and sends nothing); it locks on 0.24 s after the client's first packet.
+const EXTRA_CUTS68: [(&str, u32, bool); 2] =
+    [("q3-mapchange", 85, true), ("q3-download", 15, false)];
 /// Lock-on within this many packets of the connection (both directions) in every cut.
 const LOCK_WITHIN_PACKETS: u64 = 16;
 
@@ -962,6 +972,7 @@ fn check_cut68(src: &Path, skip: u64) -> Vec<Cut68> {
 #[test]
 fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
     let (mut locked, mut in_goal, mut cuts, mut conns) = (0, 0, 0, 0);
+    let mut uncounted_conns = 0;
     for name in PROTO68_CAPTURES {
         let Some(src) = stored_capture(name) else {
             eprintln!("skipped: {name} missing");
@@ -972,6 +983,13 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
             .iter()
             .map(|p| (format!("{p}%"), n * u64::from(*p) / 100))
             .collect();
+        let mut uncounted = Vec::new();
+        for &(_, p, goal) in EXTRA_CUTS68.iter().filter(|(c, ..)| *c == name) {
+            skips.push((format!("{p}%"), n * u64::from(p) / 100));
+            if !goal {
+                uncounted.push(format!("{p}%"));
+            }
+        }
         let (response, snapshot) = handshake_frames(&src);
         skips.push((
             "between handshake and first snapshot".into(),
@@ -999,7 +1017,13 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
                             "{name} cut {what} (after frame {skip}), connection {}: locked on at packet {packets} ({secs:.3} s); {} messages equal to the full capture's ({} values unknown), {} undecoded, of {} in the full capture after the cut",
                             c.connection, c.compared, c.unknown, c.undecoded, c.full
                         );
-                        in_goal += usize::from(secs <= 2.0);
+                        if uncounted.contains(&what) {
+                            // Why: at EXTRA_CUTS68.
+                            eprintln!("  (not counted for the 2 s goal: the client sends nothing for the cut's first seconds)");
+                            uncounted_conns += 1;
+                        } else {
+                            in_goal += usize::from(secs <= 2.0);
+                        }
                         assert!(c.compared > 0, "{name} {what}");
                         // A cut in the signon leaves nothing unknown after the lock-on: the
                         // client acknowledges no server command yet (command 0, whose key
@@ -1021,13 +1045,14 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
         }
     }
     eprintln!(
-        "protocol-68 connections locked on: {locked} of {conns} ({in_goal} within 2 s), in {cuts} cuts"
+        "protocol-68 connections locked on: {locked} of {conns} ({in_goal} within 2 s, {uncounted_conns} not counted), in {cuts} cuts"
     );
     // The issue's goal: every connection of every cut locks on within 2 s of its traffic
     // (each search's answers are also checked against the handshake in
-    // tests/q3_keysearch.rs).
+    // tests/q3_keysearch.rs); the uncounted ones must still lock on.
     assert_eq!(
-        in_goal, conns,
+        in_goal + uncounted_conns,
+        conns,
         "connections that did not lock on within 2 s"
     );
 }

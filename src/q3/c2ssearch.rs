@@ -291,7 +291,9 @@ impl Checker {
         for i in 0..count {
             // The key changes values, never the bit layout: any key reads the bits.
             let c = read_delta_usercmd(r, 0, &from)?;
-            if i == 0 && !self.seen.time(c.server_time) {
+            // A client's commands carry serverTime 0 until its first snapshot (right after
+            // a connect or a download): not a time to compare with the others.
+            if i == 0 && c.server_time != 0 && !self.seen.time(c.server_time) {
                 return Err(Stop::Wrong);
             }
             from = c;
@@ -563,6 +565,23 @@ pub fn search_c2s_lock(
     group: &[ClientScrambled<'_>],
     limits: Limits,
 ) -> (Option<(u8, Found)>, Work) {
+    let o = lock_search(group, limits);
+    (o.found, o.work)
+}
+
+/// What [`lock_search`] gave.
+pub struct LockOutcome {
+    pub found: Option<(u8, Found)>,
+    pub work: Work,
+    /// Nothing was found, and more messages of the lengths searched cannot change that:
+    /// no candidate decoded them, or those that did key every byte the messages reach
+    /// alike (they differ in the challenge byte, or past the messages' ends), so such
+    /// messages decode alike with each. The search ran to its end (not cut by the budget).
+    pub settled: bool,
+}
+
+/// [`search_c2s_lock`], saying whether a larger group of the same lengths could answer.
+pub fn lock_search(group: &[ClientScrambled<'_>], limits: Limits) -> LockOutcome {
     let mut checker = Checker::default();
     let mut sorted = group.to_vec();
     sorted.sort_by_key(|m| m.body.len());
@@ -577,22 +596,89 @@ pub fn search_c2s_lock(
     let (near, short): (Vec<&[u8]>, Vec<&[u8]>) = short
         .into_iter()
         .partition(|t| t.len() + 1 >= shortest && next_chars(t).len() < 16);
-    for starts in [long, near, short] {
-        match lock_round(&mut checker, &sorted, &starts, limits) {
+    // Whole commands shorter than every message, tried as they are between the near
+    // round and the short one (whose extension of a short beginning may spend the
+    // budget before it reaches them).
+    let wholes: Vec<&[u8]> = WHOLE_COMMANDS
+        .iter()
+        .map(|s| s.as_bytes())
+        .filter(|t| t.len() < shortest)
+        .collect();
+    let mut settled = true;
+    for (starts, whole_only) in [(long, false), (near, false), (wholes, true), (short, false)] {
+        let round = if whole_only {
+            whole_round(&mut checker, &sorted, &starts)
+        } else {
+            lock_round(&mut checker, &sorted, &starts, limits)
+        };
+        match round {
             Round::Nothing => continue,
-            Round::Found(ch, f) => return (Some((ch, f)), checker.work),
-            Round::Ambiguous | Round::Budget => break,
+            Round::Found(ch, f) => {
+                return LockOutcome {
+                    found: Some((ch, f)),
+                    work: checker.work,
+                    settled: false,
+                }
+            }
+            Round::Ambiguous { alike } => {
+                settled = alike;
+                break;
+            }
+            Round::Budget => {
+                settled = false;
+                break;
+            }
         }
     }
-    (None, checker.work)
+    LockOutcome {
+        found: None,
+        work: checker.work,
+        settled,
+    }
 }
 
 /// What one round of [`search_c2s_lock`] gave.
 enum Round {
     Found(u8, Found),
     Nothing,
-    Ambiguous,
+    /// More than one answer; `alike`: their streams agree on every byte a message of the
+    /// group reaches.
+    Ambiguous {
+        alike: bool,
+    },
     Budget,
+}
+
+/// Commands the game sends whole, with no part of their own, shorter than most beginnings
+/// (OpenArena's `cp "`, an empty centre print, after a player enters: stored captures
+/// `q3-mapchange`, `q3-download`).
+const WHOLE_COMMANDS: [&str; 1] = ["cp \""];
+
+/// The whole commands `texts`, each with every challenge byte, on `group`: each one must
+/// decode every message whole, its repeat checked ([`whole_text_holds`]).
+fn whole_round(checker: &mut Checker, group: &[ClientScrambled<'_>], texts: &[&[u8]]) -> Round {
+    let mut hits: Vec<(u8, Vec<u8>)> = Vec::new();
+    for text in texts {
+        for ch in 0..=255u8 {
+            if whole_text_holds(checker, group, ch, text) {
+                hits.push((ch, text.to_vec()));
+            }
+        }
+    }
+    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    match hits.as_slice() {
+        [] => Round::Nothing,
+        [(ch, text)] => Round::Found(
+            *ch,
+            Found {
+                stream: whole_stream(*ch, text, depth),
+                text: Some(text.clone()),
+            },
+        ),
+        _ => Round::Ambiguous {
+            alike: alike(&hits, &[], depth),
+        },
+    }
 }
 
 /// The beginnings `starts`, each with every challenge byte, on `group` (shortest first).
@@ -621,23 +707,26 @@ fn lock_round(
     let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
     match whole.as_slice() {
         [(ch, text)] => {
-            let mut b = vec![0u8; C2S_START + depth];
-            super::scramble::c2s(&mut b, i32::from(*ch), 0, 0, text);
-            b.drain(..C2S_START);
             let found = Found {
-                stream: b,
+                stream: whole_stream(*ch, text, depth),
                 text: Some(text.clone()),
             };
             return Round::Found(*ch, found);
         }
         [] => {}
-        _ => return Round::Ambiguous,
+        _ => {
+            return Round::Ambiguous {
+                alike: alike(&whole, &all, depth),
+            }
+        }
     }
     let Some(&(ch, _)) = all.first() else {
         return Round::Nothing;
     };
     if all.iter().any(|(c, _)| *c != ch) {
-        return Round::Ambiguous;
+        return Round::Ambiguous {
+            alike: alike(&whole, &all, depth),
+        };
     }
     let level: Vec<Vec<u8>> = all.into_iter().map(|(_, u)| u).collect();
     let p = common_prefix(&level);
@@ -646,13 +735,35 @@ fn lock_round(
         .filter(|m| m.body.len() <= C2S_START + p.len())
         .count();
     if p.is_empty() || n_whole < MIN_WHOLE {
-        return Round::Ambiguous;
+        // More messages may end within the prefix.
+        return Round::Ambiguous { alike: false };
     }
     let found = Found {
         stream: p,
         text: None,
     };
     Round::Found(ch, found)
+}
+
+/// The first `depth` bytes of `u` for the whole command `text` (its characters repeat).
+fn whole_stream(ch: u8, text: &[u8], depth: usize) -> Vec<u8> {
+    let mut b = vec![0u8; C2S_START + depth];
+    super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
+    b.drain(..C2S_START);
+    b
+}
+
+/// The candidates of a round (whole texts and streams, each with its challenge byte) key
+/// the first `depth` bytes alike: messages no longer than that decode alike with each.
+fn alike(whole: &[(u8, Vec<u8>)], all: &[(u8, Vec<u8>)], depth: usize) -> bool {
+    let mut streams = whole
+        .iter()
+        .map(|(ch, t)| Some(whole_stream(*ch, t, depth)))
+        .chain(all.iter().map(|(_, u)| u.get(..depth).map(<[u8]>::to_vec)));
+    let Some(Some(first)) = streams.next() else {
+        return false;
+    };
+    streams.all(|u| u.as_ref() == Some(&first))
 }
 
 /// The first `text.len()` bytes of `u` for a command starting with `text`.

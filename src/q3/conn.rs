@@ -1013,6 +1013,12 @@ struct Lock68 {
     client_group: super::keysearch::AckGroup,
     client_tries: u32,
     client_decodes: usize,
+    /// The acknowledgement and the message lengths ([`length_counts`]) of the last
+    /// client-group search whose answer more messages of those lengths cannot change
+    /// ([`c2ssearch::LockOutcome`]): the group is not searched again until a message of
+    /// another length (or a second one of a length) comes, and the tries are kept for
+    /// the next acknowledgement.
+    client_searched: Option<(i32, Vec<(usize, u8)>)>,
     /// Accepted messages of both directions so far, and the first one's capture time.
     packets: u64,
     first_ns: Option<i64>,
@@ -1039,6 +1045,7 @@ impl Default for Lock68 {
             client_group: super::keysearch::AckGroup::client(),
             client_tries: 0,
             client_decodes: 0,
+            client_searched: None,
             packets: 0,
             first_ns: None,
             tries: 0,
@@ -1057,10 +1064,27 @@ const MAX_LOCK_CLIENT_BODY: usize = 1_100;
 
 /// Client-message lock-on searches per connection: each costs at most
 /// [`c2ssearch::LOCK_LIMITS`]`.decodes` body decodes (1.4–5.0 M instructions per stored
-/// cut, about a millisecond). A group is searched at 8, 16 and 32 messages: four tries
-/// reach a second group where a team game's server commands (`tinfo` every second) keep
-/// groups short.
+/// cut, about a millisecond). A group is searched at 8, 16 and 32 messages (and as it
+/// slides at 32), again only when that can change the answer (`Lock68::client_searched`):
+/// four tries reach a second group where a team game's server commands (`tinfo` every
+/// second) keep groups short.
 const CLIENT_LOCK_TRIES: u32 = 4;
+
+/// The lengths of held messages, each with how many have it up to 2: what the client
+/// search's answer depends on besides the messages' contents (a whole text needs two
+/// messages reaching past its end; more of a length only rule candidates out).
+fn length_counts(msgs: &[(i32, Vec<u8>)]) -> Vec<(usize, u8)> {
+    let mut lens: Vec<usize> = msgs.iter().map(|(_, b)| b.len()).collect();
+    lens.sort_unstable();
+    let mut out: Vec<(usize, u8)> = Vec::new();
+    for l in lens {
+        match out.last_mut() {
+            Some((m, n)) if *m == l => *n = (*n + 1).min(2),
+            _ => out.push((l, 1)),
+        }
+    }
+    out
+}
 
 impl Lock68 {
     /// Take client message `seq` and search when its group is complete: the challenge
@@ -1072,6 +1096,12 @@ impl Lock68 {
         let (ack, _) = c2ssearch::ClientScrambled::new(body)?;
         if !self.client_group.push(ack, seq, body) || self.client_tries >= CLIENT_LOCK_TRIES {
             return None;
+        }
+        let lens = length_counts(&self.client_group.msgs);
+        if let Some((a, seen)) = &self.client_searched {
+            if *a == ack && lens.iter().all(|l| seen.binary_search(l).is_ok()) {
+                return None;
+            }
         }
         self.client_tries += 1;
         let msgs: Vec<c2ssearch::ClientScrambled<'_>> = self
@@ -1090,9 +1120,10 @@ impl Lock68 {
             },
             _ => c2ssearch::LOCK_LIMITS,
         };
-        let (found, work) = c2ssearch::search_c2s_lock(&msgs, limits);
-        self.client_decodes += work.decodes;
-        found.map(|(ch, f)| (ch, ack, f))
+        let o = c2ssearch::lock_search(&msgs, limits);
+        self.client_decodes += o.work.decodes;
+        self.client_searched = o.settled.then_some((ack, lens));
+        o.found.map(|(ch, f)| (ch, ack, f))
     }
 
     /// Take server message `seq` and search when a group is complete: the guessed client
