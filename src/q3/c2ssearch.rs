@@ -903,6 +903,24 @@ pub fn descramble(body: &mut [u8], key: u8, u: &[u8]) {
 mod tests {
     use super::*;
 
+    /// `tchat "` with challenge byte 39 and `vchat ` with 37 (`t ^ 39 == v ^ 37`) key the
+    /// same first six bytes (a late lock-on of one of our CTF recordings: every message of
+    /// the group was five scrambled bytes): alike up to there, not past it, where the first
+    /// takes `"` and the second a digit.
+    #[test]
+    fn candidates_alike_up_to_the_bytes_they_share() {
+        let t = (39u8, b"tchat \"".to_vec());
+        let v = (37u8, stream(37, b"vchat 1"));
+        assert_eq!(stream(39, b"tchat ")[..], stream(37, b"vchat ")[..]);
+        for depth in 1..=6 {
+            assert!(alike(&[t.clone()], &[v.clone()], depth), "depth {depth}");
+        }
+        assert!(!alike(&[t.clone()], &[v.clone()], 7));
+        // A candidate that does not reach the depth keys bytes nobody knows.
+        assert!(!alike(&[t], &[(37, stream(37, b"vchat"))], 6));
+        assert!(!alike(&[], &[], 3));
+    }
+
     /// The characters a command may hold next, as the engine and game write them: numbers
     /// after `tinfo`, `scores`, `respawn`; `cs N "` then anything; three numbers after the
     /// voice commands; all key characters elsewhere.
