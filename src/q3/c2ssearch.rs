@@ -578,6 +578,30 @@ pub struct LockOutcome {
     /// alike (they differ in the challenge byte, or past the messages' ends), so such
     /// messages decode alike with each. The search ran to its end (not cut by the budget).
     pub settled: bool,
+    /// No answer, but every candidate implies one challenge byte and decodes the messages
+    /// that end within their shared prefix ([`Lead`]).
+    pub lead: Option<Lead>,
+}
+
+/// What a group too small for an answer alone says: the challenge byte every candidate
+/// implies, their shared key-stream prefix, and how many messages end within it (fewer
+/// than [`MIN_WHOLE`]). Two groups acknowledging different commands that each imply the
+/// same byte alone, with [`MIN_WHOLE`] such messages between them, answer together
+/// ([`joint_answer`]).
+#[derive(Debug, Clone)]
+pub struct Lead {
+    pub challenge: u8,
+    pub found: Found,
+    pub whole: usize,
+}
+
+/// The answer two leads of different groups give together: the current group's stream
+/// and the byte, when both imply the same byte and at least [`MIN_WHOLE`] messages between
+/// them decode whole. Each group alone ruled out every other byte (all 256 were tried on
+/// it), so a wrong byte would have to come out of two groups at once.
+pub fn joint_answer(earlier: &Lead, current: &Lead) -> Option<(u8, Found)> {
+    (earlier.challenge == current.challenge && earlier.whole + current.whole >= MIN_WHOLE)
+        .then(|| (current.challenge, current.found.clone()))
 }
 
 /// [`search_c2s_lock`], saying whether a larger group of the same lengths could answer.
@@ -605,6 +629,7 @@ pub fn lock_search(group: &[ClientScrambled<'_>], limits: Limits) -> LockOutcome
         .filter(|t| t.len() < shortest)
         .collect();
     let mut settled = true;
+    let mut lead = None;
     for (starts, whole_only) in [(long, false), (near, false), (wholes, true), (short, false)] {
         let round = if whole_only {
             whole_round(&mut checker, &sorted, &starts)
@@ -618,10 +643,20 @@ pub fn lock_search(group: &[ClientScrambled<'_>], limits: Limits) -> LockOutcome
                     found: Some((ch, f)),
                     work: checker.work,
                     settled: false,
+                    lead: None,
                 }
             }
             Round::Ambiguous { alike } => {
                 settled = alike;
+                break;
+            }
+            Round::Lead(ch, f, n) => {
+                lead = Some(Lead {
+                    challenge: ch,
+                    found: f,
+                    whole: n,
+                });
+                settled = false;
                 break;
             }
             Round::Budget => {
@@ -634,6 +669,7 @@ pub fn lock_search(group: &[ClientScrambled<'_>], limits: Limits) -> LockOutcome
         found: None,
         work: checker.work,
         settled,
+        lead,
     }
 }
 
@@ -646,6 +682,9 @@ enum Round {
     Ambiguous {
         alike: bool,
     },
+    /// Every candidate implies one challenge byte and they share a prefix, but fewer than
+    /// [`MIN_WHOLE`] messages end within it: the byte, the prefix, and how many do.
+    Lead(u8, Found, usize),
     Budget,
 }
 
@@ -734,9 +773,20 @@ fn lock_round(
         .iter()
         .filter(|m| m.body.len() <= C2S_START + p.len())
         .count();
-    if p.is_empty() || n_whole < MIN_WHOLE {
-        // More messages may end within the prefix.
+    if p.is_empty() {
         return Round::Ambiguous { alike: false };
+    }
+    if n_whole < MIN_WHOLE {
+        // More messages may end within the prefix; with another group's lead of the same
+        // byte, the messages of both may be enough.
+        return Round::Lead(
+            ch,
+            Found {
+                stream: p,
+                text: None,
+            },
+            n_whole,
+        );
     }
     let found = Found {
         stream: p,
@@ -903,21 +953,43 @@ pub fn descramble(body: &mut [u8], key: u8, u: &[u8]) {
 mod tests {
     use super::*;
 
+    /// Two leads answer only together, only on one byte, and only with 8 whole messages
+    /// between them; the answer is the later group's stream.
+    #[test]
+    fn leads_answer_together_on_one_byte() {
+        let lead = |ch: u8, whole: usize, u: &[u8]| Lead {
+            challenge: ch,
+            found: Found {
+                stream: u.to_vec(),
+                text: None,
+            },
+            whole,
+        };
+        let (a, b) = (lead(114, 4, b"ab"), lead(114, 4, b"cd"));
+        assert_eq!(
+            joint_answer(&a, &b),
+            Some((114, b.found.clone())),
+            "4 + 4 on one byte"
+        );
+        assert_eq!(joint_answer(&a, &lead(115, 4, b"cd")), None, "two bytes");
+        assert_eq!(joint_answer(&a, &lead(114, 3, b"cd")), None, "7 messages");
+    }
+
     /// `tchat "` with challenge byte 39 and `vchat ` with 37 (`t ^ 39 == v ^ 37`) key the
     /// same first six bytes (a late lock-on of one of our CTF recordings: every message of
     /// the group was five scrambled bytes): alike up to there, not past it, where the first
     /// takes `"` and the second a digit.
     #[test]
     fn candidates_alike_up_to_the_bytes_they_share() {
-        let t = (39u8, b"tchat \"".to_vec());
-        let v = (37u8, stream(37, b"vchat 1"));
+        let t = [(39u8, b"tchat \"".to_vec())];
+        let v = [(37u8, stream(37, b"vchat 1"))];
         assert_eq!(stream(39, b"tchat ")[..], stream(37, b"vchat ")[..]);
         for depth in 1..=6 {
-            assert!(alike(&[t.clone()], &[v.clone()], depth), "depth {depth}");
+            assert!(alike(&t, &v, depth), "depth {depth}");
         }
-        assert!(!alike(&[t.clone()], &[v.clone()], 7));
+        assert!(!alike(&t, &v, 7));
         // A candidate that does not reach the depth keys bytes nobody knows.
-        assert!(!alike(&[t], &[(37, stream(37, b"vchat"))], 6));
+        assert!(!alike(&t, &[(37, stream(37, b"vchat"))], 6));
         assert!(!alike(&[], &[], 3));
     }
 

@@ -1019,6 +1019,8 @@ struct Lock68 {
     /// another length (or a second one of a length) comes, and the tries are kept for
     /// the next acknowledgement.
     client_searched: Option<(i32, Vec<(usize, u8)>)>,
+    /// The latest lead of a client group ([`c2ssearch::Lead`]) and its acknowledgement.
+    client_lead: Option<(i32, c2ssearch::Lead)>,
     /// Accepted messages of both directions so far, and the first one's capture time.
     packets: u64,
     first_ns: Option<i64>,
@@ -1042,10 +1044,11 @@ impl Default for Lock68 {
     fn default() -> Self {
         Lock68 {
             group: Default::default(),
-            client_group: super::keysearch::AckGroup::client(),
+            client_group: super::keysearch::AckGroup::client_lock(),
             client_tries: 0,
             client_decodes: 0,
             client_searched: None,
+            client_lead: None,
             packets: 0,
             first_ns: None,
             tries: 0,
@@ -1065,9 +1068,10 @@ const MAX_LOCK_CLIENT_BODY: usize = 1_100;
 /// Client-message lock-on searches per connection: each costs at most
 /// [`c2ssearch::LOCK_LIMITS`]`.decodes` body decodes (1.4–5.0 M instructions per stored
 /// cut, about a millisecond). A group is searched at 8, 16 and 32 messages (and as it
-/// slides at 32), again only when that can change the answer (`Lock68::client_searched`):
-/// four tries reach a second group where a team game's server commands (`tinfo` every
-/// second) keep groups short.
+/// slides at 32), again only when that can change the answer (`Lock68::client_searched`);
+/// a group that ends with 4 to 7 messages as it ends, and the next one from 4 messages
+/// when that left a lead (`c2ssearch::joint_answer`): four tries reach a second group
+/// where a team game's server commands (`tinfo` every second) keep groups short.
 const CLIENT_LOCK_TRIES: u32 = 4;
 
 /// The lengths of held messages, each with how many have it up to 2: what the client
@@ -1094,7 +1098,29 @@ impl Lock68 {
             return None;
         }
         let (ack, _) = c2ssearch::ClientScrambled::new(body)?;
-        if !self.client_group.push(ack, seq, body) || self.client_tries >= CLIENT_LOCK_TRIES {
+        // A group that ends short of 8 messages (a team game's server commands come every
+        // second) is searched as it ends: its lead may answer with the next group's.
+        if let Some(prev) = self.client_group.ack().filter(|&a| a != ack) {
+            if (4..8).contains(&self.client_group.msgs.len()) {
+                // Its own joint answer is not taken: the lock-on is on the current group.
+                let _ = self.search_client(prev);
+            }
+        }
+        if !self.client_group.push(ack, seq, body) {
+            return None;
+        }
+        // From 4 messages only with another group's lead to answer with.
+        let lead_elsewhere = self.client_lead.as_ref().is_some_and(|(a, _)| *a != ack);
+        if self.client_group.msgs.len() < 8 && !lead_elsewhere {
+            return None;
+        }
+        self.search_client(ack)
+    }
+
+    /// Search the client group (acknowledging server command `ack`): its answer, or the
+    /// answer of its lead and another group's ([`c2ssearch::joint_answer`]).
+    fn search_client(&mut self, ack: i32) -> Option<(u8, i32, c2ssearch::Found)> {
+        if self.client_tries >= CLIENT_LOCK_TRIES {
             return None;
         }
         let lens = length_counts(&self.client_group.msgs);
@@ -1123,7 +1149,16 @@ impl Lock68 {
         let o = c2ssearch::lock_search(&msgs, limits);
         self.client_decodes += o.work.decodes;
         self.client_searched = o.settled.then_some((ack, lens));
-        o.found.map(|(ch, f)| (ch, ack, f))
+        if let Some((ch, f)) = o.found {
+            return Some((ch, ack, f));
+        }
+        let lead = o.lead?;
+        let joint = match &self.client_lead {
+            Some((a, earlier)) if *a != ack => c2ssearch::joint_answer(earlier, &lead),
+            _ => None,
+        };
+        self.client_lead = Some((ack, lead));
+        joint.map(|(ch, f)| (ch, ack, f))
     }
 
     /// Take server message `seq` and search when a group is complete: the guessed client

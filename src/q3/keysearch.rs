@@ -71,6 +71,17 @@ impl AckGroup {
         }
     }
 
+    /// [`AckGroup::client`] before the lock-on, also at 4 messages: too few for an answer
+    /// alone, but a group that implies one challenge byte answers with an earlier group
+    /// that implied the same (`c2ssearch::joint_answer`), where a team game's server
+    /// commands keep every group short (the lock-on searches there only with such a lead).
+    pub fn client_lock() -> Self {
+        AckGroup {
+            sizes: &[4, 8, 16, 32],
+            ..Self::default()
+        }
+    }
+
     /// Add message `seq` acknowledging command `ack` (a new acknowledgement starts a new
     /// group); true when the group just reached a size to search at.
     pub fn push(&mut self, ack: i32, seq: i32, body: &[u8]) -> bool {
