@@ -20,7 +20,7 @@ const CUTS: [u32; 4] = [10, 30, 50, 80];
 /// at 15 % of `q3-download` the client's first group holds a message with serverTime 0,
 /// sent before its first snapshot (4.4 s). The flag says whether the 2-second goal is
 /// counted: that `q3-download` cut starts with 3.5 s of the server alone (the client
-/// loads the map and sends nothing); it locks on 0.24 s after the client's first packet.
+/// loads the map and sends nothing); it locks on 0.37 s after the client's first packet.
 const EXTRA_CUTS68: [(&str, u32, bool); 2] =
     [("q3-mapchange", 85, true), ("q3-download", 15, false)];
 /// Lock-on within this many packets of the connection (both directions) in every cut.
