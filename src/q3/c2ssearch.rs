@@ -365,7 +365,7 @@ fn extend(
     limits: Limits,
 ) -> Extended {
     let mut out = Extended::default();
-    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    let depth = depth(group);
     // The seed itself must hold on every message (it is a guess).
     let known = C2S_START + seed.len();
     checker.seen.clear();
@@ -436,17 +436,14 @@ fn whole_text_holds(
     if (longer < 2 && !far) || group.len() < MIN_WHOLE {
         return false;
     }
-    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
-    let mut b = vec![0u8; C2S_START + depth];
-    super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
-    let u = &b[C2S_START..];
+    let u = whole_stream(ch, text, depth(group));
     checker.seen.clear();
     // The longest first: a wrong text nearly always fails there.
     let mut order: Vec<&ClientScrambled<'_>> = group.iter().collect();
     order.sort_by_key(|m| std::cmp::Reverse(m.body.len()));
     order
         .into_iter()
-        .all(|m| checker.check(m, u, m.body.len()) == Check::Complete)
+        .all(|m| checker.check(m, &u, m.body.len()) == Check::Complete)
 }
 
 /// Server command beginnings (the engine's and the game's commands, with what follows
@@ -521,12 +518,8 @@ pub fn search_c2s(
         }
     }
     if let [text] = whole.as_slice() {
-        let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
-        let mut b = vec![0u8; C2S_START + depth];
-        super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
-        b.drain(..C2S_START);
         let found = Found {
-            stream: b,
+            stream: whole_stream(ch, text, depth(group)),
             text: Some(text.clone()),
         };
         return (Some(found), checker.work);
@@ -704,7 +697,7 @@ fn whole_round(checker: &mut Checker, group: &[ClientScrambled<'_>], texts: &[&[
             }
         }
     }
-    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    let depth = depth(group);
     match hits.as_slice() {
         [] => Round::Nothing,
         [(ch, text)] => Round::Found(
@@ -743,7 +736,7 @@ fn lock_round(
             }
         }
     }
-    let depth = group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0);
+    let depth = depth(group);
     match whole.as_slice() {
         [(ch, text)] => {
             let found = Found {
@@ -818,10 +811,12 @@ fn alike(whole: &[(u8, Vec<u8>)], all: &[(u8, Vec<u8>)], depth: usize) -> bool {
 
 /// The first `text.len()` bytes of `u` for a command starting with `text`.
 pub fn stream(ch: u8, text: &[u8]) -> Vec<u8> {
-    let mut b = vec![0u8; C2S_START + text.len()];
-    super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
-    b.drain(..C2S_START);
-    b
+    whole_stream(ch, text, text.len())
+}
+
+/// The longest message's scrambled bytes: how far into `u` the group reaches.
+fn depth(group: &[ClientScrambled<'_>]) -> usize {
+    group.iter().map(|m| m.scrambled_len()).max().unwrap_or(0)
 }
 
 /// The command characters `u` shows (challenge byte `ch`): `%` and bytes above 127 show

@@ -1013,8 +1013,8 @@ struct Lock68 {
     client_group: super::keysearch::AckGroup,
     client_tries: u32,
     client_decodes: usize,
-    /// The acknowledgement and the message lengths ([`length_counts`]) of the last
-    /// client-group search whose answer more messages of those lengths cannot change
+    /// The acknowledgement and the message lengths (`AckGroup::length_counts`) of the
+    /// last client-group search whose answer more messages of those lengths cannot change
     /// ([`c2ssearch::LockOutcome`]): the group is not searched again until a message of
     /// another length (or a second one of a length) comes, and the tries are kept for
     /// the next acknowledgement.
@@ -1074,22 +1074,6 @@ const MAX_LOCK_CLIENT_BODY: usize = 1_100;
 /// where a team game's server commands (`tinfo` every second) keep groups short.
 const CLIENT_LOCK_TRIES: u32 = 4;
 
-/// The lengths of held messages, each with how many have it up to 2: what the client
-/// search's answer depends on besides the messages' contents (a whole text needs two
-/// messages reaching past its end; more of a length only rule candidates out).
-fn length_counts(msgs: &[(i32, Vec<u8>)]) -> Vec<(usize, u8)> {
-    let mut lens: Vec<usize> = msgs.iter().map(|(_, b)| b.len()).collect();
-    lens.sort_unstable();
-    let mut out: Vec<(usize, u8)> = Vec::new();
-    for l in lens {
-        match out.last_mut() {
-            Some((m, n)) if *m == l => *n = (*n + 1).min(2),
-            _ => out.push((l, 1)),
-        }
-    }
-    out
-}
-
 impl Lock68 {
     /// Take client message `seq` and search when its group is complete: the challenge
     /// byte, the server command the group acknowledges, and its key stream.
@@ -1123,7 +1107,7 @@ impl Lock68 {
         if self.client_tries >= CLIENT_LOCK_TRIES {
             return None;
         }
-        let lens = length_counts(&self.client_group.msgs);
+        let lens = self.client_group.length_counts();
         if let Some((a, seen)) = &self.client_searched {
             if *a == ack && lens.iter().all(|l| seen.binary_search(l).is_ok()) {
                 return None;

@@ -94,6 +94,23 @@ impl AckGroup {
         self.sizes.contains(&self.msgs.len())
     }
 
+    /// The lengths of the held messages, each with how many have it up to 2: what a
+    /// client search's answer depends on besides the messages' contents (a whole text
+    /// needs two messages reaching past its end; more of a length only rule candidates
+    /// out).
+    pub fn length_counts(&self) -> Vec<(usize, u8)> {
+        let mut lens: Vec<usize> = self.msgs.iter().map(|(_, b)| b.len()).collect();
+        lens.sort_unstable();
+        let mut out: Vec<(usize, u8)> = Vec::new();
+        for l in lens {
+            match out.last_mut() {
+                Some((m, n)) if *m == l => *n = (*n + 1).min(2),
+                _ => out.push((l, 1)),
+            }
+        }
+        out
+    }
+
     /// Empty the group unless it already gathers acknowledgement `ack`; true when it was
     /// emptied.
     pub fn start(&mut self, ack: i32) -> bool {
