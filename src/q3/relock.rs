@@ -22,7 +22,7 @@ use super::tailsearch::Tails;
 /// candidate, nearly all ruled out by the first bytes of the first message).
 const MAX_SEARCHES: u32 = 32;
 
-/// Reads of texts off message ends per connection ([`super::tailsearch`]): at most 5 per
+/// Reads of texts off message ends per connection ([`super::tailsearch`]): at most 8 per
 /// group (at 16 to 256 messages kept), each at most a few million instructions and
 /// 16 × 8 body decodes.
 const MAX_SOLVES: u32 = 40;
