@@ -7,13 +7,15 @@
 #   scripts/bench_scale.sh                  # 310 MB, 16 and 840 lanes
 #   SCALE_LANES=60 scripts/bench_scale.sh   # a --lanes 60-style capture instead
 #
-# CPU times are the best of SCALE_RUNS runs (the machine is shared); peak memory is GNU
-# time's maximum RSS. Needs: cargo, tshark, GNU time.
+# CPU times are the best of SCALE_RUNS runs (the machine is shared), tshark's too
+# (SCALE_TSHARK_RUNS, by default as many); peak memory is GNU time's maximum RSS.
+# Needs: cargo, tshark, GNU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${SCALE_MB:-310}
 LANES=${SCALE_LANES:-840}
 RUNS=${SCALE_RUNS:-3}
+TSHARK_RUNS=${SCALE_TSHARK_RUNS:-$RUNS}
 OUT=bench-out
 mkdir -p "$OUT"
 for tool in tshark /usr/bin/time; do
@@ -42,7 +44,9 @@ for lanes in 16 "$LANES"; do
     live=$(sed -n 's/.*at most \([0-9]*\) connections.*/\1/p' <<<"$made")
     frames=$(sed -n 's/.* \([0-9]*\) frames.*/\1/p' <<<"$made")
     cat "$f" >/dev/null # page cache
-    read -r tw tc tm < <(RUNS=1 best_of tshark -r "$f" -q -z conv,udp)
+    # tshark gets as many runs as quakecap (best of each): one run on a shared machine
+    # swung the ratio by a fifth from one invocation to the next.
+    read -r tw tc tm < <(RUNS=$TSHARK_RUNS best_of tshark -r "$f" -q -z conv,udp)
     for threads in 1 2 all; do
         if [ "$threads" = all ]; then
             read -r w c m < <(best_of "$Q" flows "$f")
