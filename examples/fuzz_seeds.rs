@@ -8,8 +8,9 @@ use quakecap::capture::{ByteOrder, CaptureReader, PcapNgWriter, PcapWriter, TsPr
 use quakecap::fuzzing::{frame_chunks, LINKS};
 use quakecap::net::NetDecoder;
 
-const CAPTURES: [&str; 6] = [
+const CAPTURES: [&str; 7] = [
     "q3-basic",
+    "q3-ctf",
     "q3-download",
     "q3-impaired",
     "q3-mapchange",
@@ -60,6 +61,18 @@ fn put(dir: &Path, target: &str, name: &str, data: &[u8]) {
     std::fs::write(d.join(name), data).expect("write seed");
 }
 
+/// Where the mid-session seeds start (per cent of a capture's records) and how many records
+/// they hold: past the handshake, long enough for a protocol-68 lock-on (tens of packets)
+/// and some decoding after it, so the fuzzer reaches the key searches and the relock.
+const MID_AT: [usize; 2] = [30, 60];
+const MID_LEN: usize = 150;
+
+/// `len` items of `v` from `pct` per cent of it on.
+fn window<T>(v: &[T], pct: usize, len: usize) -> &[T] {
+    let start = v.len() * pct / 100;
+    &v[start..(start + len).min(v.len())]
+}
+
 fn capture_seeds(out: &Path, name: &str, recs: &[Rec]) {
     for (i, part) in recs.chunks(40).take(6).enumerate() {
         let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
@@ -82,6 +95,16 @@ fn capture_seeds(out: &Path, name: &str, recs: &[Rec]) {
             put(out, t, &format!("{name}-{i}.pcapng"), &ng);
             put(out, t, &format!("{name}-{i}.pcap"), &pc);
         }
+    }
+    // Captures that start mid-session (issue 17): the whole pass from a cut.
+    for pct in MID_AT {
+        let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
+        for r in window(recs, pct, MID_LEN) {
+            ng.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)
+                .expect("write");
+        }
+        let ng = ng.finish().expect("finish");
+        put(out, "pipeline", &format!("{name}-mid{pct}.pcapng"), &ng);
     }
 }
 
@@ -150,6 +173,23 @@ fn q3_seeds(out: &Path, name: &str, p: &[(bool, Vec<u8>)], proto71: bool) {
             out,
             "q3_datagrams",
             &format!("{name}-{i}"),
+            &frame_chunks(frames.iter().map(Vec::as_slice)),
+        );
+    }
+    for pct in MID_AT {
+        let frames: Vec<Vec<u8>> = window(p, pct, MID_LEN)
+            .iter()
+            .map(|(s, b)| {
+                let sel = if *s { 1 | 2 << 3 } else { 2 | 1 << 3 };
+                let mut v = vec![sel];
+                v.extend_from_slice(b);
+                v
+            })
+            .collect();
+        put(
+            out,
+            "q3_datagrams",
+            &format!("{name}-mid{pct}"),
             &frame_chunks(frames.iter().map(Vec::as_slice)),
         );
     }
@@ -223,6 +263,14 @@ fn qw_seeds(out: &Path, name: &str, dir: &Path) {
             "qw_datagrams",
             &format!("{name}-{i}"),
             &frame_chunks(part.iter().map(Vec::as_slice)),
+        );
+    }
+    for pct in MID_AT {
+        put(
+            out,
+            "qw_datagrams",
+            &format!("{name}-mid{pct}"),
+            &frame_chunks(window(&frames, pct, MID_LEN).iter().map(Vec::as_slice)),
         );
     }
     for demo in ["client1-demo0.qwd", "server-demo0.mvd"] {
