@@ -159,40 +159,37 @@ fn q3_seeds(out: &Path, name: &str, p: &[(bool, Vec<u8>)], proto71: bool) {
         }
     }
     for (i, part) in p.chunks(30).take(6).enumerate() {
-        let frames: Vec<Vec<u8>> = part
-            .iter()
-            .map(|(s, b)| {
-                // Server is endpoint 1, client endpoint 2 (see fuzzing::q3_datagrams).
-                let sel = if *s { 1 | 2 << 3 } else { 2 | 1 << 3 };
-                let mut v = vec![sel];
-                v.extend_from_slice(b);
-                v
-            })
-            .collect();
         put(
             out,
             "q3_datagrams",
             &format!("{name}-{i}"),
-            &frame_chunks(frames.iter().map(Vec::as_slice)),
+            &q3_datagrams(part),
         );
     }
     for pct in MID_AT {
-        let frames: Vec<Vec<u8>> = window(p, pct, MID_LEN)
-            .iter()
-            .map(|(s, b)| {
-                let sel = if *s { 1 | 2 << 3 } else { 2 | 1 << 3 };
-                let mut v = vec![sel];
-                v.extend_from_slice(b);
-                v
-            })
-            .collect();
+        let part = window(p, pct, MID_LEN);
         put(
             out,
             "q3_datagrams",
             &format!("{name}-mid{pct}"),
-            &frame_chunks(frames.iter().map(Vec::as_slice)),
+            &q3_datagrams(part),
         );
     }
+}
+
+/// Payloads with their direction in the `q3_datagrams` framing: the server is endpoint 1,
+/// the client endpoint 2 (see `fuzzing::q3_datagrams`).
+fn q3_datagrams(part: &[(bool, Vec<u8>)]) -> Vec<u8> {
+    let frames: Vec<Vec<u8>> = part
+        .iter()
+        .map(|(s, b)| {
+            let sel = if *s { 1 | 2 << 3 } else { 2 | 1 << 3 };
+            let mut v = vec![sel];
+            v.extend_from_slice(b);
+            v
+        })
+        .collect();
+    frame_chunks(frames.iter().map(Vec::as_slice))
 }
 
 fn demo_seeds(out: &Path, name: &str, demo: &[u8]) {
