@@ -575,14 +575,16 @@ fn c2s_search_finds_the_real_stream_or_nothing() {
 }
 
 /// The same groups searched before any lock-on, the challenge byte unknown
-/// (`search_c2s_lock`): what it finds is the real challenge byte and the real stream, or
+/// (`lock_search`): what it finds is the real challenge byte and the real stream, or
 /// nothing; never another. With [`LOCK_LIMITS`], the bounds the decoder uses.
 #[test]
 fn c2s_lock_search_finds_the_real_challenge_or_nothing() {
     let (mut found, mut tried) = (0, 0);
     for_each_cut_c2s_group(&PROTO68_CAPTURES, 32, |name, c, pct, ack, text, group| {
         let t = Instant::now();
-        let (got, work) = c2ssearch::search_c2s_lock(group, c2ssearch::LOCK_LIMITS);
+        let c2ssearch::LockOutcome {
+            found: got, work, ..
+        } = c2ssearch::lock_search(group, c2ssearch::LOCK_LIMITS);
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         tried += 1;
         let what = match &got {

@@ -536,31 +536,12 @@ pub fn search_c2s(
     (found, checker.work)
 }
 
-/// Bounds of a [`search_c2s_lock`]: its first check alone costs a decode for each of the
+/// Bounds of a [`lock_search`]: its first check alone costs a decode for each of the
 /// 19 × 256 beginnings.
 pub const LOCK_LIMITS: Limits = Limits {
     beam: 400,
     decodes: 24_000,
 };
-
-/// [`search_c2s`] before the lock-on, when the challenge byte is unknown too: every
-/// command beginning is tried with every challenge byte (`u[0] = challenge ^ c[0]`), the
-/// group's shortest messages checked first. First the beginnings at least as long as the
-/// shortest message's scrambled bytes: a message ends within each, so most of their 256
-/// seeds die on their first check. Only if those give nothing, the shorter ones (each of
-/// their seeds survives until it is extended to a message's end, at about 96 candidates a
-/// byte: "cs " costs about 25 000 decodes on messages of 16 bytes). The answer, with the
-/// challenge byte it implies, must be unique within its round: the one whole text found,
-/// or else the prefix every surviving candidate shares when all of them imply one challenge
-/// byte and at least [`MIN_WHOLE`] messages end within it (they decode whole with it).
-/// Nothing when the budget ran out: the candidates not tried could be the answer.
-pub fn search_c2s_lock(
-    group: &[ClientScrambled<'_>],
-    limits: Limits,
-) -> (Option<(u8, Found)>, Work) {
-    let o = lock_search(group, limits);
-    (o.found, o.work)
-}
 
 /// What [`lock_search`] gave.
 pub struct LockOutcome {
@@ -597,7 +578,19 @@ pub fn joint_answer(earlier: &Lead, current: &Lead) -> Option<(u8, Found)> {
         .then(|| (current.challenge, current.found.clone()))
 }
 
-/// [`search_c2s_lock`], saying whether a larger group of the same lengths could answer.
+/// [`search_c2s`] before the lock-on, when the challenge byte is unknown too: every
+/// command beginning is tried with every challenge byte (`u[0] = challenge ^ c[0]`), the
+/// group's shortest messages checked first. First the beginnings at least as long as the
+/// shortest message's scrambled bytes: a message ends within each, so most of their 256
+/// seeds die on their first check. Only if those give nothing, the shorter ones (each of
+/// their seeds survives until it is extended to a message's end, at about 96 candidates a
+/// byte: "cs " costs about 25 000 decodes on messages of 16 bytes). The answer, with the
+/// challenge byte it implies, must be unique within its round: the one whole text found,
+/// or else the prefix every surviving candidate shares when all of them imply one challenge
+/// byte and at least [`MIN_WHOLE`] messages end within it (they decode whole with it).
+/// Nothing when the budget ran out: the candidates not tried could be the answer. The
+/// outcome also says whether a larger group of the same lengths could answer, and what a
+/// group too small to answer alone implies ([`LockOutcome`]).
 pub fn lock_search(group: &[ClientScrambled<'_>], limits: Limits) -> LockOutcome {
     let mut checker = Checker::default();
     let mut sorted = group.to_vec();
@@ -666,7 +659,7 @@ pub fn lock_search(group: &[ClientScrambled<'_>], limits: Limits) -> LockOutcome
     }
 }
 
-/// What one round of [`search_c2s_lock`] gave.
+/// What one round of [`lock_search`] gave.
 enum Round {
     Found(u8, Found),
     Nothing,

@@ -1009,7 +1009,7 @@ const LOCK_DECODES: usize = 20_000;
 struct Lock68 {
     group: super::keysearch::AckGroup,
     /// The latest client messages of one acknowledgement (of a server command), for the
-    /// lock-on from the client's side ([`c2ssearch::search_c2s_lock`]), and its searches.
+    /// lock-on from the client's side ([`c2ssearch::lock_search`]), and its searches.
     client_group: super::keysearch::AckGroup,
     client_tries: u32,
     client_decodes: usize,

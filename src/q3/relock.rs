@@ -154,7 +154,7 @@ pub struct ClientKey {
 }
 
 impl ClientKey {
-    /// A key found by [`c2ssearch::search_c2s_lock`] before the lock-on.
+    /// A key found by [`c2ssearch::lock_search`] before the lock-on.
     pub fn new(stream: Vec<u8>, text: Option<Vec<u8>>) -> Self {
         ClientKey { stream, text }
     }
