@@ -76,9 +76,11 @@ impl<'a> Decoder<'a> {
     /// `name` names the file in the summary; `protocol` is the one the name gives (messages
     /// carry 68 when it is unknown).
     pub fn new(name: &str, data: &'a [u8], protocol: Option<u32>, opts: conn::Options) -> Self {
+        let mut state = ClientState::default();
+        state.pool.roomy();
         Decoder {
             records: Reader::new(data),
-            state: ClientState::default(),
+            state,
             detail: opts.detail(),
             emit: opts.emit,
             keep_raw: opts.keep_raw,
