@@ -38,6 +38,7 @@ best_of() {
 }
 
 rows=""
+goal_rss=0
 for lanes in 16 "$LANES"; do
     f=$OUT/scale-$lanes.pcapng
     made=$(target/release/examples/mkbench "$f" "$MB" "$lanes" 2>&1)
@@ -53,6 +54,10 @@ for lanes in 16 "$LANES"; do
         else
             read -r w c m < <(QUAKECAP_THREADS=$threads best_of "$Q" flows "$f")
         fi
+        if [ "$lanes" = "$LANES" ] && [ "$threads" = 1 ]; then
+            goal_live=$live goal_c=$c goal_tc=$tc
+        fi
+        ((m > goal_rss)) && [ "$lanes" = "$LANES" ] && goal_rss=$m
         rows+=$(awk -v l="$lanes" -v live="$live" -v fr="$frames" -v th="$threads" \
             -v w="$w" -v c="$c" -v m="$m" -v tc="$tc" -v tm="$tm" 'BEGIN {
             printf "| %d | %d | %s | %.2f | %.2f | %.2f | %.0f | %.1fx | %.0f | %.0f |\n",
@@ -64,3 +69,12 @@ uptime
 printf "\n%s MB captures, %s cores\n\n" "$MB" "$(nproc)"
 printf "| lanes | connections live at once | threads | wall s | CPU s | CPU us/packet | max RSS MB | vs tshark (CPU) | tshark CPU s | tshark max RSS MB |\n"
 printf "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n%s" "$rows"
+
+# Issue 16's targets, said plainly.
+awk -v live="$goal_live" -v c="$goal_c" -v tc="$goal_tc" -v rss="$goal_rss" '
+function verdict(ok) { return ok ? "met" : "NOT MET" }
+BEGIN {
+    printf "\ntargets (issue 16), %d connections live:\n", live
+    printf "- one thread: %.1fx tshark by CPU time (goal >= 10x): %s\n", tc / c, verdict(tc / c >= 10)
+    printf "- peak RSS on any thread count: %.0f MB (goal < 100 MB): %s\n", rss / 1024, verdict(rss / 1024 < 100)
+}'
