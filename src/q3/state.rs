@@ -178,7 +178,11 @@ impl EntityPool {
     /// number until [`Self::unpin_baselines`].
     #[inline]
     pub fn baseline_copy(&mut self, number: i32, base: &EntityState) -> EntRef {
-        let n = number as usize;
+        // Numbers are 10-bit reads; anything else is only allocated (never a huge table).
+        let n = match usize::try_from(number) {
+            Ok(n) if n < 1 << NUMBER_BITS => n,
+            _ => return self.alloc(number, &base.fields),
+        };
         if let Some(&p) = self.pinned.get(n) {
             if p > 0 {
                 return EntRef::new(number, p - 1);
