@@ -131,6 +131,16 @@ impl EntityPool {
         self.roomy = true;
     }
 
+    /// A collection lets the pool grow by the history's references over this before the
+    /// next one.
+    fn collect_share(&self) -> usize {
+        if self.roomy {
+            1
+        } else {
+            COLLECT_SHARE
+        }
+    }
+
     /// A free slot (reused, or a new one).
     #[inline]
     fn take_slot(&mut self) -> u32 {
@@ -286,8 +296,7 @@ impl EntityPool {
         let free = &mut self.free;
         free.extend((0..self.marks.len() as u32).filter(|&id| self.marks[id as usize] != epoch));
         let held = self.states.len() - self.free.len();
-        let share = if self.roomy { 1 } else { COLLECT_SHARE };
-        self.grow_to = held + (refs / share).max(MIN_COLLECT_INTERVAL);
+        self.grow_to = held + (refs / self.collect_share()).max(MIN_COLLECT_INTERVAL);
     }
 }
 
@@ -832,7 +841,7 @@ mod tests {
         if roomy {
             st.pool.roomy();
         }
-        let share = if roomy { 1 } else { COLLECT_SHARE };
+        let share = st.pool.collect_share();
         let state = |num: i32, number: i32| {
             let mut f = [0; NUM_ENTITY_FIELDS];
             f[0] = num;
