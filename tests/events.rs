@@ -1118,6 +1118,60 @@ fn ktx_mvds_match_ktx_statistics() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// ezQuake's colour code at `i` of `t`: `&cRGB` (three hex digits) or `&r`.
+fn ez_code_at(t: &[char], i: usize) -> bool {
+    let hex = |k: usize| t.get(k).is_some_and(char::is_ascii_hexdigit);
+    t[i] == '&'
+        && (t.get(i + 1) == Some(&'r')
+            || (t.get(i + 1) == Some(&'c') && hex(i + 2) && hex(i + 3) && hex(i + 4)))
+}
+
+/// Real KTX matches' teamplay chat is full of ezQuake markup (`{&c666 mil&cfff}`): the clean
+/// `text` shows none of it (no colour code, no brace pair), while `text_raw` keeps it, and
+/// the words survive (every character of `text` comes from `text_raw`, in order).
+#[test]
+fn qw_mvd_chat_text_has_no_ezquake_markup() {
+    let Some(files) = files_with_ext(QW_DEMOS, "mvd") else {
+        return;
+    };
+    let (mut marked, mut lines) = (0, 0);
+    let mut problems = Vec::new();
+    for f in &files {
+        for e in events_of(f) {
+            let Detail::Chat(c) = &e.detail else { continue };
+            lines += 1;
+            let raw: Vec<char> = c.text_raw.chars().collect();
+            marked += usize::from((0..raw.len()).any(|i| ez_code_at(&raw, i)));
+            let t: Vec<char> = c.text.chars().collect();
+            let code = (0..t.len()).any(|i| ez_code_at(&t, i));
+            let braces = t
+                .iter()
+                .position(|&x| x == '{')
+                .is_some_and(|o| t[o..].contains(&'}'));
+            let clean_raw = quakecap::qw::events::clean(&c.text_raw);
+            let mut rest = clean_raw.chars();
+            let in_order = c.text.chars().all(|x| rest.any(|y| y == x));
+            if code || braces || !in_order {
+                problems.push(format!(
+                    "{}: {:?} from {:?}",
+                    f.display(),
+                    c.text,
+                    c.text_raw
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{lines} chat lines in {} MVDs, {marked} with ezQuake colour codes",
+        files.len()
+    );
+    assert!(
+        marked > 0,
+        "no chat line with ezQuake markup: the check saw nothing"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// The light decode `events` uses (snapshots carry only their event entities) gives exactly
 /// the events of the full decode, on every stored capture and every shared demo.
 #[test]

@@ -410,7 +410,7 @@ impl Extractor {
         let chat = Chat {
             name: name.as_deref().map(clean),
             num,
-            text: clean(text),
+            text: chat_text(text),
             text_raw: text.to_string(),
             team,
             to: None,
@@ -438,7 +438,7 @@ impl Extractor {
         let chat = Chat {
             name: Some(clean(&self.slots[me].name)),
             num: Some(me as i32),
-            text: clean(raw),
+            text: chat_text(raw),
             text_raw: raw.to_string(),
             team,
             to: None,
@@ -669,6 +669,39 @@ fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
+/// A chat line's text as ezQuake shows it, in plain characters ([`clean`]): its colour
+/// codes `&cRGB` (three hex digits) and `&r` (reset) drawn as colours, not text (ezQuake's
+/// `Util_SkipEZColors` rules), and the braces of its white text (`{text}`, teamplay
+/// macros' way to keep a part out of the gold font) dropped where a `}` closes them, as
+/// `TP_ParseWhiteText` does with its default `cl_parseWhiteText 1`. Both are matched on
+/// the bytes as sent: a gold `&` or `{` is a character.
+pub fn chat_text(s: &str) -> String {
+    let b: Vec<char> = s.chars().collect();
+    let hex = |i: usize| b.get(i).is_some_and(char::is_ascii_hexdigit);
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    // A `{` is white text only when a `}` follows it (anywhere after it).
+    let last_close = b.iter().rposition(|&c| c == '}');
+    let mut open = false;
+    while i < b.len() {
+        match b[i] {
+            '&' if b.get(i + 1) == Some(&'c') && hex(i + 2) && hex(i + 3) && hex(i + 4) => {
+                i += 5;
+                continue;
+            }
+            '&' if b.get(i + 1) == Some(&'r') => {
+                i += 2;
+                continue;
+            }
+            '{' if !open && last_close.is_some_and(|j| j > i) => open = true,
+            '}' if open => open = false,
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    clean(&out)
+}
+
 /// QuakeWorld text as a reader sees it: the coloured (high-bit) half of the charset as its
 /// plain letters, the console font's digits and brackets as such, other control characters
 /// dropped. Strings hold the protocol's bytes one char each (U+0000–U+00FF).
@@ -779,6 +812,22 @@ mod tests {
     #[test]
     fn cleans_charset() {
         assert_eq!(clean("r\u{12}t"), "r0t");
+        // Lines of the 1on1 and 4on4 MVDs in ../shared/demos/qw, as KTX relayed them.
+        assert_eq!(
+            chat_text("{&cf60 mil coming \u{10} \u{11}&cfff} "),
+            " mil coming [ ] "
+        );
+        assert_eq!(
+            chat_text("{&c666 mil&cfff} [{ }] y{128}/{178} {&cf60rl&cfff}{&cf66:4&cfff}"),
+            " mil [ ] y128/178 rl:4"
+        );
+        assert_eq!(
+            chat_text("{&cfff0&r}/{&cfff100&r} [{tele}]  {&caaa}"),
+            "0/100 [tele]  "
+        );
+        // No closing brace: shown as sent; `&` without a code stays.
+        assert_eq!(chat_text("a {b & c &cxyz"), "a {b & c &cxyz");
+        assert_eq!(chat_text("{a}}"), "a}");
         assert_eq!(clean("\u{d4}hunde\u{d2}"), "ThundeR");
     }
 }

@@ -8,6 +8,7 @@
 //! Size: every series has at most [`MAX_POINTS`] entries (the report widens the interval for
 //! long connections) and the strip at most [`strip::MAX_COLS`] columns, so a connection costs
 //! about the same whatever the match length (well under 200 KB).
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use plotters::coord::types::RangedCoordf64;
@@ -80,8 +81,10 @@ pub fn render(
         h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
     }
     game_events_table(&mut h, events);
+    let by_flow = events_by_flow(events);
     for r in rows {
-        connection(&mut h, r, events);
+        let seen = by_flow.get(&r.flow).map_or(&[][..], Vec::as_slice);
+        connection(&mut h, r, seen);
     }
     h.push_str("</body>\n</html>\n");
     h
@@ -151,7 +154,8 @@ fn dir_name(d: Option<Dir>) -> &'static str {
     }
 }
 
-fn connection(h: &mut String, r: &NetQuality, events: &[GameEvent]) {
+/// `seen`: the events this connection saw ([`events_by_flow`]).
+fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent]) {
     let who = r.name.as_deref().unwrap_or("(unnamed)");
     let _ = writeln!(
         h,
@@ -176,7 +180,7 @@ fn connection(h: &mut String, r: &NetQuality, events: &[GameEvent]) {
         r.interval
     );
     events_list(h, r);
-    let mine = player_events(r, events);
+    let mine = player_events(r, seen);
     player_events_list(h, r, &mine);
     let span = (r.last_time - r.first_time).max(1.0);
     let x = |i: &Interval| i.start - r.first_time;
@@ -414,14 +418,30 @@ fn game_events_table(h: &mut String, events: &[GameEvent]) {
     }
 }
 
-/// The events this connection saw that name its player (frags, deaths, chat, joins).
-fn player_events<'e>(r: &NetQuality, events: &'e [GameEvent]) -> Vec<&'e GameEvent> {
+/// The events each flow saw, in the events' order. Built once: looking through every event
+/// for every connection cost O(connections × events), most of a large capture's report.
+fn events_by_flow(events: &[GameEvent]) -> HashMap<u32, Vec<&GameEvent>> {
+    let mut m: HashMap<u32, Vec<&GameEvent>> = HashMap::new();
+    for e in events {
+        for &f in &e.flows {
+            let v = m.entry(f).or_default();
+            // Once per event, as a flow named twice would be.
+            if !v.last().is_some_and(|l| std::ptr::eq(*l, e)) {
+                v.push(e);
+            }
+        }
+    }
+    m
+}
+
+/// The events this connection saw (`seen`) that name its player (frags, deaths, chat, joins).
+fn player_events<'e>(r: &NetQuality, seen: &[&'e GameEvent]) -> Vec<&'e GameEvent> {
     let Some(name) = r.name.as_deref() else {
         return Vec::new();
     };
-    events
-        .iter()
-        .filter(|e| e.flows.contains(&r.flow) && e.names().contains(&name))
+    seen.iter()
+        .copied()
+        .filter(|e| e.names().contains(&name))
         .collect()
 }
 
