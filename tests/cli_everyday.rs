@@ -1207,3 +1207,52 @@ fn events_filters_by_time_and_player() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(json_lines(&o).len(), all.len());
 }
+
+/// `events` follows the exit statuses of the other commands: a selection that matches nothing
+/// says why on stderr, prints nothing and exits 3 (the players it does know are named); no
+/// usable input prints no empty table and exits 2.
+#[test]
+fn events_that_match_nothing_say_so() {
+    let players: Vec<String> = json_lines(&quakecap(&["events", "--json", TWO]))
+        .iter()
+        .filter_map(|e| (e["kind"] == "join").then(|| e["name"].as_str().map(String::from)))
+        .flatten()
+        .collect();
+    assert!(!players.is_empty());
+    for (args, says) in [
+        (
+            &["--player", "nobody"][..],
+            "no event names player \"nobody\"",
+        ),
+        (&["--flow", "99"][..], "no game event of flow 99"),
+        (&["--kind", "flag"][..], "no event matches"),
+        (&["--from", "g9999"][..], "no event matches"),
+    ] {
+        for json in [false, true] {
+            let mut a = vec!["events"];
+            a.extend_from_slice(args);
+            if json {
+                a.push("--json");
+            }
+            a.push(TWO);
+            let o = quakecap(&a);
+            assert_eq!(o.status.code(), Some(3), "{a:?}: {}", stderr(&o));
+            assert_eq!(stdout(&o), "", "{a:?}");
+            assert!(stderr(&o).contains(says), "{a:?}: {}", stderr(&o));
+        }
+    }
+    let o = quakecap(&["events", "--player", "nobody", TWO]);
+    for p in &players {
+        assert!(stderr(&o).contains(p.as_str()), "{p}: {}", stderr(&o));
+    }
+    let o = quakecap(&["events", "captures/none.pcapng"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    let o = quakecap(&["events", LOOPBACK]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no game event in the input"),
+        "{}",
+        stderr(&o)
+    );
+}

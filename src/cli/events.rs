@@ -83,6 +83,18 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
                 .is_none_or(|p| e.names().iter().any(|n| super::filter::same_player(n, p)))
         })
         .collect();
+    // No input could be read: each said why; an empty table would read as "no events".
+    if !args.merge && failed == files.len() {
+        return Ok(super::input::EXIT_INPUT);
+    }
+    if shown.is_empty() {
+        eprintln!("quakecap: {}", nothing_shown(args, &sink.events));
+        return Ok(if failed > 0 {
+            super::input::EXIT_INPUT
+        } else {
+            super::input::EXIT_NOTHING
+        });
+    }
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
         for e in &shown {
@@ -116,6 +128,34 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
     } else {
         super::input::EXIT_OK
     })
+}
+
+/// Why no event is shown: the inputs hold none (of the asked flows), nobody of that name, or
+/// none of the asked kinds and window.
+fn nothing_shown(args: &EventsArgs, events: &[GameEvent]) -> String {
+    let flows = if args.flows.is_empty() {
+        String::new()
+    } else {
+        let ids: Vec<String> = args.flows.iter().map(ToString::to_string).collect();
+        format!(" of flow {}", ids.join(", "))
+    };
+    if events.is_empty() {
+        return format!("no game event{flows} in the input");
+    }
+    if let Some(p) = args.select.player.as_deref() {
+        let named = events
+            .iter()
+            .any(|e| e.names().iter().any(|n| super::filter::same_player(n, p)));
+        if !named {
+            let mut players: Vec<String> = summarize(events).into_iter().map(|s| s.name).collect();
+            players.dedup();
+            return format!(
+                "no event{flows} names player {p:?} (players: {})",
+                players.join(", ")
+            );
+        }
+    }
+    format!("no event{flows} matches the --kind, --from/--to and --player selection")
 }
 
 /// The event is inside `--from`/`--to`: capture time (epoch, or after the first event),
