@@ -1215,8 +1215,8 @@ fn events_filters_by_time_and_player() {
 fn events_that_match_nothing_say_so() {
     let players: Vec<String> = json_lines(&quakecap(&["events", "--json", TWO]))
         .iter()
-        .filter_map(|e| (e["kind"] == "join").then(|| e["name"].as_str().map(String::from)))
-        .flatten()
+        .filter(|e| e["kind"] == "join")
+        .filter_map(|e| e["name"].as_str().map(String::from))
         .collect();
     assert!(!players.is_empty());
     for (args, says) in [
