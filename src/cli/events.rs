@@ -89,10 +89,18 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
     }
     if shown.is_empty() {
         eprintln!("quakecap: {}", nothing_shown(args, &sink.events));
+        // An input without game events is an answer (as `net` on a capture without
+        // connections); a selection that matched nothing is not.
+        let selected = !args.flows.is_empty()
+            || kinds.is_some()
+            || !window.is_open()
+            || args.select.player.is_some();
         return Ok(if failed > 0 {
             super::input::EXIT_INPUT
-        } else {
+        } else if selected {
             super::input::EXIT_NOTHING
+        } else {
+            super::input::EXIT_OK
         });
     }
     let mut out = BufWriter::new(io::stdout().lock());

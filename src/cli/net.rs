@@ -162,9 +162,8 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
         .cloned()
         .collect();
-    let html = sink::nethtml::render(&report.file, &shown, &ns.reports, &es.events);
     let mut part = super::demo::PartFile::create(args.out.clone())?;
-    part.write_all(html.as_bytes())?;
+    sink::nethtml::render_to(&mut part, &report.file, &shown, &ns.reports, &es.events)?;
     part.commit()?;
     Ok(EXIT_OK)
 }

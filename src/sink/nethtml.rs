@@ -56,12 +56,17 @@ figure{margin:.4em 0}figcaption{font-size:13px;color:#555}\
 
 /// The whole report of one capture: `flows` are the capture's flows (all kinds), `rows` the
 /// network quality of its connections, `events` the game events (`quakecap events`).
-pub fn render(
+///
+/// Written to `w` a piece at a time: the head and tables, then each connection's section as
+/// it is drawn, so the report is never whole in memory (tens of MB for a capture of a
+/// thousand connections, copied again at every doubling of one string).
+pub fn render_to<W: std::io::Write>(
+    w: &mut W,
     file: &str,
     flows: &[FlowSummary],
     rows: &[NetQuality],
     events: &[GameEvent],
-) -> String {
+) -> std::io::Result<()> {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
     let _ = writeln!(
@@ -83,11 +88,13 @@ pub fn render(
     game_events_table(&mut h, events);
     let by_flow = events_by_flow(events);
     for r in rows {
+        w.write_all(h.as_bytes())?;
+        h.clear();
         let seen = by_flow.get(&r.flow).map_or(&[][..], Vec::as_slice);
         connection(&mut h, r, seen);
     }
     h.push_str("</body>\n</html>\n");
-    h
+    w.write_all(h.as_bytes())
 }
 
 fn flows_table(h: &mut String, flows: &[FlowSummary]) {

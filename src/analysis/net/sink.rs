@@ -118,6 +118,10 @@ impl NetSink {
                 _ => self.interval,
             };
             self.reports.push(build(acc, f, interval));
+            // Its report holds all that is shown: the accumulation goes now, not with the
+            // others at the end (the reports and the accumulations of every connection of a
+            // large capture were in memory at once).
+            *acc = FlowAcc::default();
         }
         self.accs.clear();
         self.index.clear();
