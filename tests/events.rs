@@ -1118,6 +1118,58 @@ fn ktx_mvds_match_ktx_statistics() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The rounds KTX's end-of-match statistics give a round-based match (hoonymode's
+/// `hm-rounds`, a letter per round per player, `"LLWwLLLLLL"`), if any.
+fn ktx_rounds(data: &[u8]) -> Option<usize> {
+    let start = data.windows(12).position(|w| w == b"{\"version\": ")?;
+    let len = data[start..].iter().position(|&b| b == 0)?;
+    let text: String = data[start..start + len]
+        .iter()
+        .map(|&b| b as char)
+        .collect();
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["players"]
+        .as_array()?
+        .iter()
+        .filter_map(|p| p["hm-rounds"].as_str().map(str::len))
+        .max()
+}
+
+/// A round-based KTX match (hoonymode: the 1on1 .mvd restarts the match for each round) is
+/// one match: as many match_start events as KTX's statistics count rounds, the first
+/// `match start` and the others `round 2`, `round 3`, ...; a match without rounds has one
+/// `match start`. Each of the real MVDs is one match.
+#[test]
+fn ktx_rounds_are_rounds_of_one_match() {
+    let Some(files) = files_with_ext(QW_DEMOS, "mvd") else {
+        return;
+    };
+    let mut rounds = 0;
+    for f in &files {
+        let n = ktx_rounds(&std::fs::read(f).unwrap()).unwrap_or(1);
+        let want: Vec<String> = (1..=n)
+            .map(|r| match r {
+                1 => "match start".to_string(),
+                r => format!("round {r}"),
+            })
+            .collect();
+        let got: Vec<String> = events_of(f)
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Match(m) if e.kind == Kind::MatchStart => Some(m.reason.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, want, "{}", f.display());
+        rounds += n - 1;
+    }
+    eprintln!("{} MVDs, {rounds} rounds after the first", files.len());
+    assert!(
+        rounds > 0,
+        "no round-based match among the MVDs: the check saw nothing"
+    );
+}
+
 /// ezQuake's colour code at `i` of `t`: `&cRGB` (three hex digits) or `&r`.
 fn ez_code_at(t: &[char], i: usize) -> bool {
     let hex = |k: usize| t.get(k).is_some_and(char::is_ascii_hexdigit);

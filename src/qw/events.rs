@@ -59,6 +59,9 @@ pub struct Extractor {
     /// Prints already taken at this time (an .mvd repeats one print per recipient).
     seen_prints: (f64, Vec<String>),
     intermission: bool,
+    /// The last round KTX marked as played (`//demomark 0 round- N` at a round's end, in its
+    /// round-based modes: a hoonymode duel restarts the match every round).
+    rounds_done: Option<u32>,
     /// Problems found, with their position.
     pub warnings: Vec<Error>,
 }
@@ -78,6 +81,7 @@ impl Extractor {
             partial: Default::default(),
             seen_prints: (f64::NAN, Vec::new()),
             intermission: false,
+            rounds_done: None,
             warnings: Vec::new(),
         }
     }
@@ -137,6 +141,7 @@ impl Extractor {
         match op {
             ServerOp::Serverdata(sd) => {
                 self.level_start = Some(m.time);
+                self.rounds_done = None;
                 self.gamedir.clone_from(&sd.gamedir);
                 self.me = sd.playernum.map(|p| usize::from(p & 0x7f));
                 self.map_pending = true;
@@ -173,13 +178,14 @@ impl Extractor {
                 if text.starts_with("fullserverinfo") && text.contains("\\ktxver\\") {
                     self.ktx = true;
                 } else if text.starts_with("//ktx matchstart") {
-                    out.push(self.event(
-                        Kind::MatchStart,
-                        Detail::Match(MatchFlow {
-                            reason: "match start".into(),
-                        }),
-                        m,
-                    ));
+                    // After a marked round, the match goes on: the next round, not a match.
+                    let reason = match self.rounds_done {
+                        Some(n) => format!("round {}", n.saturating_add(1)),
+                        None => "match start".into(),
+                    };
+                    out.push(self.event(Kind::MatchStart, Detail::Match(MatchFlow { reason }), m));
+                } else if let Some(n) = round_mark(text) {
+                    self.rounds_done = Some(n);
                 }
             }
             ServerOp::Serverinfo { key, .. } if key == "ktxver" => self.ktx = true,
@@ -667,6 +673,19 @@ fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
         }
     }
     None
+}
+
+/// The round of KTX's `//demomark 0 round- N`, which KTX writes into the demo as a round
+/// ends (in the 1on1 hoonymode .mvd of ../shared/demos/qw, `round- 1` comes 3 s before
+/// the second `//ktx matchstart`).
+fn round_mark(text: &str) -> Option<u32> {
+    let mut w = text.split_whitespace();
+    if w.next() != Some("//demomark") {
+        return None;
+    }
+    let _slot = w.next()?;
+    let rest: String = w.collect();
+    rest.strip_prefix("round-")?.parse().ok()
 }
 
 /// A chat line's text as ezQuake shows it, in plain characters ([`clean`]): its colour
