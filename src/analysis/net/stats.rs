@@ -28,10 +28,15 @@ fn bucket_mid(i: usize) -> f64 {
     }
 }
 
-/// Counts per whole millisecond.
+/// Counts per whole millisecond, kept for the window of buckets the round trips have
+/// reached: a connection's pings sit within a few tens of milliseconds of each other, so the
+/// window is usually a few hundred bytes, not the 7.6 KB of every bucket (three per
+/// connection, for every connection of a capture).
 #[derive(Debug, Clone, Default)]
 pub struct Hist {
+    /// Counts of buckets `lo..lo + counts.len()`.
     counts: Vec<u32>,
+    lo: usize,
     n: u64,
     max: f64,
 }
@@ -42,16 +47,35 @@ impl Hist {
         if !(0.0..f64::INFINITY).contains(&ms) {
             return;
         }
-        if self.counts.is_empty() {
-            self.counts = vec![0; BUCKETS];
-        }
         let i = bucket(ms);
-        self.counts[i] = self.counts[i].saturating_add(1);
+        match i.checked_sub(self.lo) {
+            Some(k) if k < self.counts.len() => self.counts[k] = self.counts[k].saturating_add(1),
+            _ => self.widen(i),
+        }
         self.n += 1;
         // Finite and not negative here: a comparison does what `f64::max` does.
         if ms > self.max {
             self.max = ms;
         }
+    }
+
+    /// Count one in bucket `i`, outside the window: the window grown to hold it.
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self, i: usize) {
+        if self.counts.is_empty() {
+            self.lo = i;
+            self.counts.push(1);
+            return;
+        }
+        if i < self.lo {
+            let more = self.lo - i;
+            self.counts.splice(0..0, std::iter::repeat_n(0, more));
+            self.lo = i;
+        } else {
+            self.counts.resize(i - self.lo + 1, 0);
+        }
+        self.counts[i - self.lo] += 1;
     }
 
     pub fn len(&self) -> u64 {
@@ -69,10 +93,10 @@ impl Hist {
         }
         let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
         let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (k, &c) in self.counts.iter().enumerate() {
             seen += u64::from(c);
             if seen >= rank {
-                return Some(bucket_mid(i).min(self.max));
+                return Some(bucket_mid(self.lo + k).min(self.max));
             }
         }
         Some(self.max)
@@ -295,6 +319,20 @@ mod tests {
         h.add(2_341.0);
         assert_eq!(h.quantile(0.9), Some(2_342.0));
         assert_eq!(Hist::default().quantile(0.5), None);
+        // The window grows either way and gives what every bucket would.
+        let mut w = Hist::default();
+        for ms in [50.2, 12.0, 999.9, 3_000.0, 12.5, 0.0, 20_000.0] {
+            w.add(ms);
+        }
+        assert_eq!(w.len(), 7);
+        assert_eq!(w.quantile(0.0), Some(0.5));
+        assert_eq!(w.quantile(0.3), Some(12.5));
+        assert_eq!(w.quantile(0.5), Some(50.5));
+        assert_eq!(w.quantile(0.7), Some(999.5));
+        assert_eq!(w.quantile(0.8), Some(3_005.0));
+        assert_eq!(w.quantile(1.0), Some(9_995.0));
+        assert_eq!(w.max(), Some(20_000.0));
+        assert!(w.counts.len() <= BUCKETS);
     }
 
     /// A table that has seen acknowledgements -5..=0 (the channel's start), and its output.
