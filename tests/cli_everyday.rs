@@ -479,6 +479,34 @@ fn folders_are_walked() {
     );
 }
 
+/// A folder holding no capture or demo is an unusable input for every command (exit 2, said
+/// with the folder's name), never an empty run that exits 0.
+#[test]
+fn a_folder_without_inputs_is_said() {
+    let dir = scratch("no-inputs");
+    std::fs::write(dir.join("notes.txt"), "not a capture").expect("write");
+    let d = dir.to_string_lossy().into_owned();
+    let out = scratch("no-inputs-export");
+    let o_dir = out.to_string_lossy().into_owned();
+    for args in [
+        vec!["flows", &d],
+        vec!["events", &d],
+        vec!["net", &d],
+        vec!["decode", &d],
+        vec!["check", &d],
+        vec!["export", &d, "--out", &o_dir],
+    ] {
+        let o = quakecap(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+        assert!(
+            stderr(&o).contains(&format!("{d}: no capture or demo file in this folder")),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 // ---- item 6: several files to decode and demo ----
 
 #[test]

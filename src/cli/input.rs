@@ -317,10 +317,20 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
+            let before = out.len();
             walk(p, &mut out).map_err(|source| InputError::Io {
                 file: p.display().to_string(),
                 source,
             })?;
+            // Nothing to read is not an empty result: said, like a missing file.
+            if out.len() == before {
+                return Err(InputError::Unusable {
+                    file: p.display().to_string(),
+                    message: "no capture or demo file in this folder (.pcap, .pcapng, .cap, \
+                              .dm_NN, .qwd, .mvd, or those names with .gz/.zst)"
+                        .into(),
+                });
+            }
         } else {
             out.push(p.clone());
         }
