@@ -479,8 +479,8 @@ fn folders_are_walked() {
     );
 }
 
-/// A folder holding no capture or demo is an unusable input for every command (exit 2, said
-/// with the folder's name), never an empty run that exits 0.
+/// A folder holding no capture or demo is a run that did nothing for every command (exit 3,
+/// said with the folder's name, as `export` did already), never an empty run that exits 0.
 #[test]
 fn a_folder_without_inputs_is_said() {
     let dir = scratch("no-inputs");
@@ -497,7 +497,7 @@ fn a_folder_without_inputs_is_said() {
         vec!["export", &d, "--out", &o_dir],
     ] {
         let o = quakecap(&args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
         assert_eq!(stdout(&o), "", "{args:?}");
         assert!(
             stderr(&o).contains(&format!("{d}: no capture or demo file in this folder")),

@@ -313,7 +313,7 @@ fn run_demo_data(
 
 /// Files a directory holds that quakecap reads, by name (captures and demos, compressed or
 /// not), in a stable order; anything else there (notes, logs, traces) is skipped.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+pub fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -322,14 +322,14 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
                 file: p.display().to_string(),
                 source,
             })?;
-            // Nothing to read is not an empty result: said, like a missing file.
+            // A folder with nothing to read is a run that did nothing: said, and exit 3.
             if out.len() == before {
-                return Err(InputError::Unusable {
-                    file: p.display().to_string(),
-                    message: "no capture or demo file in this folder (.pcap, .pcapng, .cap, \
-                              .dm_NN, .qwd, .mvd, or those names with .gz/.zst)"
-                        .into(),
-                });
+                return Err(NothingDone(format!(
+                    "{}: no capture or demo file in this folder (.pcap, .pcapng, .cap, .dm_NN, \
+                     .qwd, .mvd, or those names with .gz/.zst)",
+                    p.display()
+                ))
+                .into());
             }
         } else {
             out.push(p.clone());

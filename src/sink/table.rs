@@ -113,7 +113,7 @@ fn narrow_header() -> Vec<&'static str> {
         "server\nclient",
         "player\nmap",
         "start\nduration",
-        "packets c→s/s→c\nlost c→s/s→c",
+        "packets c→s/s→c\ngaps c→s/s→c",
         "errors",
     ]
 }
@@ -152,7 +152,7 @@ fn wide_header() -> Vec<&'static str> {
         "packets\nc→s/s→c",
         "bytes\nc→s/s→c",
         "frag msgs\nc→s/s→c",
-        "dropped\nc→s/s→c",
+        "seq gaps\nc→s/s→c",
         "dup\nc→s/s→c",
         "ooo\nc→s/s→c",
         "errors",
