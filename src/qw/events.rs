@@ -732,8 +732,12 @@ pub fn clean(s: &str) -> String {
             0x12..=0x1b => out.push(char::from(b'0' + (b - 0x12))),
             0x10 => out.push('['),
             0x11 => out.push(']'),
-            0x05 | 0x0e | 0x0f | 0x1c => out.push('.'),
-            0x1d..=0x1f => out.push('-'),
+            // The console font's glyphs as `decode` and `flows` show them
+            // (`sink::text::readable::qw_plain`): a name reads the same in every command.
+            0x05 | 0x0e | 0x0f | 0x1c => out.push('•'),
+            0x1d => out.push('<'),
+            0x1e => out.push('-'),
+            0x1f => out.push('>'),
             0..=0x1f | 0x7f => {}
             _ => out.push(char::from(b)),
         }
@@ -848,5 +852,7 @@ mod tests {
         assert_eq!(chat_text("a {b & c &cxyz"), "a {b & c &cxyz");
         assert_eq!(chat_text("{a}}"), "a}");
         assert_eq!(clean("\u{d4}hunde\u{d2}"), "ThundeR");
+        // Glyphs as `decode` shows them (readable::qw_plain), the newline dropped.
+        assert_eq!(clean("\u{1d}\u{1e}\u{9f} \u{1c}x\n"), "<-> •x");
     }
 }
