@@ -721,28 +721,13 @@ pub fn chat_text(s: &str) -> String {
     clean(&out)
 }
 
-/// QuakeWorld text as a reader sees it: the coloured (high-bit) half of the charset as its
-/// plain letters, the console font's digits and brackets as such, other control characters
-/// dropped. Strings hold the protocol's bytes one char each (U+0000–U+00FF).
+/// QuakeWorld text as one line of plain characters ([`super::charset`], newlines dropped):
+/// names and text of the game events.
 pub fn clean(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let b = (c as u32 & 0x7f) as u8;
-        match b {
-            0x12..=0x1b => out.push(char::from(b'0' + (b - 0x12))),
-            0x10 => out.push('['),
-            0x11 => out.push(']'),
-            // The console font's glyphs as `decode` and `flows` show them
-            // (`sink::text::readable::qw_plain`): a name reads the same in every command.
-            0x05 | 0x0e | 0x0f | 0x1c => out.push('•'),
-            0x1d => out.push('<'),
-            0x1e => out.push('-'),
-            0x1f => out.push('>'),
-            0..=0x1f | 0x7f => {}
-            _ => out.push(char::from(b)),
-        }
-    }
-    out
+    s.chars()
+        .filter_map(super::charset::plain_char)
+        .filter(|&c| c != '\n')
+        .collect()
 }
 
 #[cfg(test)]
@@ -852,7 +837,7 @@ mod tests {
         assert_eq!(chat_text("a {b & c &cxyz"), "a {b & c &cxyz");
         assert_eq!(chat_text("{a}}"), "a}");
         assert_eq!(clean("\u{d4}hunde\u{d2}"), "ThundeR");
-        // Glyphs as `decode` shows them (readable::qw_plain), the newline dropped.
+        // Glyphs as `decode` shows them (qw::charset), the newline dropped.
         assert_eq!(clean("\u{1d}\u{1e}\u{9f} \u{1c}x\n"), "<-> •x");
     }
 }

@@ -11,7 +11,8 @@
 //! the receiver's acceptance rule), [`oob`] (connectionless), [`svc`] + [`entity`] +
 //! [`playerinfo`] (server messages and the state they need), [`clc`] + [`usercmd`] (client
 //! messages, the move checksum), [`message`] (what is emitted), `tracker` (flows),
-//! [`demo`] (.qwd/.mvd reading), [`qwd`] (.qwd writing), [`cut`] and [`cut_mvd`] (a window of a .qwd or .mvd).
+//! [`demo`] (.qwd/.mvd reading), [`qwd`] (.qwd writing), [`cut`] and [`cut_mvd`] (a window of a .qwd or .mvd),
+//! [`charset`] (the character set as plain text).
 //!
 //! ```no_run
 //! # fn datagrams() -> Vec<quakecap::net::Datagram<'static>> { Vec::new() }
@@ -37,6 +38,7 @@
 //! for (flow, qwd_bytes) in demos.finish() { /* write `<capture>-flow<flow>.qwd` */ }
 //! # let _ = flows;
 //! ```
+pub mod charset;
 pub mod clc;
 pub mod cursor;
 pub mod cut;

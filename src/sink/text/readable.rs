@@ -8,32 +8,10 @@ pub fn q3_plain(s: &str) -> String {
     crate::q3::color::plain(s)
 }
 
-/// A QuakeWorld string (one char per byte, as decoded) in plain characters: the high bit
-/// only selects the brown/gold font, so it is cleared; the console font's glyphs below 0x20
-/// become the characters they look like (`[`, `]`, gold digits, dots, bar ends).
+/// A QuakeWorld string (one char per byte, as decoded) in plain characters
+/// ([`crate::qw::charset`]).
 pub fn qw_plain(s: &str) -> String {
-    s.chars().filter_map(qw_char).collect()
-}
-
-fn qw_char(c: char) -> Option<char> {
-    let code = u32::from(c);
-    if code > 0xFF {
-        return Some(c);
-    }
-    let b = (code & 0x7F) as u8;
-    match b {
-        b'\n' => Some('\n'),
-        0x10 => Some('['),
-        0x11 => Some(']'),
-        0x12..=0x1B => Some(char::from(b'0' + (b - 0x12))),
-        0x05 | 0x0E | 0x0F | 0x1C => Some('•'),
-        0x1D => Some('<'),
-        0x1E => Some('-'),
-        0x1F => Some('>'),
-        0x7F => Some('←'),
-        0x00..=0x1F => None,
-        _ => Some(char::from(b)),
-    }
+    crate::qw::charset::plain(s)
 }
 
 /// `s` in double quotes for text output: `"`, `\` and newlines escaped the C way (so a line
