@@ -482,6 +482,87 @@ fn folders_are_walked() {
     );
 }
 
+/// The bytes `quakecap ARGS` writes into a named pipe at `fifo` (read while it runs; None
+/// when nothing came within 20 s, as when the pipe was replaced), and its output.
+fn through_fifo(args: &[&str], fifo: &Path) -> (Option<Vec<u8>>, Output) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.to_path_buf();
+    // A reader blocked on a pipe nobody opens is left behind; the test process ends anyway.
+    std::thread::spawn(move || {
+        let _ = tx.send(std::fs::read(path).ok());
+    });
+    let child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run quakecap");
+    let out = child.wait_with_output().expect("wait");
+    let bytes = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .ok()
+        .flatten();
+    (bytes, out)
+}
+
+/// `-o` naming something that is no regular file is written in place, not replaced by a
+/// renamed part file: a named pipe gets the demo or report (the very bytes of a file
+/// output) and stays a pipe, the demo's summary going to stderr; a link stays a link, its
+/// target written. (`-o /dev/stdout` is such a link: the part file once replaced it.)
+#[test]
+fn outputs_that_are_no_regular_file_are_written_in_place() {
+    let dir = scratch("in-place");
+    let file = dir.join("file.dm_68");
+    let f = file.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", BASIC, "-o", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let demo = std::fs::read(&file).expect("demo");
+    let report_file = dir.join("file.html");
+    let r = report_file.to_string_lossy().into_owned();
+    assert_eq!(
+        quakecap(&["report", BASIC, "-o", &r]).status.code(),
+        Some(0)
+    );
+    let report = std::fs::read(&report_file).expect("report");
+    let fifo = dir.join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped the named-pipe cases: mkfifo failed");
+    } else {
+        let p = fifo.to_string_lossy().into_owned();
+        let (bytes, o) = through_fifo(&["demo", BASIC, "-o", &p], &fifo);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let kind = std::fs::symlink_metadata(&fifo).expect("pipe").file_type();
+        assert!(!kind.is_file(), "the named pipe was replaced by a file");
+        assert!(
+            bytes == Some(demo.clone()),
+            "the piped demo differs from the file's"
+        );
+        assert!(
+            o.stdout.is_empty(),
+            "the summary went into the demo's stream?"
+        );
+        assert!(stderr(&o).contains("477 snapshots"), "{}", stderr(&o));
+        let (bytes, o) = through_fifo(&["report", BASIC, "-o", &p], &fifo);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            bytes == Some(report),
+            "the piped report differs from the file's"
+        );
+    }
+    let link = dir.join("link.dm_68");
+    std::os::unix::fs::symlink(dir.join("target.dm_68"), &link).expect("link");
+    let l = link.to_string_lossy().into_owned();
+    let o = quakecap(&["demo", BASIC, "-o", &l]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link)
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read(dir.join("target.dm_68")).expect("target") == demo);
+}
+
 /// A folder holding no capture or demo is a run that did nothing for every command (exit 3,
 /// said with the folder's name, as `export` did already), never an empty run that exits 0.
 #[test]

@@ -88,37 +88,67 @@ fn clean(s: &str) -> String {
 
 /// A demo being written: bytes go to a hidden temporary file in the destination folder,
 /// renamed to the real name only when the demo is complete, so a failed or interrupted run
-/// never leaves a truncated demo under the real name.
+/// never leaves a truncated demo under the real name. A destination that exists and is no
+/// regular file (`/dev/stdout`, a link, a named pipe, a device) is written in place:
+/// renaming over it would replace the device node or the link itself.
 pub struct PartFile {
     out: BufWriter<File>,
-    part: PathBuf,
+    /// The hidden part file; None when writing in place.
+    part: Option<PathBuf>,
     dest: PathBuf,
+    /// What is written, for the errors ("demo", "report").
+    what: &'static str,
     done: bool,
 }
 
 impl PartFile {
     pub fn create(dest: PathBuf) -> io::Result<Self> {
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "demo".into());
-        // Unique per demo of this run: with `-o` two parts may aim at the same name.
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let part = dest.with_file_name(format!(".{name}.{}-{n}.part", std::process::id()));
-        let file = File::create(&part).map_err(|e| output_error(&dest, e))?;
+        Self::create_for(dest, "demo")
+    }
+
+    /// A part file of something other than a demo (`what` names it in the errors).
+    pub fn create_for(dest: PathBuf, what: &'static str) -> io::Result<Self> {
+        // The link itself, not its target: `/dev/stdout` is a link, to a regular file when
+        // stdout is redirected to one.
+        let in_place = std::fs::symlink_metadata(&dest).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        let part = (!in_place).then(|| Self::part_name(&dest));
+        let file = File::create(part.as_ref().unwrap_or(&dest))
+            .map_err(|e| output_error_of(&dest, what, e))?;
         Ok(PartFile {
             out: BufWriter::new(file),
             part,
             dest,
+            what,
             done: false,
         })
     }
 
+    /// The hidden part file's name beside `dest`, unique per file of this run (with `-o` two
+    /// parts may aim at the same name).
+    fn part_name(dest: &Path) -> PathBuf {
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "demo".into());
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        dest.with_file_name(format!(".{name}.{}-{n}.part", std::process::id()))
+    }
+
+    /// A write error as one of this file's ("PATH: cannot write WHAT: ...").
+    pub fn blame(&self, e: io::Error) -> io::Error {
+        output_error_of(&self.dest, self.what, e)
+    }
+
     /// Flush and give the file its real name.
     pub fn commit(mut self) -> io::Result<PathBuf> {
-        self.out.flush().map_err(|e| output_error(&self.dest, e))?;
-        std::fs::rename(&self.part, &self.dest).map_err(|e| output_error(&self.dest, e))?;
+        let (dest, what) = (&self.dest, self.what);
+        self.out
+            .flush()
+            .map_err(|e| output_error_of(dest, what, e))?;
+        if let Some(part) = &self.part {
+            std::fs::rename(part, dest).map_err(|e| output_error_of(dest, what, e))?;
+        }
         self.done = true;
         Ok(self.dest.clone())
     }
@@ -135,9 +165,9 @@ impl Write for PartFile {
 
 impl Drop for PartFile {
     fn drop(&mut self) {
-        if !self.done {
+        if let (false, Some(part)) = (self.done, &self.part) {
             // Best effort: the run is already failing; a leftover hidden part is harmless.
-            let _ = std::fs::remove_file(&self.part);
+            let _ = std::fs::remove_file(part);
         }
     }
 }
@@ -145,15 +175,21 @@ impl Drop for PartFile {
 /// An output problem, carried through the pipeline's `io::Error` so the message blames the
 /// output path rather than the input file.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: cannot write demo: {message}")]
+#[error("{path}: cannot write {what}: {message}")]
 pub struct OutputError {
     path: String,
+    what: &'static str,
     message: String,
 }
 
 fn output_error(path: &Path, e: impl std::fmt::Display) -> io::Error {
+    output_error_of(path, "demo", e)
+}
+
+fn output_error_of(path: &Path, what: &'static str, e: impl std::fmt::Display) -> io::Error {
     io::Error::other(OutputError {
         path: path.display().to_string(),
+        what,
         message: e.to_string(),
     })
 }
@@ -245,6 +281,7 @@ fn prepare_output(args: &DemoArgs) -> Result<()> {
         if let Some(dir) = parent.filter(|d| !d.is_dir()) {
             bail!(OutputError {
                 path: o.display().to_string(),
+                what: "demo",
                 message: format!("folder {} does not exist", dir.display()),
             });
         }
@@ -252,6 +289,7 @@ fn prepare_output(args: &DemoArgs) -> Result<()> {
     }
     std::fs::create_dir_all(&args.out_dir).map_err(|e| OutputError {
         path: args.out_dir.display().to_string(),
+        what: "demo",
         message: format!("cannot create the output folder: {e}"),
     })?;
     if !args.out_dir.is_dir() {
@@ -279,6 +317,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     if let Some(o) = &args.output {
         bail!(OutputError {
             path: o.display().to_string(),
+            what: "demo",
             message: "-o names one file but several inputs were given; use --out-dir".into(),
         });
     }
@@ -405,7 +444,7 @@ fn write_demos(
     let not_cut = sink.qw_not_cut.clone();
     let mut files = sink.into_output();
     files.commit_ready()?;
-    let mut out = io::stdout().lock();
+    let mut out = summary_out(&files.written);
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
     }
@@ -498,7 +537,7 @@ fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
     w.write_all(&bytes)?;
     files.closed(1, 0, w, &stats)?;
     files.commit_ready()?;
-    let mut out = io::stdout().lock();
+    let mut out = summary_out(&files.written);
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
     }
@@ -540,6 +579,21 @@ fn nothing_written(args: &DemoArgs, report: &Report) -> String {
         return format!("{file}: no demo written");
     }
     format!("{file}: no client connection found: no demo to write")
+}
+
+/// Where the summary of the written demos goes: stdout, unless a demo went to a stream
+/// itself (`-o /dev/stdout`, a pipe): then stderr, so that a piped demo stays a demo.
+fn summary_out(written: &[(PathBuf, u32, DemoStats)]) -> Box<dyn Write> {
+    let stdout = std::fs::canonicalize("/dev/stdout").ok();
+    let streamed = written.iter().any(|(p, _, _)| {
+        std::fs::metadata(p).is_ok_and(|m| !m.is_file())
+            || (stdout.is_some() && std::fs::canonicalize(p).ok() == stdout)
+    });
+    if streamed {
+        Box::new(io::stderr().lock())
+    } else {
+        Box::new(io::stdout().lock())
+    }
 }
 
 fn print_demo(out: &mut impl Write, path: &Path, flow: u32, s: &DemoStats) -> io::Result<()> {

@@ -162,8 +162,9 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
         .cloned()
         .collect();
-    let mut part = super::demo::PartFile::create(args.out.clone())?;
-    sink::nethtml::render_to(&mut part, &report.file, &shown, &ns.reports, &es.events)?;
+    let mut part = super::demo::PartFile::create_for(args.out.clone(), "report")?;
+    sink::nethtml::render_to(&mut part, &report.file, &shown, &ns.reports, &es.events)
+        .map_err(|e| part.blame(e))?;
     part.commit()?;
     Ok(EXIT_OK)
 }
