@@ -69,7 +69,7 @@ pub fn run(args: &CheckArgs) -> Result<i32> {
     out.flush()?;
     if let Some(path) = &args.junit {
         // Written whole or not at all: a CI system must never read half a report.
-        let mut part = super::demo::PartFile::create(path.clone())?;
+        let mut part = super::demo::PartFile::create_for(path.clone(), "JUnit report")?;
         part.write_all(check::junit::render(&results).as_bytes())?;
         part.commit()?;
     }
