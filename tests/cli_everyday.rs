@@ -563,6 +563,40 @@ fn outputs_that_are_no_regular_file_are_written_in_place() {
     assert!(std::fs::read(dir.join("target.dm_68")).expect("target") == demo);
 }
 
+/// `diff` says why a side cannot be read as the other commands do: the missing file's own
+/// error, a folder, an empty file (exit 2, nothing on stdout); both sides are named.
+#[test]
+fn diff_names_an_unusable_side() {
+    let dir = scratch("diff-sides");
+    let empty = dir.join("empty.pcap");
+    std::fs::write(&empty, b"").expect("write");
+    let (d, e) = (
+        dir.to_string_lossy().into_owned(),
+        empty.to_string_lossy().into_owned(),
+    );
+    for (args, says) in [
+        (
+            vec![BASIC, "captures/none.pcapng"],
+            vec!["captures/none.pcapng: No such file"],
+        ),
+        (vec![d.as_str(), BASIC], vec!["a folder; diff compares two"]),
+        (
+            vec![e.as_str(), "captures/none.pcapng"],
+            vec!["empty file (0 bytes)", "none.pcapng: No such file"],
+        ),
+    ] {
+        let mut a = vec!["diff"];
+        a.extend(args.iter().copied());
+        let o = quakecap(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{a:?}");
+        for w in says {
+            assert!(stderr(&o).contains(w), "{a:?}: {}", stderr(&o));
+        }
+        assert!(!stderr(&o).contains("at byte 0"), "{a:?}: {}", stderr(&o));
+    }
+}
+
 /// A folder holding no capture or demo is a run that did nothing for every command (exit 3,
 /// said with the folder's name, as `export` did already), never an empty run that exits 0.
 #[test]

@@ -24,7 +24,33 @@ pub struct DiffArgs {
     pub show: usize,
 }
 
+/// Why `p` cannot be one side of a diff, said as the other commands say it (the reader's
+/// own error for a missing file is an I/O error "at byte 0").
+fn unusable_side(p: &std::path::Path) -> Option<String> {
+    match std::fs::metadata(p) {
+        Err(e) => Some(format!("{}: {e}", p.display())),
+        Ok(m) if m.is_dir() => Some(format!(
+            "{}: a folder; diff compares two captures or demos",
+            p.display()
+        )),
+        Ok(_) => super::input::check_not_empty(p)
+            .err()
+            .map(|e| e.to_string()),
+    }
+}
+
 pub fn run(args: &DiffArgs) -> Result<i32> {
+    let bad: Vec<String> = [&args.a, &args.b]
+        .into_iter()
+        .filter(|p| p.as_os_str() != "-")
+        .filter_map(|p| unusable_side(p))
+        .collect();
+    if !bad.is_empty() {
+        for b in &bad {
+            eprintln!("quakecap: {b}");
+        }
+        return Ok(2);
+    }
     let opts = diff::Options {
         strict: args.strict,
         ..Default::default()
