@@ -563,6 +563,32 @@ fn outputs_that_are_no_regular_file_are_written_in_place() {
     assert!(std::fs::read(dir.join("target.dm_68")).expect("target") == demo);
 }
 
+/// `net --flow N` for a flow the input does not hold says so, as `report` does, and exits 3
+/// when nothing is left to show (it had said the capture held no connection, exit 0).
+#[test]
+fn net_names_a_missing_flow() {
+    for json in [false, true] {
+        let mut a = vec!["net", "--flow", "99", BASIC];
+        if json {
+            a.push("--json");
+        }
+        let o = quakecap(&a);
+        assert_eq!(o.status.code(), Some(3), "{a:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no flow 99"), "{a:?}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("no game connection"),
+            "{a:?}: {}",
+            stderr(&o)
+        );
+    }
+    // One flow there and one not: the one shown, the other named, exit 0.
+    let o = quakecap(&["net", "--json", "--flow", "1", "--flow", "99", BASIC]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no flow 99"), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v.as_array().map(Vec::len), Some(1));
+}
+
 /// `diff` says why a side cannot be read as the other commands do: the missing file's own
 /// error, a folder, an empty file (exit 2, nothing on stdout); both sides are named.
 #[test]

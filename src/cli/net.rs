@@ -79,6 +79,7 @@ pub fn run(args: &NetArgs) -> Result<i32> {
     let files = super::input::expand(&args.files)?;
     let opts = options(&args.flows);
     let mut failed = 0;
+    let mut missing = false;
     let mut tables = Vec::new();
     if args.merge {
         if files.iter().any(|f| is_refused_demo(f)) {
@@ -87,7 +88,7 @@ pub fn run(args: &NetArgs) -> Result<i32> {
         let mut ns = NetSink::new(args.interval);
         let report = pipeline::run_merged(&files, &opts, &mut ns)?;
         super::warn(&report);
-        say_if_empty(&ns, &report.file);
+        missing |= say_missing_or_empty(&args.flows, &report, &ns);
         tables.push((report.file, ns.reports));
     } else {
         for f in &files {
@@ -99,7 +100,7 @@ pub fn run(args: &NetArgs) -> Result<i32> {
             match super::run_input(f, &opts, &mut ns) {
                 Ok(report) => {
                     super::warn(&report);
-                    say_if_empty(&ns, &report.file);
+                    missing |= say_missing_or_empty(&args.flows, &report, &ns);
                     tables.push((report.file, ns.reports));
                 }
                 Err(e) => {
@@ -122,8 +123,32 @@ pub fn run(args: &NetArgs) -> Result<i32> {
             writeln!(out, "{}", sink::nettable::render(rows))?;
         }
     }
-    // A missing file among good ones is still a failure.
-    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+    // A missing file among good ones is still a failure; `--flow` naming no flow of any
+    // input did nothing.
+    let shown = tables.iter().any(|(_, r)| !r.is_empty());
+    Ok(if failed > 0 {
+        EXIT_INPUT
+    } else if missing && !shown {
+        super::input::EXIT_NOTHING
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Says which `--flow` ids the input lacks (true when some), else that it has no
+/// connection to measure, if so.
+fn say_missing_or_empty(asked: &[u32], report: &Report, ns: &NetSink) -> bool {
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    match super::input::missing_flows(asked, &present, &report.file) {
+        Some(m) => {
+            eprintln!("quakecap: {m}");
+            true
+        }
+        None => {
+            say_if_empty(ns, &report.file);
+            false
+        }
+    }
 }
 
 /// `quakecap report`: the HTML report of one capture, written whole or not at all.
