@@ -13,6 +13,17 @@ fn quakecap(args: &[&str]) -> Output {
     quakecap_env(args, &[])
 }
 
+/// `quakecap ARGS` started with its stdout and stderr piped.
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn quakecap")
+}
+
 fn quakecap_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_quakecap"));
     c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
@@ -333,13 +344,7 @@ fn demo_out_dir_is_created_and_o_blames_its_path() {
 #[test]
 fn closed_pipe_ends_quietly() {
     for args in [["decode", BASIC], ["flows", BASIC]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let mut child = spawn(&args);
         // Read nothing: closing our end is what `| head` does after its lines.
         drop(child.stdout.take());
         let o = child.wait_with_output().expect("wait");
@@ -491,14 +496,7 @@ fn through_fifo(args: &[&str], fifo: &Path) -> (Option<Vec<u8>>, Output) {
     std::thread::spawn(move || {
         let _ = tx.send(std::fs::read(path).ok());
     });
-    let child = Command::new(env!("CARGO_BIN_EXE_quakecap"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run quakecap");
-    let out = child.wait_with_output().expect("wait");
+    let out = spawn(args).wait_with_output().expect("wait");
     let bytes = rx
         .recv_timeout(std::time::Duration::from_secs(20))
         .ok()

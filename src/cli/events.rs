@@ -155,8 +155,8 @@ fn nothing_shown(args: &EventsArgs, events: &[GameEvent]) -> String {
             .iter()
             .any(|e| e.names().iter().any(|n| super::filter::same_player(n, p)));
         if !named {
-            let mut players: Vec<String> = summarize(events).into_iter().map(|s| s.name).collect();
-            players.dedup();
+            // One summary row per name, in name order.
+            let players: Vec<String> = summarize(events).into_iter().map(|s| s.name).collect();
             return format!(
                 "no event{flows} names player {p:?} (players: {})",
                 players.join(", ")

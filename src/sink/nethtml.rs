@@ -426,7 +426,8 @@ fn game_events_table(h: &mut String, events: &[GameEvent]) {
 }
 
 /// The events each flow saw, in the events' order. Built once: looking through every event
-/// for every connection cost O(connections × events), most of a large capture's report.
+/// for every connection cost O(connections × events) (2.5 % of the report of a capture of
+/// 1,640 connections, growing with both).
 fn events_by_flow(events: &[GameEvent]) -> HashMap<u32, Vec<&GameEvent>> {
     let mut m: HashMap<u32, Vec<&GameEvent>> = HashMap::new();
     for e in events {
