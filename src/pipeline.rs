@@ -54,7 +54,9 @@ pub struct Options {
     /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
     pub threads: Option<usize>,
     /// Hand an [`Event::NetSample`] per netchan datagram to the sink (the `net` analysis);
-    /// off, no sample is built.
+    /// off, no sample is built. Without `emit` and `keep_raw`, Quake 3 server messages are
+    /// then decoded only as far as the samples read ([`q3::svc::Detail::Samples`]): the flow
+    /// rows' error counts miss errors in what is left unread.
     pub samples: bool,
     /// With `emit`: Quake 3 snapshots carry their head only (time, delta base, flags,
     /// validity) and moves no usercmd list: the cost of `flows` plus the messages' frames.

@@ -51,6 +51,10 @@ impl Options {
             svc::Detail::Events
         } else if self.emit || self.keep_raw {
             svc::Detail::Full
+        } else if self.samples {
+            // `net`: only what the samples read (the flow table's error counts then miss
+            // errors in what is left unread; `net` shows none).
+            svc::Detail::Samples
         } else {
             svc::Detail::StateOnly
         }

@@ -9,9 +9,9 @@ use serde::Serialize;
 use super::baselines::Baselines;
 use super::bits::{read_bytes_into, BitError, BitReader};
 use super::delta::{
-    read_delta_entity, read_delta_entity_state, read_entity_fields, read_entity_flags,
-    read_playerstate_into, ChangeSink, DeltaError, EntityDelta, EntityFlags, EntityState,
-    FieldChange, PlayerDelta, PlayerState, PlayerWire,
+    read_command_time, read_delta_entity, read_delta_entity_state, read_entity_fields,
+    read_entity_flags, read_playerstate_into, ChangeSink, DeltaError, EntityDelta, EntityFlags,
+    EntityState, FieldChange, PlayerDelta, PlayerState, PlayerWire,
 };
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
 pub use super::state::MAX_AREAMASK;
@@ -289,6 +289,15 @@ pub enum Detail {
     /// snapshot without such entities is its head only ([`ServerMessage::snapshot_head`]);
     /// a gamestate without its baselines.
     Events,
+    /// What the network samples read (`quakecap net`), and nothing more: no op is recorded,
+    /// and a snapshot is read only up to its playerstate's commandTime, its first field
+    /// (the frame stored keeps its head and that time; its entities and the playerstate's
+    /// other fields are unknown, as mid-session). The rest of the message is not read: the
+    /// engines write the snapshot after the server commands, followed only by voice data.
+    /// The entities are most of a snapshot's bits; nothing `net` reports depends on them.
+    /// Unlike the other details, the client state differs (no entities, so no entity-buffer
+    /// check of a delta base) and so may the error: one in what was left unread is not seen.
+    Samples,
 }
 
 /// Decode a (descrambled) server message body whose netchan sequence is `seq`, updating
@@ -304,7 +313,7 @@ pub fn parse_server_message(
 }
 
 /// [`parse_server_message`] recording `detail`. The client state after it, and the error,
-/// are the same whatever the detail.
+/// are the same whatever the detail but [`Detail::Samples`].
 pub fn parse_server_message_with(
     r: &mut BitReader<'_>,
     ack: Option<i32>,
@@ -373,7 +382,12 @@ fn parse_op(
     if op == SVC_SNAPSHOT && detail == Detail::Events {
         return parse_snapshot_events(r, bit, seq, st, head);
     }
-    if op == SVC_GAMESTATE && detail == Detail::StateOnly {
+    if op == SVC_SNAPSHOT && detail == Detail::Samples {
+        parse_snapshot_with(r, seq, st, &mut CommandTimeOnly)?;
+        // Not recorded: it ends what is read of the message (see `Detail::Samples`).
+        return Ok(Some(ServerOp::Eof { bit }));
+    }
+    if op == SVC_GAMESTATE && matches!(detail, Detail::StateOnly | Detail::Samples) {
         read_gamestate(r, st, None)?;
         return Ok(None);
     }
@@ -603,6 +617,8 @@ fn read_snap_head(
 /// Each method records nothing unless the recorder says otherwise.
 trait Recorder {
     type Changes: ChangeSink + Default;
+    /// The snapshot is read whole; false: only to the playerstate's commandTime.
+    const WHOLE: bool = true;
     #[inline(always)]
     fn playerstate(
         &mut self,
@@ -638,6 +654,36 @@ struct EntityWire<C> {
 
 impl Recorder for () {
     type Changes = ();
+}
+
+/// [`Detail::Samples`]: a snapshot read to its playerstate's commandTime, nothing recorded.
+struct CommandTimeOnly;
+
+impl Recorder for CommandTimeOnly {
+    type Changes = ();
+    const WHOLE: bool = false;
+}
+
+/// A snapshot's playerstate commandTime on its base's ([`Detail::Samples`]): of the frame
+/// only that field is known (where the base's was, or the delta sent it), no entity.
+fn read_command_time_into(
+    r: &mut BitReader<'_>,
+    st: &ClientState,
+    h: &SnapHead,
+    frame: &mut HistFrame,
+) -> Result<(), SvcError> {
+    let (base, known) = match h.old.and_then(|n| st.slot(n)) {
+        Some(o) => (o.ps.fields[0], o.ps_known.fields & 1),
+        None => (0, u64::from(!h.base_unknown)),
+    };
+    frame.ps.fields[0] = base;
+    let sent = read_command_time(r, &mut frame.ps)?;
+    frame.ps_known = PsKnown {
+        fields: known | u64::from(sent),
+        arrays: [0; 4],
+    };
+    frame.ents_partial = true;
+    Ok(())
 }
 
 /// The records of a snapshot parsed with [`Detail::Full`].
@@ -722,6 +768,10 @@ fn read_snapshot_into<R: Recorder>(
     rec: &mut R,
 ) -> Result<SnapHead, SvcError> {
     let h = read_snap_head(r, seq, st, frame)?;
+    if !R::WHOLE {
+        read_command_time_into(r, st, &h, frame)?;
+        return Ok(h);
+    }
     let baseline_known = st.baseline_known();
     let (old, pool, baselines) = st.delta_parts(h.old);
     // What is known of the base: all of a full snapshot's (from zero and the baselines),

@@ -27,8 +27,8 @@ pub mod types;
 pub mod write;
 
 pub use read::{
-    read_delta_entity, read_delta_entity_state, read_delta_playerstate, read_entity_fields,
-    read_entity_flags, read_playerstate_into, EntityFlags,
+    read_command_time, read_delta_entity, read_delta_entity_state, read_delta_playerstate,
+    read_entity_fields, read_entity_flags, read_playerstate_into, EntityFlags,
 };
 pub use types::{
     shownet_bits, ChangeSink, EntityDelta, EntityState, FieldChange, FieldEnc, Number, PlayerDelta,

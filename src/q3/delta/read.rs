@@ -179,6 +179,29 @@ pub fn read_playerstate_into<C: ChangeSink>(
     Ok(wire)
 }
 
+/// The first field of a playerstate delta, commandTime, applied to `state` (which holds the
+/// base's); the rest of the delta is left unread. True when the delta sent it.
+pub fn read_command_time(r: &mut BitReader, state: &mut PlayerState) -> Result<bool, DeltaError> {
+    let start_bit = r.bit_pos();
+    let lc = r.read_byte()?;
+    if lc as usize > NUM_PLAYER_FIELDS {
+        return Err(DeltaError::FieldCount { lc, bit: start_bit });
+    }
+    let mut sent = Sent(false);
+    player_fields(r, state, usize::from(lc.min(1)), &mut sent)?;
+    Ok(sent.0)
+}
+
+/// Whether a delta sent any field.
+struct Sent(bool);
+
+impl ChangeSink for Sent {
+    #[inline(always)]
+    fn change(&mut self, _c: FieldChange) {
+        self.0 = true;
+    }
+}
+
 /// The four arrays of a playerstate delta, each behind its presence bit and a 16-bit mask.
 fn read_playerstate_arrays(
     r: &mut BitReader,

@@ -1,0 +1,126 @@
+//! `quakecap net` decodes Quake 3 server messages only as far as its samples read
+//! (`svc::Detail::Samples`: a snapshot up to its playerstate's commandTime, no entity). The
+//! samples must be exactly those of the full decode, on every stored Quake 3 capture (both
+//! vantage points where there are two) and on captures cut mid-session.
+mod q3common;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use quakecap::analysis::net::Sample;
+use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
+use quakecap::pipeline::{self, Event, Options, Sink};
+
+#[derive(Default)]
+struct Samples(Vec<Sample>);
+
+impl Sink for Samples {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        if let Event::NetSample(s) = e {
+            self.0.push(*s);
+        }
+        Ok(())
+    }
+}
+
+fn samples(path: &Path, emit: bool) -> Vec<Sample> {
+    // With `emit` the messages are decoded whole (`Detail::Full`); without, as `net` does.
+    let opts = Options {
+        samples: true,
+        emit,
+        threads: Some(1),
+        ..Options::default()
+    };
+    let mut sink = Samples::default();
+    pipeline::run_capture(path, &opts, &mut sink, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    sink.0
+}
+
+/// Every Quake 3 capture of `captures/` and `../shared/captures` (a session in both is
+/// taken once, from the repository).
+fn q3_captures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut seen = std::collections::BTreeMap::new();
+    for dir in [root.join("captures"), root.join("../shared/captures")] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            eprintln!(
+                "note: {} is missing; its captures are skipped",
+                dir.display()
+            );
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("q3-") || seen.contains_key(&name) {
+                continue;
+            }
+            let files: Vec<PathBuf> = ["capture.pcapng", "server-side.pcapng"]
+                .iter()
+                .map(|f| e.path().join(f))
+                .filter(|p| p.exists())
+                .collect();
+            seen.insert(name, files);
+        }
+    }
+    seen.into_values().flatten().collect()
+}
+
+/// The frames of `src` after the first `skip`, as a pcap file at `out`.
+fn cut(src: &Path, skip: usize, out: &Path) {
+    let mut r = CaptureReader::open(src).expect("open capture");
+    let mut w: Option<PcapWriter<std::fs::File>> = None;
+    let mut n = 0;
+    while let Ok(Some(fr)) = r.next_frame() {
+        n += 1;
+        if n <= skip {
+            continue;
+        }
+        if w.is_none() {
+            let file = std::fs::File::create(out).expect("create cut");
+            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
+        }
+        if let Some(w) = w.as_mut() {
+            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
+                .expect("write");
+        }
+    }
+    w.expect("frames after the cut").finish().expect("finish");
+}
+
+fn frame_count(src: &Path) -> usize {
+    let mut r = CaptureReader::open(src).expect("open capture");
+    std::iter::from_fn(|| r.next_frame().ok().flatten().map(|_| ())).count()
+}
+
+fn assert_same(path: &Path, what: &str) {
+    let full = samples(path, true);
+    let net = samples(path, false);
+    let snaps = full.iter().filter(|s| s.snapshot.is_some()).count();
+    assert!(snaps > 0, "{what}: no snapshot stamp in the full decode");
+    assert_eq!(full.len(), net.len(), "{what}: sample count");
+    for (i, (a, b)) in full.iter().zip(&net).enumerate() {
+        assert_eq!(a, b, "{what}: sample {i}");
+    }
+}
+
+#[test]
+fn net_samples_are_the_full_decodes() {
+    let files = q3_captures();
+    assert!(
+        files.len() >= 8,
+        "only {} Quake 3 captures found",
+        files.len()
+    );
+    let scratch = std::env::temp_dir().join(format!("quakecap-netsamples-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    for f in &files {
+        assert_same(f, &f.display().to_string());
+        let frames = frame_count(f);
+        for pct in [30, 70] {
+            let out = scratch.join("cut.pcap");
+            cut(f, frames * pct / 100, &out);
+            assert_same(&out, &format!("{} cut at {pct}%", f.display()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
