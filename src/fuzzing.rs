@@ -184,11 +184,23 @@ pub fn bits(data: &[u8]) {
 /// sequence with one client state so gamestates, baselines and deltas interact.
 pub fn server_messages(data: &[u8]) {
     let mut st = q3::state::ClientState::default();
+    // The same messages as `quakecap net` reads them (a snapshot only to its commandTime),
+    // with a client state of their own: the two parses keep different states.
+    let mut net = q3::state::ClientState::default();
     for (i, m) in chunks(data).enumerate().take(MAX_STEPS) {
+        let seq = i as i32 + 1;
         let mut r = BitReader::new(m);
-        let _ = q3::svc::parse_server_message(&mut r, None, i as i32 + 1, &mut st);
+        let _ = q3::svc::parse_server_message(&mut r, None, seq, &mut st);
         let _ = st.player_name(st.client_num);
         let _ = st.map_name();
+        let mut r = BitReader::new(m);
+        let _ = q3::svc::parse_server_message_with(
+            &mut r,
+            None,
+            seq,
+            &mut net,
+            q3::svc::Detail::Samples,
+        );
     }
 }
 
@@ -242,6 +254,25 @@ pub fn pipeline(data: &[u8]) {
         &mut AllSinks::new(),
         &mut |_| {},
     );
+    net_analysis(data);
+}
+
+/// `quakecap net` on the same bytes: the decode it runs (samples, no messages) and the
+/// reports, as JSON and as the table.
+fn net_analysis(data: &[u8]) {
+    let Ok(reader) = CaptureReader::new(Cursor::new(data)) else {
+        return;
+    };
+    let opts = Options {
+        samples: true,
+        threads: Some(1),
+        ..Options::default()
+    };
+    let mut net = crate::analysis::net::NetSink::new(1.0).with_strip();
+    if pipeline::run_reader(reader, "fuzz".into(), &opts, &mut net, &mut |_| {}).is_ok() {
+        let _ = serde_json::to_string(&net.reports);
+        let _ = sink::nettable::render(&net.reports);
+    }
 }
 
 /// One of eight endpoints (four hosts), for the datagram harnesses.

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use quakecap::analysis::net::Sample;
-use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
+use quakecap::capture::{CaptureReader, PcapNgWriter, PcapWriter, TsPrecision};
 use quakecap::pipeline::{self, Event, Options, Sink};
 
 #[derive(Default)]
@@ -122,5 +122,65 @@ fn net_samples_are_the_full_decodes() {
             assert_same(&out, &format!("{} cut at {pct}%", f.display()));
         }
     }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// `src` with one bit flipped in every 17th frame's UDP payload (Ethernet + IPv4 + UDP: 42
+/// bytes), as a pcapng file at `out`: decode errors all over, both directions.
+fn damaged(src: &Path, out: &Path) {
+    let mut r = CaptureReader::open(src).expect("open capture");
+    let file = std::fs::File::create(out).expect("create damaged copy");
+    let mut w = PcapNgWriter::new(std::io::BufWriter::new(file)).expect("writer");
+    let mut i = 0usize;
+    while let Ok(Some(fr)) = r.next_frame() {
+        let mut data = fr.data.to_vec();
+        if i % 17 == 5 && data.len() > 50 {
+            let at = 42 + (i * 7) % (data.len() - 42);
+            data[at] ^= 1 << (i % 8);
+        }
+        w.write_packet(fr.link, fr.ts_ns, &data, data.len() as u32)
+            .expect("write");
+        i += 1;
+    }
+    w.finish().expect("finish");
+}
+
+/// Damaged messages: `net`'s decode stops where its samples stop reading, so a snapshot
+/// whose damage lies past its commandTime (or whose base the full decode lost to damage)
+/// still gives its stamp; every other field of every sample is the full decode's, and where
+/// both have a stamp it is the same.
+#[test]
+fn net_samples_of_damaged_captures_differ_only_by_stamps_the_full_decode_lost() {
+    let scratch = std::env::temp_dir().join(format!("quakecap-netdamaged-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let (mut kept, mut gained) = (0, 0);
+    for f in q3_captures() {
+        let out = scratch.join("damaged.pcapng");
+        damaged(&f, &out);
+        let full = samples(&out, true);
+        let net = samples(&out, false);
+        assert_eq!(full.len(), net.len(), "{}: sample count", f.display());
+        for (i, (a, b)) in full.iter().zip(&net).enumerate() {
+            match (a.snapshot, b.snapshot) {
+                (None, Some(_)) => gained += 1,
+                (Some(_), Some(_)) => kept += 1,
+                _ => {}
+            }
+            let unstamped = Sample {
+                snapshot: a.snapshot,
+                ..*b
+            };
+            assert_eq!(*a, unstamped, "{}: sample {i}", f.display());
+            assert!(
+                a.snapshot.is_none() || a.snapshot == b.snapshot,
+                "{}: sample {i}: stamp {:?} against {:?}",
+                f.display(),
+                a.snapshot,
+                b.snapshot
+            );
+        }
+    }
+    assert!(kept > 1000, "only {kept} stamps in both decodes");
+    eprintln!("damaged captures: {kept} snapshot stamps in both decodes, {gained} only in net's");
     let _ = std::fs::remove_dir_all(&scratch);
 }
