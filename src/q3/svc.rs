@@ -293,8 +293,10 @@ pub enum Detail {
     /// and a snapshot is read only up to its playerstate's commandTime, its first field
     /// (the frame stored keeps its head and that time; its entities and the playerstate's
     /// other fields are unknown, as mid-session). The rest of the message is not read: the
-    /// engines write the snapshot after the server commands, followed only by voice data.
-    /// The entities are most of a snapshot's bits; nothing `net` reports depends on them.
+    /// engines write the snapshot after the server commands, followed only by voice data
+    /// (ioquake3) or download blocks and padding (1.32 servers; the download's progress is
+    /// then not followed, and `net` reads nothing of it). The entities are most of a
+    /// snapshot's bits; nothing `net` reports depends on them.
     /// Unlike the other details, the client state differs (no entities, so no entity-buffer
     /// check of a delta base) and so may the error: one in what was left unread is not seen.
     Samples,
