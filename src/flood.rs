@@ -20,14 +20,18 @@ pub enum FloodKind {
     ClientNetchan,
     /// Random payloads of 8..=200 bytes to random ports of the server's host.
     RandomUdp,
+    /// Copies of the capture's own Quake 3 `connect` request (its userinfo compressed with
+    /// the adaptive Huffman code): a connect flood replayed from spoofed sources.
+    Q3Connect,
 }
 
 impl FloodKind {
-    pub const ALL: [FloodKind; 4] = [
+    pub const ALL: [FloodKind; 5] = [
         FloodKind::Q3Getinfo,
         FloodKind::QwStatus,
         FloodKind::ClientNetchan,
         FloodKind::RandomUdp,
+        FloodKind::Q3Connect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -36,6 +40,7 @@ impl FloodKind {
             FloodKind::QwStatus => "qw-status",
             FloodKind::ClientNetchan => "client-netchan",
             FloodKind::RandomUdp => "random-udp",
+            FloodKind::Q3Connect => "q3-connect",
         }
     }
 
@@ -71,6 +76,8 @@ struct Base {
     records: Vec<Record>,
     server: SocketAddrV4,
     client_packets: Vec<Vec<u8>>,
+    /// The first connectionless `connect` sent to the server (Quake 3 captures).
+    connect: Option<Vec<u8>>,
 }
 
 /// The server is the destination of the first connectionless `getchallenge` (both games send
@@ -80,6 +87,7 @@ fn read_base(capture: &[u8]) -> io::Result<Base> {
     let mut reader = CaptureReader::new(Cursor::new(capture)).map_err(|e| bad(&e.to_string()))?;
     let mut net = NetDecoder::new();
     let (mut records, mut server, mut client_packets) = (Vec::new(), None, Vec::new());
+    let mut connect = None;
     while let Some(f) = reader.next_frame().map_err(|e| bad(&e.to_string()))? {
         if let Ok(Some(d)) = net.decode(&f) {
             let oob = d.payload.starts_with(&[0xff; 4]);
@@ -88,8 +96,12 @@ fn read_base(capture: &[u8]) -> io::Result<Base> {
                     server = Some(s);
                 }
             }
-            if !oob && server.is_some_and(|s| SocketAddr::V4(s) == d.dst) {
+            let to_server = server.is_some_and(|s| SocketAddr::V4(s) == d.dst);
+            if !oob && to_server {
                 client_packets.push(d.payload.to_vec());
+            }
+            if oob && to_server && connect.is_none() && d.payload[4..].starts_with(b"connect ") {
+                connect = Some(d.payload.to_vec());
             }
         }
         records.push(Record {
@@ -106,6 +118,7 @@ fn read_base(capture: &[u8]) -> io::Result<Base> {
         records,
         server,
         client_packets,
+        connect,
     })
 }
 
@@ -155,6 +168,10 @@ fn flood_datagram(
             let len = 8 + rng.below(193) as usize;
             return (src, dst, (0..len).map(|_| rng.next() as u8).collect());
         }
+        FloodKind::Q3Connect => {
+            // `merge_flood` refuses a base without one.
+            return (src, dst, base.connect.clone().unwrap_or_default());
+        }
     };
     // Connectionless: four 0xff bytes, then the command.
     let mut p = vec![0xff; 4];
@@ -171,6 +188,12 @@ pub fn merge_flood(
     seed: u64,
 ) -> io::Result<Vec<u8>> {
     let base = read_base(capture)?;
+    if kind == FloodKind::Q3Connect && base.connect.is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no Quake 3 connect request in the capture",
+        ));
+    }
     let first = base.records.first().map_or(0, |r| r.ts_ns);
     let last = base.records.last().map_or(0, |r| r.ts_ns);
     let span = (last - first).max(1);

@@ -16,7 +16,9 @@
 
 pub mod adaptive;
 
-pub use adaptive::{adaptive_compress, adaptive_decompress, HuffError, ADAPTIVE_MAX_LEN};
+pub use adaptive::{
+    adaptive_compress, adaptive_decompress, adaptive_decompress_prefix, HuffError, ADAPTIVE_MAX_LEN,
+};
 
 /// The "not yet transmitted" pseudo-symbol. In the static tree it is an 11-bit leaf that the
 /// engine's writer never emits; a reader reaching it reports a NYT error (`BitError::Nyt`).

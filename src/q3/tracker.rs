@@ -49,11 +49,13 @@ fn may_start_connection(payload: &[u8]) -> bool {
     matches!(payload.get(4), Some(b'g' | b'G' | b'c'))
 }
 
-/// A Quake 3 connect carries an adaptive-Huffman userinfo that decodes to `"\...`.
+/// A Quake 3 connect carries an adaptive-Huffman userinfo that decodes to `"\...`: its
+/// first two bytes tell, read without a tree (decoding the whole userinfo took 20 µs a
+/// packet, and a flood of spoofed connects multiplies it).
 fn is_q3_connect(payload: &[u8]) -> bool {
     payload
         .get(12..)
-        .and_then(|b| super::huffman::adaptive_decompress(b).ok())
+        .and_then(|b| super::huffman::adaptive::adaptive_first_two(b).ok())
         .is_some_and(|t| t.starts_with(b"\"\\"))
 }
 

@@ -427,12 +427,20 @@ pub fn adaptive_compress(plain: &[u8]) -> Vec<u8> {
 /// input is not an error: decoding stops and the rest is zero-filled (the C code leaves stack
 /// garbage there); bits read beyond the block count as 0.
 pub fn adaptive_decompress(block: &[u8]) -> Result<Vec<u8>, HuffError> {
+    adaptive_decompress_prefix(block, ADAPTIVE_MAX_LEN)
+}
+
+/// The first `n` bytes of [`adaptive_decompress`] (fewer when the block holds fewer): each
+/// symbol only updates the tree, so decoding can stop anywhere.
+pub fn adaptive_decompress_prefix(block: &[u8], n: usize) -> Result<Vec<u8>, HuffError> {
     let (hi, lo) = match block {
         [hi, lo, ..] => (*hi, *lo),
         _ => return Err(HuffError::TooShort { len: block.len() }),
     };
     let size = block.len();
-    let cch = (usize::from(hi) * 256 + usize::from(lo)).min(ADAPTIVE_MAX_LEN);
+    let cch = (usize::from(hi) * 256 + usize::from(lo))
+        .min(ADAPTIVE_MAX_LEN)
+        .min(n);
     let mut out = vec![0u8; cch];
     let mut tree = AdaptiveTree::new();
     let mut bloc = 16usize;
@@ -460,9 +468,73 @@ pub fn adaptive_decompress(block: &[u8]) -> Result<Vec<u8>, HuffError> {
     Ok(out)
 }
 
+/// [`adaptive_decompress_prefix`]`(block, 2)` without a tree, which costs more to set up
+/// (20 KB of arena) than two symbols cost to decode: a flood of spoofed `connect`s is
+/// judged by their first two bytes. A fresh tree is its NYT leaf alone, so the first byte
+/// comes as NYT (no bit) and 8 raw bits; then the root's 0 branch is NYT and its 1 branch
+/// that byte, so the second is a 1 (the same byte again) or a 0 and 8 raw bits.
+pub fn adaptive_first_two(block: &[u8]) -> Result<Vec<u8>, HuffError> {
+    let (hi, lo) = match block {
+        [hi, lo, ..] => (*hi, *lo),
+        _ => return Err(HuffError::TooShort { len: block.len() }),
+    };
+    let cch = (usize::from(hi) * 256 + usize::from(lo))
+        .min(ADAPTIVE_MAX_LEN)
+        .min(2);
+    let mut out = vec![0u8; cch];
+    let mut bloc = 16usize;
+    let mut bit = || {
+        let b = block.get(bloc >> 3).copied().unwrap_or(0);
+        bloc += 1;
+        (b >> ((bloc - 1) & 7)) & 1 != 0
+    };
+    fn raw(bit: &mut impl FnMut() -> bool) -> u8 {
+        (0..8).fold(0u8, |c, _| (c << 1) | u8::from(bit()))
+    }
+    // The decoder's guard before each symbol: its cursor still within the block.
+    let within = |bits_read: usize| ((16 + bits_read) >> 3) <= block.len();
+    if cch >= 1 && within(0) {
+        out[0] = raw(&mut bit);
+        if cch >= 2 && within(8) {
+            out[1] = if bit() { out[0] } else { raw(&mut bit) };
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tree-free first two bytes are the tree's, whatever the block: the stored vector,
+    /// and 256 pseudo-random blocks of each length up to 6 bytes, a quarter of them with a
+    /// stated length of 0 to 3 bytes.
+    #[test]
+    fn first_two_bytes_without_a_tree_are_the_trees() {
+        let mut x = 0x2545_f491u32;
+        let mut next = || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 16) as u8
+        };
+        let mut blocks = vec![unhex(CONNECT_PACKET_HEX)[12..].to_vec()];
+        for len in 0..=6 {
+            for k in 0..256 {
+                let mut b: Vec<u8> = (0..len).map(|_| next()).collect();
+                if len >= 2 && k % 4 == 0 {
+                    b[0] = 0;
+                    b[1] = (k / 4 % 4) as u8;
+                }
+                blocks.push(b);
+            }
+        }
+        for b in &blocks {
+            assert_eq!(
+                adaptive_first_two(b),
+                adaptive_decompress_prefix(b, 2),
+                "{b:02x?}"
+            );
+        }
+    }
 
     const CONNECT_PLAIN: &[u8] = b"connect \"\\challenge\\123\\qport\\5\\protocol\\68\"";
     const CONNECT_PACKET_HEX: &str = "ff ff ff ff 63 6f 6e 6e 65 63 74 20 00 24 44 74 30 8e 05 0c c7 26 c3 14 ec 8e f9 67 30 1a 26 c1 1c e2 08 1c 16 fb c3 a9 71 e9 c0 da 3b 77 b6 f6 78 c2 b6 e1 e8 00";
