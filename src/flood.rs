@@ -23,15 +23,19 @@ pub enum FloodKind {
     /// Copies of the capture's own Quake 3 `connect` request (its userinfo compressed with
     /// the adaptive Huffman code): a connect flood replayed from spoofed sources.
     Q3Connect,
+    /// Copies of the capture's own server netchan packets, sent from the server to spoofed
+    /// clients: each looks like a connection the capture joined mid-session.
+    ServerNetchan,
 }
 
 impl FloodKind {
-    pub const ALL: [FloodKind; 5] = [
+    pub const ALL: [FloodKind; 6] = [
         FloodKind::Q3Getinfo,
         FloodKind::QwStatus,
         FloodKind::ClientNetchan,
         FloodKind::RandomUdp,
         FloodKind::Q3Connect,
+        FloodKind::ServerNetchan,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +45,7 @@ impl FloodKind {
             FloodKind::ClientNetchan => "client-netchan",
             FloodKind::RandomUdp => "random-udp",
             FloodKind::Q3Connect => "q3-connect",
+            FloodKind::ServerNetchan => "server-netchan",
         }
     }
 
@@ -76,6 +81,8 @@ struct Base {
     records: Vec<Record>,
     server: SocketAddrV4,
     client_packets: Vec<Vec<u8>>,
+    /// The non-connectionless datagrams the server sent.
+    server_packets: Vec<Vec<u8>>,
     /// The first connectionless `connect` sent to the server (Quake 3 captures).
     connect: Option<Vec<u8>>,
 }
@@ -88,6 +95,7 @@ fn read_base(capture: &[u8]) -> io::Result<Base> {
     let mut net = NetDecoder::new();
     let (mut records, mut server, mut client_packets) = (Vec::new(), None, Vec::new());
     let mut connect = None;
+    let mut server_packets = Vec::new();
     while let Some(f) = reader.next_frame().map_err(|e| bad(&e.to_string()))? {
         if let Ok(Some(d)) = net.decode(&f) {
             let oob = d.payload.starts_with(&[0xff; 4]);
@@ -99,6 +107,9 @@ fn read_base(capture: &[u8]) -> io::Result<Base> {
             let to_server = server.is_some_and(|s| SocketAddr::V4(s) == d.dst);
             if !oob && to_server {
                 client_packets.push(d.payload.to_vec());
+            }
+            if !oob && server.is_some_and(|s| SocketAddr::V4(s) == d.src) {
+                server_packets.push(d.payload.to_vec());
             }
             if oob && to_server && connect.is_none() && d.payload[4..].starts_with(b"connect ") {
                 connect = Some(d.payload.to_vec());
@@ -118,6 +129,7 @@ fn read_base(capture: &[u8]) -> io::Result<Base> {
         records,
         server,
         client_packets,
+        server_packets,
         connect,
     })
 }
@@ -167,6 +179,14 @@ fn flood_datagram(
             dst.set_port(1024 + rng.below(64_000) as u16);
             let len = 8 + rng.below(193) as usize;
             return (src, dst, (0..len).map(|_| rng.next() as u8).collect());
+        }
+        FloodKind::ServerNetchan => {
+            let n = rng.below(base.server_packets.len() as u64) as usize;
+            return (
+                dst,
+                src,
+                base.server_packets.get(n).cloned().unwrap_or_default(),
+            );
         }
         FloodKind::Q3Connect => {
             // `merge_flood` refuses a base without one.
