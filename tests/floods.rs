@@ -1,6 +1,7 @@
-//! Floods of spoofed datagrams (400,000 from 400,000 sources, built by `quakecap::flood` from a
-//! stored capture) leave the real connection exactly as in the clean capture, are summarised
-//! (aggregate rows, never silently dropped) and keep memory bounded.
+//! Floods of spoofed datagrams (400,000, each from a source of its own, or to a client of its
+//! own for the server's packets; built by `quakecap::flood` from a stored capture) leave the
+//! real connection exactly as in the clean capture, are summarised (aggregate rows, never
+//! silently dropped) and keep memory bounded.
 use std::path::Path;
 use std::process::Command;
 
