@@ -26,16 +26,20 @@ pub enum FloodKind {
     /// Copies of the capture's own server netchan packets, sent from the server to spoofed
     /// clients: each looks like a connection the capture joined mid-session.
     ServerNetchan,
+    /// First IPv4 fragments (more-fragments set, 1,000 bytes) of UDP datagrams to the server
+    /// whose other fragments never come: the reassembly holds each until it gives up.
+    IpFragments,
 }
 
 impl FloodKind {
-    pub const ALL: [FloodKind; 6] = [
+    pub const ALL: [FloodKind; 7] = [
         FloodKind::Q3Getinfo,
         FloodKind::QwStatus,
         FloodKind::ClientNetchan,
         FloodKind::RandomUdp,
         FloodKind::Q3Connect,
         FloodKind::ServerNetchan,
+        FloodKind::IpFragments,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +50,7 @@ impl FloodKind {
             FloodKind::RandomUdp => "random-udp",
             FloodKind::Q3Connect => "q3-connect",
             FloodKind::ServerNetchan => "server-netchan",
+            FloodKind::IpFragments => "ip-fragments",
         }
     }
 
@@ -152,6 +157,18 @@ pub fn udp_frame(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8
     v
 }
 
+/// A UDP datagram's first IPv4 fragment (more fragments set, IP id `id`): its UDP header
+/// claims 8 bytes more than `payload` so that a second fragment would be due.
+fn first_fragment(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8], id: u16) -> Vec<u8> {
+    let mut v = udp_frame(src, dst, payload);
+    // IPv4 header at 14: identification at +4, flags and offset at +6 (MF = 0x2000).
+    v[18..20].copy_from_slice(&id.to_be_bytes());
+    v[20..22].copy_from_slice(&0x2000u16.to_be_bytes());
+    let udp_len = 8 + payload.len() as u16 + 8;
+    v[38..40].copy_from_slice(&udp_len.to_be_bytes());
+    v
+}
+
 /// The i-th spoofed source: distinct for every i below 2^24 (10.x.y.z, a port from the seed).
 fn spoofed_source(i: usize, rng: &mut Rng) -> SocketAddrV4 {
     let [_, a, b, c] = (i as u32).to_be_bytes();
@@ -179,6 +196,10 @@ fn flood_datagram(
             dst.set_port(1024 + rng.below(64_000) as u16);
             let len = 8 + rng.below(193) as usize;
             return (src, dst, (0..len).map(|_| rng.next() as u8).collect());
+        }
+        FloodKind::IpFragments => {
+            // The UDP header and 992 bytes of its payload: the first 1,000 bytes of a datagram.
+            return (src, dst, (0..992).map(|_| rng.next() as u8).collect());
         }
         FloodKind::ServerNetchan => {
             let n = rng.below(base.server_packets.len() as u64) as usize;
@@ -226,7 +247,10 @@ pub fn merge_flood(
             w.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)?;
         }
         let (src, dst, payload) = flood_datagram(kind, i, &base, &mut rng);
-        let frame = udp_frame(src, dst, &payload);
+        let frame = match kind {
+            FloodKind::IpFragments => first_fragment(src, dst, &payload, i as u16),
+            _ => udp_frame(src, dst, &payload),
+        };
         w.write_packet(LinkType::ETHERNET, ts, &frame, frame.len() as u32)?;
     }
     for r in records {

@@ -496,6 +496,7 @@ fn run_reader_with<R: Read>(
         }
     }
     progress(reader.bytes_read());
+    warn_unfinished(&mut report, &net, None);
     let hints_taken = trackers.q3.hints_taken();
     trackers.fill_report(&mut report, sink).map_err(io_err)?;
     if report.frames > 0 && report.udp_datagrams == 0 && report.net_errors == report.frames {
@@ -594,6 +595,31 @@ impl Lookahead {
 /// At most this many warnings are kept per input (all are counted in `warnings_total`): a
 /// damaged file can hold millions of bad records and memory must stay bounded.
 pub const MAX_WARNINGS: usize = 100;
+
+/// IP datagrams whose fragments never all came, said once per input: otherwise a flood of
+/// lone first fragments would vanish without a word.
+fn warn_unfinished(report: &mut Report, net: &NetDecoder, file: Option<&str>) {
+    let st = net.stats();
+    let n = st.fragments_dropped + st.fragments_pending;
+    if n == 0 {
+        return;
+    }
+    let w = Error::new(
+        ErrorKind::Fragment,
+        format!(
+            "{} fragmented IP datagram{} never completed: {} given up (the rest of their \
+             fragments did not come within {} s of capture time, or more than {} were in \
+             progress), {} still waiting when the capture ended",
+            n,
+            if n == 1 { "" } else { "s" },
+            st.fragments_dropped,
+            crate::net::FRAGMENT_EXPIRE_NS / 1_000_000_000,
+            crate::net::MAX_FRAGMENTED_PENDING,
+            st.fragments_pending,
+        ),
+    );
+    push_warning(report, file.map_or(w.clone(), |f| w.file(f)));
+}
 
 fn push_warning(report: &mut Report, w: Error) {
     report.warnings_total += 1;
@@ -840,6 +866,9 @@ pub fn run_merged(
             }
         }
         src.refill(&mut report);
+    }
+    for src in &sources {
+        warn_unfinished(&mut report, &src.net, Some(&src.file));
     }
     trackers
         .fill_report(&mut report, sink)

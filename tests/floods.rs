@@ -177,6 +177,42 @@ fn quake3_server_netchan_flood() {
 }
 
 #[test]
+fn ip_fragment_flood() {
+    // Lone first fragments never make a datagram: no flow, but the real connection as in the
+    // clean capture and every one of them said, once, on stderr.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
+    std::fs::create_dir_all(&dir).unwrap();
+    let clean = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/q3-basic/capture.pcapng");
+    let bytes = std::fs::read(&clean).expect("stored capture");
+    let flooded = dir.join("q3-basic-ip-fragments.pcapng");
+    let flood = merge_flood(&bytes, FloodKind::IpFragments, COUNT, 0x5eed).unwrap();
+    std::fs::write(&flooded, flood).unwrap();
+    let (clean_rows, _) = flows(&clean);
+    let (rows, rss) = flows(&flooded);
+    assert_eq!(connections(&rows), connections(&clean_rows));
+    assert_eq!(rows.len(), clean_rows.len(), "no flow of the flood's");
+    let out = Command::new(bin())
+        .arg("flows")
+        .arg(&flooded)
+        .output()
+        .expect("run quakecap");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("fragmented IP datagrams never completed"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(
+        said[0].contains(&format!("{COUNT} fragmented")),
+        "{}",
+        said[0]
+    );
+    if let Some(kb) = rss {
+        assert!(kb < MAX_RSS_KB, "peak RSS {kb} KB");
+    }
+}
+
+#[test]
 fn random_udp_flood() {
     check("q3-basic", FloodKind::RandomUdp, "other_aggregate", "other");
 }

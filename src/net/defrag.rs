@@ -2,14 +2,19 @@
 //!
 //! Bounded: at most [`MAX_PENDING`] datagrams in progress (the oldest is dropped to make
 //! room), at most [`MAX_DATAGRAM`] bytes each, and a datagram still incomplete
-//! [`EXPIRE_NS`] of capture time after its first fragment is dropped.
+//! [`EXPIRE_NS`] of capture time after its first fragment is dropped. Each fragment costs
+//! the same whatever is pending: a flood of first fragments that never complete (a classic
+//! attack) must not make every packet walk the 1,024 datagrams held.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-pub(crate) const MAX_PENDING: usize = 1024;
+pub const MAX_PENDING: usize = 1024;
 pub(crate) const MAX_DATAGRAM: usize = 65_535;
-pub(crate) const EXPIRE_NS: i64 = 30_000_000_000;
+pub const EXPIRE_NS: i64 = 30_000_000_000;
+/// [`Defragmenter::order`] is compacted past this many times [`MAX_PENDING`] items: a pass
+/// over it every few thousand datagrams at most.
+const ORDER_SLACK: usize = 4;
 
 /// Identifies the fragments of one datagram (RFC 791: source, destination, protocol, id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +36,8 @@ pub(crate) struct Fragment<'a> {
 /// A datagram being reassembled.
 #[derive(Debug, Default)]
 struct Pending {
+    /// Its place in [`Defragmenter::order`].
+    seq: u64,
     first_ts_ns: i64,
     data: Vec<u8>,
     /// Byte ranges received, unordered (datagrams have few fragments).
@@ -54,12 +61,24 @@ pub(crate) enum Outcome {
 #[derive(Debug, Default)]
 pub(crate) struct Defragmenter {
     pending: HashMap<FragKey, Pending>,
+    /// The pending datagrams in the order they started, each with its `seq`: capture times
+    /// run forward, so the front is the oldest, and expiry and eviction look at the front
+    /// alone. An item whose datagram has completed or been dropped (its key gone, or held
+    /// by a later datagram with another `seq`) stays until it reaches the front, or until
+    /// the queue holds [`ORDER_SLACK`] times [`MAX_PENDING`] items and is compacted.
+    order: VecDeque<(u64, FragKey)>,
+    next_seq: u64,
     completed: Vec<u8>,
     /// Datagrams dropped unfinished (expired or evicted).
     pub dropped: u64,
 }
 
 impl Defragmenter {
+    /// Datagrams waiting for more fragments.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
     /// The last completed datagram's payload (valid after [`Outcome::Complete`]).
     pub(crate) fn completed(&self) -> &[u8] {
         &self.completed
@@ -75,13 +94,15 @@ impl Defragmenter {
         frag: Fragment<'_>,
     ) -> Result<Outcome, String> {
         self.expire(ts_ns);
-        if !self.pending.contains_key(&key) && self.pending.len() >= MAX_PENDING {
-            self.evict_oldest();
+        if !self.pending.contains_key(&key) {
+            if self.pending.len() >= MAX_PENDING {
+                self.evict_oldest();
+            }
+            self.start(key, ts_ns);
         }
-        let p = self.pending.entry(key).or_insert_with(|| Pending {
-            first_ts_ns: ts_ns,
-            ..Pending::default()
-        });
+        let Some(p) = self.pending.get_mut(&key) else {
+            return Ok(Outcome::Held);
+        };
         match add(p, frag) {
             Ok(Outcome::Complete) => {
                 if let Some(mut p) = self.pending.remove(&key) {
@@ -99,24 +120,62 @@ impl Defragmenter {
         }
     }
 
-    /// Drop datagrams whose first fragment is older than [`EXPIRE_NS`].
+    /// A new pending datagram for `key`, at the back of the order.
+    fn start(&mut self, key: FragKey, ts_ns: i64) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.pending.insert(
+            key,
+            Pending {
+                seq,
+                first_ts_ns: ts_ns,
+                ..Pending::default()
+            },
+        );
+        self.order.push_back((seq, key));
+        if self.order.len() > ORDER_SLACK * MAX_PENDING {
+            let pending = &self.pending;
+            self.order
+                .retain(|(seq, k)| pending.get(k).is_some_and(|p| p.seq == *seq));
+        }
+    }
+
+    /// The oldest pending datagram (dropping the order's items of finished ones on the way).
+    fn oldest(&mut self) -> Option<(FragKey, i64)> {
+        while let Some(&(seq, k)) = self.order.front() {
+            match self.pending.get(&k) {
+                Some(p) if p.seq == seq => return Some((k, p.first_ts_ns)),
+                _ => {
+                    self.order.pop_front();
+                }
+            }
+        }
+        None
+    }
+
+    /// Drop datagrams whose first fragment is older than [`EXPIRE_NS`] (from the oldest on:
+    /// in a capture whose times go back, a datagram started later but stamped earlier
+    /// waits until those before it are gone).
     fn expire(&mut self, now: i64) {
-        let before = self.pending.len();
-        self.pending
-            .retain(|_, p| now.saturating_sub(p.first_ts_ns) <= EXPIRE_NS);
-        self.dropped += (before - self.pending.len()) as u64;
+        while let Some((k, first)) = self.oldest() {
+            if now.saturating_sub(first) <= EXPIRE_NS {
+                break;
+            }
+            self.drop_front(k);
+        }
     }
 
     fn evict_oldest(&mut self) {
-        let oldest = self
-            .pending
-            .iter()
-            .min_by_key(|(_, p)| p.first_ts_ns)
-            .map(|(k, _)| *k);
-        if let Some(k) = oldest {
-            self.pending.remove(&k);
-            self.dropped += 1;
+        if let Some((k, _)) = self.oldest() {
+            self.drop_front(k);
         }
+    }
+
+    /// Give up the datagram at the front of the order, `k`.
+    fn drop_front(&mut self, k: FragKey) {
+        self.order.pop_front();
+        self.pending.remove(&k);
+        self.dropped += 1;
     }
 }
 
@@ -238,6 +297,31 @@ mod tests {
                                                                       // a changed repeat is an overlap, not a duplicate
         r.push(key(8), 0, frag(0, true, &d[..8])).unwrap();
         assert!(r.push(key(8), 0, frag(0, true, &[1u8; 8])).is_err());
+    }
+
+    /// The order queue stays bounded while one old datagram waits at its front and others
+    /// complete behind it, and eviction takes the oldest still pending.
+    #[test]
+    fn order_stays_bounded_and_eviction_takes_the_oldest() {
+        let d = [0u8; 8];
+        let mut r = Defragmenter::default();
+        r.push(key(0), 0, frag(0, true, &d)).unwrap();
+        for id in 1..20_000 {
+            // A whole datagram in one fragment of its own (offset 0, no more): complete.
+            assert_eq!(
+                r.push(key(id), 1, frag(0, false, &d)),
+                Ok(Outcome::Complete)
+            );
+            assert!(r.order.len() <= ORDER_SLACK * MAX_PENDING + 1);
+        }
+        assert_eq!((r.pending.len(), r.dropped), (1, 0));
+        for id in 100_000..100_000 + MAX_PENDING as u32 {
+            r.push(key(id), 2, frag(0, true, &d)).unwrap();
+        }
+        // Full: the next one evicted key 0, the first to start.
+        assert_eq!(r.dropped, 1);
+        assert!(!r.pending.contains_key(&key(0)));
+        assert!(r.pending.contains_key(&key(100_000)));
     }
 
     #[test]

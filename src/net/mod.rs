@@ -15,6 +15,7 @@ mod ip;
 mod link;
 
 use defrag::{Defragmenter, FragKey, Fragment, Outcome};
+pub use defrag::{EXPIRE_NS as FRAGMENT_EXPIRE_NS, MAX_PENDING as MAX_FRAGMENTED_PENDING};
 use ip::IpPacket;
 use link::L3;
 
@@ -78,6 +79,8 @@ pub struct NetStats {
     pub reassembled: u64,
     /// Datagrams given up unfinished (expired after 30 s or evicted by the 1024 limit).
     pub fragments_dropped: u64,
+    /// Datagrams still waiting for fragments (at the end of the input: never completed).
+    pub fragments_pending: u64,
     /// Frames that returned an error.
     pub errors: u64,
 }
@@ -114,6 +117,7 @@ impl NetDecoder {
     pub fn stats(&self) -> NetStats {
         NetStats {
             fragments_dropped: self.defrag.dropped,
+            fragments_pending: self.defrag.pending() as u64,
             ..self.stats
         }
     }
