@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use q3common::{stored_capture, PROTO68_CAPTURES};
-use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
+use q3common::{cut, frame_count, stored_capture, PROTO68_CAPTURES};
 use serde_json::Value;
 
 const CUTS: [u32; 4] = [10, 30, 50, 80];
@@ -35,38 +34,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");
     d
-}
-
-fn frame_count(src: &Path) -> u64 {
-    let mut r = CaptureReader::open(src).expect("open");
-    let mut n = 0;
-    while let Ok(Some(_)) = r.next_frame() {
-        n += 1;
-    }
-    n
-}
-
-/// Write the frames after the first `skip` of `src` to `out` (pcap, nanosecond times).
-fn cut(src: &Path, skip: u64, out: &Path) {
-    let mut r = CaptureReader::open(src).expect("open capture");
-    let mut f = Some(std::fs::File::create(out).expect("create"));
-    let mut w: Option<PcapWriter<std::fs::File>> = None;
-    let mut n = 0;
-    while let Ok(Some(fr)) = r.next_frame() {
-        n += 1;
-        if n <= skip {
-            continue;
-        }
-        if w.is_none() {
-            let file = f.take().expect("file once");
-            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
-        }
-        if let Some(w) = w.as_mut() {
-            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
-                .expect("write");
-        }
-    }
-    w.expect("frames after the cut").finish().expect("finish");
 }
 
 fn run(args: &[&str]) -> String {

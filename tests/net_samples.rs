@@ -6,8 +6,9 @@ mod q3common;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use q3common::{cut, frame_count};
 use quakecap::analysis::net::Sample;
-use quakecap::capture::{CaptureReader, PcapNgWriter, PcapWriter, TsPrecision};
+use quakecap::capture::{CaptureReader, PcapNgWriter};
 use quakecap::pipeline::{self, Event, Options, Sink};
 
 #[derive(Default)]
@@ -63,33 +64,6 @@ fn q3_captures() -> Vec<PathBuf> {
         }
     }
     seen.into_values().flatten().collect()
-}
-
-/// The frames of `src` after the first `skip`, as a pcap file at `out`.
-fn cut(src: &Path, skip: usize, out: &Path) {
-    let mut r = CaptureReader::open(src).expect("open capture");
-    let mut w: Option<PcapWriter<std::fs::File>> = None;
-    let mut n = 0;
-    while let Ok(Some(fr)) = r.next_frame() {
-        n += 1;
-        if n <= skip {
-            continue;
-        }
-        if w.is_none() {
-            let file = std::fs::File::create(out).expect("create cut");
-            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
-        }
-        if let Some(w) = w.as_mut() {
-            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
-                .expect("write");
-        }
-    }
-    w.expect("frames after the cut").finish().expect("finish");
-}
-
-fn frame_count(src: &Path) -> usize {
-    let mut r = CaptureReader::open(src).expect("open capture");
-    std::iter::from_fn(|| r.next_frame().ok().flatten().map(|_| ())).count()
 }
 
 fn assert_same(path: &Path, what: &str) {

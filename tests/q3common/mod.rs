@@ -1,8 +1,9 @@
 //! Shared helpers for the Quake 3 end-to-end tests.
 #![allow(dead_code)]
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
 use quakecap::pipeline::{self, Event, Options, Report, Sink};
 use quakecap::q3::message::Message;
 
@@ -134,4 +135,37 @@ pub fn trace_count(demo: &std::path::Path, what: &str) -> usize {
     let p = format!("{}.shownet.txt", demo.display());
     let trace = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
     trace.lines().filter(|l| l.contains(what)).count()
+}
+
+/// Frames in a capture.
+pub fn frame_count(src: &Path) -> u64 {
+    let mut r = CaptureReader::open(src).expect("open");
+    let mut n = 0;
+    while let Ok(Some(_)) = r.next_frame() {
+        n += 1;
+    }
+    n
+}
+
+/// Write the frames after the first `skip` of `src` to `out` (pcap, nanosecond times).
+pub fn cut(src: &Path, skip: u64, out: &Path) {
+    let mut r = CaptureReader::open(src).expect("open capture");
+    let mut f = Some(std::fs::File::create(out).expect("create"));
+    let mut w: Option<PcapWriter<std::fs::File>> = None;
+    let mut n = 0;
+    while let Ok(Some(fr)) = r.next_frame() {
+        n += 1;
+        if n <= skip {
+            continue;
+        }
+        if w.is_none() {
+            let file = f.take().expect("file once");
+            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
+        }
+        if let Some(w) = w.as_mut() {
+            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
+                .expect("write");
+        }
+    }
+    w.expect("frames after the cut").finish().expect("finish");
 }
