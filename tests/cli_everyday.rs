@@ -2,6 +2,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod q3common;
 use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
 
 const BASIC: &str = "captures/q3-basic/capture.pcapng";
@@ -259,28 +260,12 @@ fn full_snapshots_on_quakeworld_says_so() {
 
 /// The capture without its first frames: every connection started before it.
 fn mid_session(dir: &Path) -> PathBuf {
-    let mut r = CaptureReader::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join(BASIC))
-        .expect("open capture");
     let out = dir.join("mid.pcap");
-    let f = std::fs::File::create(&out).expect("create");
-    let mut w: Option<PcapWriter<std::fs::File>> = None;
-    let mut f = Some(f);
-    let mut n = 0;
-    while let Ok(Some(fr)) = r.next_frame() {
-        n += 1;
-        if n <= 400 {
-            continue;
-        }
-        if w.is_none() {
-            let file = f.take().expect("file once");
-            w = Some(PcapWriter::new(file, fr.link, TsPrecision::Nano).expect("writer"));
-        }
-        if let Some(w) = w.as_mut() {
-            w.write_packet(fr.ts_ns, fr.data, fr.orig_len)
-                .expect("write");
-        }
-    }
-    w.expect("frames after 400").finish().expect("finish");
+    q3common::cut(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(BASIC),
+        400,
+        &out,
+    );
     out
 }
 
