@@ -27,7 +27,8 @@ pub enum ErrorKind {
     MalformedLink,
     /// An IP or UDP header with impossible content.
     Ip,
-    /// Inconsistent IP fragments: the datagram was dropped.
+    /// Inconsistent IP fragments (the datagram was dropped), or fragmented datagrams that
+    /// never completed (counted once per input).
     Fragment,
     /// A netchan header or fragment that cannot be read.
     Netchan,

@@ -618,7 +618,11 @@ fn warn_unfinished(report: &mut Report, net: &NetDecoder, file: Option<&str>) {
             st.fragments_pending,
         ),
     );
-    push_warning(report, file.map_or(w.clone(), |f| w.file(f)));
+    let w = match file {
+        Some(f) => w.file(f),
+        None => w,
+    };
+    push_warning(report, w);
 }
 
 fn push_warning(report: &mut Report, w: Error) {
