@@ -1,7 +1,7 @@
 //! Writes a real capture with a flood of spoofed datagrams merged in (see `quakecap::flood`).
 //!
 //! `cargo run --release --example mkflood -- BASE.pcapng KIND COUNT OUT.pcapng`
-//! KIND: q3-getinfo, q3-connect, qw-status, client-netchan, server-netchan, ip-fragments,
+//! KIND: q3-getinfo, q3-connect, qw-status, qw-connect, client-netchan, server-netchan, ip-fragments,
 //! random-udp.
 use anyhow::{bail, Context, Result};
 use quakecap::flood::{merge_flood, FloodKind};

@@ -34,7 +34,7 @@ best() {
 declare -A CPU RSS
 for spec in q3-basic:random-udp q3-basic:q3-getinfo q3-basic:q3-connect \
             q3-basic:client-netchan q3-basic:server-netchan q3-basic:ip-fragments \
-            qw-basic:qw-status qw-basic:client-netchan; do
+            qw-basic:qw-status qw-basic:qw-connect qw-basic:client-netchan; do
     base=${spec%%:*}; kind=${spec#*:}
     f="$OUT/$base-$kind.pcapng"
     [ -f "$f" ] || target/release/examples/mkflood "captures/$base/capture.pcapng" "$kind" "$COUNT" "$f"
@@ -45,7 +45,7 @@ ref=${CPU[q3-basic:random-udp]}
 printf '%-28s %9s %9s %8s\n' flood "cpu (s)" "rss (MB)" "x random"
 for spec in q3-basic:random-udp q3-basic:q3-getinfo q3-basic:q3-connect \
             q3-basic:client-netchan q3-basic:server-netchan q3-basic:ip-fragments \
-            qw-basic:qw-status qw-basic:client-netchan; do
+            qw-basic:qw-status qw-basic:qw-connect qw-basic:client-netchan; do
     awk -v s="$spec" -v c="${CPU[$spec]}" -v r="${RSS[$spec]}" -v ref="$ref" \
         'BEGIN { printf "%-28s %9.3f %9.1f %8.2f\n", s, c, r / 1024, c / ref }'
 done

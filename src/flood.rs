@@ -29,10 +29,12 @@ pub enum FloodKind {
     /// First IPv4 fragments (more-fragments set, 1,000 bytes) of UDP datagrams to the server
     /// whose other fragments never come: the reassembly holds each until it gives up.
     IpFragments,
+    /// QuakeWorld `connect` requests, each from its own spoofed source with its own name.
+    QwConnect,
 }
 
 impl FloodKind {
-    pub const ALL: [FloodKind; 7] = [
+    pub const ALL: [FloodKind; 8] = [
         FloodKind::Q3Getinfo,
         FloodKind::QwStatus,
         FloodKind::ClientNetchan,
@@ -40,6 +42,7 @@ impl FloodKind {
         FloodKind::Q3Connect,
         FloodKind::ServerNetchan,
         FloodKind::IpFragments,
+        FloodKind::QwConnect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +54,7 @@ impl FloodKind {
             FloodKind::Q3Connect => "q3-connect",
             FloodKind::ServerNetchan => "server-netchan",
             FloodKind::IpFragments => "ip-fragments",
+            FloodKind::QwConnect => "qw-connect",
         }
     }
 
@@ -188,6 +192,10 @@ fn flood_datagram(
     let command = match kind {
         FloodKind::Q3Getinfo => format!("getinfo xxx{i}").into_bytes(),
         FloodKind::QwStatus => b"status 23\n".to_vec(),
+        FloodKind::QwConnect => {
+            let qport = rng.below(65_536);
+            format!("connect 28 {qport} {i} \"\\name\\spoof{i}\"\n").into_bytes()
+        }
         FloodKind::ClientNetchan => {
             let n = rng.below(base.client_packets.len() as u64) as usize;
             return (src, dst, base.client_packets[n].clone());

@@ -177,6 +177,90 @@ fn quake3_server_netchan_flood() {
 }
 
 #[test]
+fn quakeworld_connect_flood() {
+    // 10,000 spoofed handshakes fill the handshakes' room before the real client connects:
+    // its getchallenge and connect are summed, but the server's accept starts its
+    // connection, decoded whole from there (same map, qport and netchan packets; only the
+    // two handshake requests and the challenge reply are in the aggregates).
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
+    std::fs::create_dir_all(&dir).unwrap();
+    let clean = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/qw-basic/capture.pcapng");
+    let bytes = std::fs::read(&clean).expect("stored capture");
+    let flooded = dir.join("qw-basic-qw-connect.pcapng");
+    let flood = merge_flood(&bytes, FloodKind::QwConnect, COUNT, 0x5eed).unwrap();
+    std::fs::write(&flooded, flood).unwrap();
+    let (clean_rows, _) = flows(&clean);
+    let (rows, rss) = flows(&flooded);
+    let real = |rows: &[Value]| -> Vec<Value> {
+        rows.iter()
+            .filter(|r| r["kind"] == "connection" && r["client_ip"] == "127.0.0.1")
+            .cloned()
+            .collect()
+    };
+    let (want, got) = (real(&clean_rows), real(&rows));
+    assert_eq!((want.len(), got.len()), (1, 1), "{got:?}");
+    let (w, g) = (&want[0], &got[0]);
+    for k in ["map", "qport", "errors", "error_details"] {
+        assert_eq!(g.get(k), w.get(k), "{k}");
+    }
+    let packets = |r: &Value, d: &str| r["packets"][d].as_u64().unwrap();
+    assert_eq!(
+        packets(g, "c2s"),
+        packets(w, "c2s") - 2,
+        "getchallenge and connect summed"
+    );
+    assert_eq!(
+        packets(g, "s2c"),
+        packets(w, "s2c") - 1,
+        "the challenge reply summed"
+    );
+    let connect = rows
+        .iter()
+        .find(|r| r["kind"] == "query_aggregate" && r["command"] == "connect")
+        .expect("a connect aggregate");
+    assert_eq!(connect["requests"], COUNT as u64 - 10_000 + 1, "{connect}");
+    if let Some(kb) = rss {
+        assert!(kb < MAX_RSS_KB, "peak RSS {kb} KB");
+    }
+}
+
+#[test]
+fn quake3_late_client_after_query_and_connect_floods() {
+    // A getinfo flood fills the query flows and a connect flood the connections before the
+    // second client arrives (5 s in): its getchallenge and connect are summed, and it is
+    // recognised by its netchan, as a connection joined mid-session (not other UDP).
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
+    std::fs::create_dir_all(&dir).unwrap();
+    let clean =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/q3-two-clients/capture.pcapng");
+    let bytes = std::fs::read(&clean).expect("stored capture");
+    let queries = merge_flood(&bytes, FloodKind::Q3Getinfo, COUNT, 0x5eed).unwrap();
+    let both = merge_flood(&queries, FloodKind::Q3Connect, COUNT, 0x5eee).unwrap();
+    let flooded = dir.join("q3-two-clients-getinfo-connect.pcapng");
+    std::fs::write(&flooded, both).unwrap();
+    let (clean_rows, _) = flows(&clean);
+    let (rows, _) = flows(&flooded);
+    let real = |rows: &[Value]| -> Vec<Value> {
+        rows.iter()
+            .filter(|r| r["kind"] == "connection" && r["client_ip"] == "127.0.0.1")
+            .cloned()
+            .collect()
+    };
+    let (want, got) = (real(&clean_rows), real(&rows));
+    assert_eq!((want.len(), got.len()), (2, 2), "{got:?}");
+    let late = &got[1];
+    assert_eq!(late["qport"], want[1]["qport"]);
+    let c2s = |r: &Value| r["packets"]["c2s"].as_u64().unwrap();
+    // Its getchallenge and connect are in the aggregates.
+    assert_eq!(c2s(late), c2s(&want[1]) - 2, "{late}");
+    assert!(
+        late["error_details"][0]["kind"] == "mid_session",
+        "{}",
+        late["error_details"]
+    );
+}
+
+#[test]
 fn ip_fragment_flood() {
     // Lone first fragments never make a datagram: no flow, but the real connection as in the
     // clean capture and every one of them said, once, on stderr.

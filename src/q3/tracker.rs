@@ -271,13 +271,25 @@ pub struct Ahead {
     seq: i32,
 }
 
+/// Which limit a new flow counts against ([`Tracker::new_flow`]).
+#[derive(Debug, Clone, Copy)]
+enum Budget {
+    Connect,
+    MidSession,
+    Query,
+}
+
 /// Tracks every Quake 3 flow of a capture.
 #[derive(Debug, Default)]
 pub struct Tracker {
     opts: Options,
     flows: Vec<Connection>,
-    /// Flows created by a `connect`, and by anything else (see the limits above).
+    /// Flows created by a `connect`, by a netchan recognised mid-session, and by anything
+    /// else (see the limits above). A `connect` and a recognised netchan count apart: a
+    /// flood of spoofed `connect`s, never answered, must not leave no room for a real client
+    /// whose own `connect` came past the limit, recognised by its netchan instead.
     connections: usize,
+    mid_session: usize,
     queries: usize,
     /// (server, client address) -> flow index, kept under both orders of the pair so that
     /// one lookup per datagram finds its flow in either direction.
@@ -488,7 +500,11 @@ impl Tracker {
             Dir::C2s => (d.dst, d.src),
             Dir::S2c => (d.src, d.dst),
         };
-        if let Some(i) = self.new_flow(server, client, is_connect(d.payload), table) {
+        let budget = match is_connect(d.payload) {
+            true => Budget::Connect,
+            false => Budget::Query,
+        };
+        if let Some(i) = self.new_flow(server, client, budget, table) {
             return Routed::Flow(i, dir);
         }
         let text = d.payload.get(4..).unwrap_or_default();
@@ -570,7 +586,7 @@ impl Tracker {
         }
         let c = self.candidates.remove(&key)?;
         self.held.release(&c.held);
-        let i = self.new_flow(d.dst, d.src, true, table)?;
+        let i = self.new_flow(d.dst, d.src, Budget::MidSession, table)?;
         match ch71 {
             Some(ch) => {
                 self.flows[i].mark_mid_session71(d.frame, ch, c.held.len());
@@ -611,20 +627,20 @@ impl Tracker {
         }
     }
 
-    /// A new flow, or None when its kind's limit is reached: `connection` for a flow that
+    /// A new flow, or None when its budget's limit is reached: a connection for a flow that
     /// starts with a `connect` or in the middle of a netchan, else a query. What these
     /// endpoints sent before as other UDP is adopted (its id and counts).
     fn new_flow(
         &mut self,
         server: SocketAddr,
         client: SocketAddr,
-        connection: bool,
+        budget: Budget,
         table: &mut FlowTable,
     ) -> Option<usize> {
-        let (count, limit) = if connection {
-            (&mut self.connections, MAX_CONNECTIONS)
-        } else {
-            (&mut self.queries, MAX_QUERY_FLOWS)
+        let (count, limit) = match budget {
+            Budget::Connect => (&mut self.connections, MAX_CONNECTIONS),
+            Budget::MidSession => (&mut self.mid_session, MAX_CONNECTIONS),
+            Budget::Query => (&mut self.queries, MAX_QUERY_FLOWS),
         };
         if *count >= limit {
             return None;

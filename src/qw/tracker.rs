@@ -389,8 +389,12 @@ pub struct Tracker {
     by_accepted_pair: PairIndex<Option<usize>>,
     /// (server, client IP, qport) → newest accepted connection.
     by_qport: QportIndex,
-    /// Flows started by a handshake, and by anything else (see the limits).
+    /// Accepted connections (a `j` reply, or confirmed mid-session): each holds a decoder
+    /// state. Handshakes not accepted (yet) count apart: spoofed `connect`s, never answered,
+    /// must not use up the connections' room, or a real client connecting after a flood of
+    /// them would not be followed at all.
     connections: usize,
+    handshakes: usize,
     queries: usize,
     /// Servers with summed queries (their replies to unknown clients count as answered);
     /// bounded by the table's aggregate limit.
@@ -432,6 +436,7 @@ impl Tracker {
             by_accepted_pair: PairIndex::default(),
             by_qport: QportIndex::default(),
             connections: 0,
+            handshakes: 0,
             queries: 0,
             summarised_servers: FlowMap::default(),
             candidates: FlowMap::default(),
@@ -456,7 +461,7 @@ impl Tracker {
             }
             return self.summarised_reply(d, b"ping", table);
         }
-        if let Some(i) = self.find_netchan_c2s(d) {
+        if let Some(i) = self.find_netchan_c2s(d).or_else(|| self.learn_qport(d)) {
             self.netchan(i, Dir::C2s, d, out, true);
             return true;
         }
@@ -621,6 +626,18 @@ impl Tracker {
         self.by_qport.get(d.dst, d.src.ip(), q)
     }
 
+    /// A client packet of a connection accepted without its `connect` ([`Self::accept_summarised`]):
+    /// the first one names the qport the connection then goes by.
+    fn learn_qport(&mut self, d: &Datagram<'_>) -> Option<usize> {
+        let i = self.by_accepted_pair.get(&(d.dst, d.src))?;
+        let q = Header::new_checked(d.payload, Dir::C2s)?.qport()?;
+        let f = self.flows.get_mut(i).filter(|f| f.qport.is_none())?;
+        f.qport = Some(q);
+        f.sum.qport = Some(q);
+        self.by_qport.insert(d.dst, d.src.ip(), q, i);
+        Some(i)
+    }
+
     /// Newest accepted connection the server sends to at this client address.
     fn find_netchan_s2c(&mut self, d: &Datagram<'_>) -> Option<usize> {
         Header::new_checked(d.payload, Dir::S2c)?;
@@ -685,7 +702,15 @@ impl Tracker {
             let s2c = oob::parse_s2c(body);
             if let Some(f) = self.flows.get_mut(i) {
                 match &s2c {
+                    // Past the connections' limit an accepted handshake keeps its row but
+                    // gets no decoder state (nor its netchan: bounded memory).
+                    Oob::Accept
+                        if f.handshake && !f.accepted && self.connections >= MAX_CONNECTIONS => {}
                     Oob::Accept if f.handshake => {
+                        if !f.accepted {
+                            self.connections += 1;
+                            self.handshakes = self.handshakes.saturating_sub(1);
+                        }
                         f.accepted = true;
                         f.client_port = d.dst.port();
                         self.by_accepted_pair.insert((d.src, d.dst), Some(i));
@@ -706,6 +731,9 @@ impl Tracker {
             self.count(i, Dir::S2c, d, Some(s2c), out);
             return true;
         }
+        if body.first() == Some(&b'j') && self.accept_summarised(d, table, out) {
+            return true;
+        }
         let request: &[u8] = match body.first() {
             Some(b'n') => b"status",
             Some(b'c') => b"getchallenge",
@@ -713,6 +741,33 @@ impl Tracker {
             _ => return false,
         };
         self.summarised_reply(d, request, table)
+    }
+
+    /// The server accepts a client whose handshake was summed past the handshakes' limit (a
+    /// flood of spoofed `connect`s filled it): the connection starts here, decoded from its
+    /// first netchan packet as any other (its `connect`, and so its userinfo, stays in the
+    /// aggregate). False when the server has no aggregates or the connections are full.
+    fn accept_summarised(
+        &mut self,
+        d: &Datagram<'_>,
+        table: &mut FlowTable,
+        out: &mut Vec<Event>,
+    ) -> bool {
+        let summarised = self.summarised_servers.contains_key(&d.src);
+        if !summarised || self.connections >= MAX_CONNECTIONS {
+            return false;
+        }
+        self.connections += 1;
+        let id = table.claim(d.src, d.dst, false).id;
+        let mut f = Flow::new(id, d.src, d.dst, true);
+        f.accepted = true;
+        f.state = Some(Box::new(ServerState::new(false)));
+        self.flows.push(f);
+        let i = self.flows.len() - 1;
+        self.by_pair.insert((d.src, d.dst), Some(i));
+        self.by_accepted_pair.insert((d.src, d.dst), Some(i));
+        self.count(i, Dir::S2c, d, Some(Oob::Accept), out);
+        true
     }
 
     /// A new flow of server `d.dst` and client `d.src`, or None past its kind's limit.
@@ -723,7 +778,7 @@ impl Tracker {
         table: &mut FlowTable,
     ) -> Option<usize> {
         let (count, limit) = if handshake {
-            (&mut self.connections, MAX_CONNECTIONS)
+            (&mut self.handshakes, MAX_CONNECTIONS)
         } else {
             (&mut self.queries, MAX_QUERY_FLOWS)
         };
