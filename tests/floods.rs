@@ -2,7 +2,7 @@
 //! own for the server's packets; built by `quakecap::flood` from a stored capture) leave the
 //! real connection exactly as in the clean capture, are summarised (aggregate rows, never
 //! silently dropped) and keep memory bounded.
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use quakecap::flood::{merge_flood, FloodKind};
@@ -75,14 +75,33 @@ fn connections(rows: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-fn check(base: &str, kind: FloodKind, aggregate_kind: &str, command: &str) {
+/// A stored capture (`captures/BASE/capture.pcapng`) and, written to the test's scratch
+/// folder as NAME, that capture with each of `floods` (kind, seed) merged in, in turn.
+fn flooded(base: &str, floods: &[(FloodKind, u64)], name: &str) -> (PathBuf, PathBuf) {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
     std::fs::create_dir_all(&dir).unwrap();
     let clean =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("captures/{base}/capture.pcapng"));
-    let bytes = std::fs::read(&clean).expect("stored capture");
-    let flooded = dir.join(format!("{base}-{}.pcapng", kind.name()));
-    std::fs::write(&flooded, merge_flood(&bytes, kind, COUNT, 0x5eed).unwrap()).unwrap();
+    let mut bytes = std::fs::read(&clean).expect("stored capture");
+    for &(kind, seed) in floods {
+        bytes = merge_flood(&bytes, kind, COUNT, seed).unwrap();
+    }
+    let out = dir.join(name);
+    std::fs::write(&out, bytes).unwrap();
+    (clean, out)
+}
+
+/// The connection rows of the real clients (127.0.0.1), whole.
+fn real_connections(rows: &[Value]) -> Vec<Value> {
+    rows.iter()
+        .filter(|r| r["kind"] == "connection" && r["client_ip"] == "127.0.0.1")
+        .cloned()
+        .collect()
+}
+
+fn check(base: &str, kind: FloodKind, aggregate_kind: &str, command: &str) {
+    let name = format!("{base}-{}.pcapng", kind.name());
+    let (clean, flooded) = flooded(base, &[(kind, 0x5eed)], &name);
     let (clean_rows, _) = flows(&clean);
     let (rows, rss) = flows(&flooded);
     // The real connection: exactly the clean capture's counts.
@@ -182,22 +201,11 @@ fn quakeworld_connect_flood() {
     // its getchallenge and connect are summed, but the server's accept starts its
     // connection, decoded whole from there (same map, qport and netchan packets; only the
     // two handshake requests and the challenge reply are in the aggregates).
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
-    std::fs::create_dir_all(&dir).unwrap();
-    let clean = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/qw-basic/capture.pcapng");
-    let bytes = std::fs::read(&clean).expect("stored capture");
-    let flooded = dir.join("qw-basic-qw-connect.pcapng");
-    let flood = merge_flood(&bytes, FloodKind::QwConnect, COUNT, 0x5eed).unwrap();
-    std::fs::write(&flooded, flood).unwrap();
+    let floods = [(FloodKind::QwConnect, 0x5eed)];
+    let (clean, flooded) = flooded("qw-basic", &floods, "qw-basic-qw-connect.pcapng");
     let (clean_rows, _) = flows(&clean);
     let (rows, rss) = flows(&flooded);
-    let real = |rows: &[Value]| -> Vec<Value> {
-        rows.iter()
-            .filter(|r| r["kind"] == "connection" && r["client_ip"] == "127.0.0.1")
-            .cloned()
-            .collect()
-    };
-    let (want, got) = (real(&clean_rows), real(&rows));
+    let (want, got) = (real_connections(&clean_rows), real_connections(&rows));
     assert_eq!((want.len(), got.len()), (1, 1), "{got:?}");
     let (w, g) = (&want[0], &got[0]);
     for k in ["map", "qport", "errors", "error_details"] {
@@ -229,24 +237,15 @@ fn quake3_late_client_after_query_and_connect_floods() {
     // A getinfo flood fills the query flows and a connect flood the connections before the
     // second client arrives (5 s in): its getchallenge and connect are summed, and it is
     // recognised by its netchan, as a connection joined mid-session (not other UDP).
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
-    std::fs::create_dir_all(&dir).unwrap();
-    let clean =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/q3-two-clients/capture.pcapng");
-    let bytes = std::fs::read(&clean).expect("stored capture");
-    let queries = merge_flood(&bytes, FloodKind::Q3Getinfo, COUNT, 0x5eed).unwrap();
-    let both = merge_flood(&queries, FloodKind::Q3Connect, COUNT, 0x5eee).unwrap();
-    let flooded = dir.join("q3-two-clients-getinfo-connect.pcapng");
-    std::fs::write(&flooded, both).unwrap();
+    let floods = [
+        (FloodKind::Q3Getinfo, 0x5eed),
+        (FloodKind::Q3Connect, 0x5eee),
+    ];
+    let name = "q3-two-clients-getinfo-connect.pcapng";
+    let (clean, flooded) = flooded("q3-two-clients", &floods, name);
     let (clean_rows, _) = flows(&clean);
     let (rows, _) = flows(&flooded);
-    let real = |rows: &[Value]| -> Vec<Value> {
-        rows.iter()
-            .filter(|r| r["kind"] == "connection" && r["client_ip"] == "127.0.0.1")
-            .cloned()
-            .collect()
-    };
-    let (want, got) = (real(&clean_rows), real(&rows));
+    let (want, got) = (real_connections(&clean_rows), real_connections(&rows));
     assert_eq!((want.len(), got.len()), (2, 2), "{got:?}");
     let late = &got[1];
     assert_eq!(late["qport"], want[1]["qport"]);
@@ -264,13 +263,8 @@ fn quake3_late_client_after_query_and_connect_floods() {
 fn ip_fragment_flood() {
     // Lone first fragments never make a datagram: no flow, but the real connection as in the
     // clean capture and every one of them said, once, on stderr.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("floods");
-    std::fs::create_dir_all(&dir).unwrap();
-    let clean = Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/q3-basic/capture.pcapng");
-    let bytes = std::fs::read(&clean).expect("stored capture");
-    let flooded = dir.join("q3-basic-ip-fragments.pcapng");
-    let flood = merge_flood(&bytes, FloodKind::IpFragments, COUNT, 0x5eed).unwrap();
-    std::fs::write(&flooded, flood).unwrap();
+    let floods = [(FloodKind::IpFragments, 0x5eed)];
+    let (clean, flooded) = flooded("q3-basic", &floods, "q3-basic-ip-fragments.pcapng");
     let (clean_rows, _) = flows(&clean);
     let (rows, rss) = flows(&flooded);
     assert_eq!(connections(&rows), connections(&clean_rows));
