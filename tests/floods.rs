@@ -259,6 +259,56 @@ fn quake3_late_client_after_query_and_connect_floods() {
     );
 }
 
+/// The peak RSS (KB) of `quakecap ARGS...`, or None without GNU time.
+fn peak_rss(args: &[&std::ffi::OsStr], tag: &str) -> Option<u64> {
+    let time = Path::new("/usr/bin/time");
+    if !time.exists() {
+        return None;
+    }
+    let rss_file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}.rss"));
+    let out = Command::new(time)
+        .args(["-f", "%M", "-o"])
+        .arg(&rss_file)
+        .arg(bin())
+        .args(args)
+        .output()
+        .expect("run quakecap");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(&rss_file)
+        .ok()
+        .and_then(|s| s.trim().lines().last()?.parse().ok())
+}
+
+#[test]
+fn game_events_and_report_stay_bounded_under_floods() {
+    // Every flow of a flood got a game-events extractor (24 KB of configstrings) from its
+    // first connectionless packet: 278 MB for `events` on a connect flood.
+    for kind in [FloodKind::Q3Connect, FloodKind::Q3Getinfo] {
+        let name = format!("q3-basic-{}-events.pcapng", kind.name());
+        let (_, flooded) = flooded("q3-basic", &[(kind, 0x5eed)], &name);
+        let html = flooded.with_extension("html");
+        let runs: [Vec<&std::ffi::OsStr>; 2] = [
+            vec!["events".as_ref(), flooded.as_os_str()],
+            vec![
+                "report".as_ref(),
+                flooded.as_os_str(),
+                "-o".as_ref(),
+                html.as_os_str(),
+            ],
+        ];
+        for args in &runs {
+            match peak_rss(args, &format!("{name}-{:?}", args[0])) {
+                Some(kb) => assert!(kb < MAX_RSS_KB, "{args:?}: peak RSS {kb} KB"),
+                None => eprintln!("floods: skipped the memory bound (no /usr/bin/time)"),
+            }
+        }
+    }
+}
+
 #[test]
 fn ip_fragment_flood() {
     // Lone first fragments never make a datagram: no flow, but the real connection as in the

@@ -122,6 +122,13 @@ impl Sink for EventSink {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Q3(m) => {
+                // A connectionless or undecoded message gives no event and its time is
+                // overwritten by the next message's: no extractor (24 KB of configstrings)
+                // is made for it. Query flows and spoofed handshakes never get one.
+                let gives = m.server().is_some() || m.client().is_some();
+                if !gives && !self.index.contains_key(&m.flow) {
+                    return Ok(());
+                }
                 let demo = m.file_offset.is_some();
                 let i = self.extractor(m.flow, || Extractor::Q3(q3::events::Extractor::new(demo)));
                 if let Extractor::Q3(x) = &mut self.flows[i].1 {
