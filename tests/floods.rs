@@ -2,8 +2,9 @@
 //! own for the server's packets; built by `quakecap::flood` from a stored capture) leave the
 //! real connection exactly as in the clean capture, are summarised (aggregate rows, never
 //! silently dropped) and keep memory bounded.
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use quakecap::flood::{merge_flood, FloodKind};
 use serde_json::Value;
@@ -16,41 +17,56 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_quakecap")
 }
 
-/// `flows --json` of a file, and the child's peak RSS when GNU time is there to measure it.
-fn flows(path: &Path) -> (Vec<Value>, Option<u64>) {
+/// `quakecap ARGS...`, which must succeed, and its peak RSS (KB) when GNU time is there to
+/// measure it. The measurement goes to the test's scratch folder, named after `tag` (tests
+/// run in parallel).
+fn measured(args: &[&OsStr], tag: &str) -> (Output, Option<u64>) {
     let time = Path::new("/usr/bin/time");
-    // The measurement goes to the test's scratch folder, never beside a stored capture; it is
-    // named after the whole path, since tests run in parallel and captures share file names.
-    let name: String = path
-        .to_string_lossy()
+    let tag: String = tag
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let rss_file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.rss"));
+    let rss_file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}.rss"));
     let out = if time.exists() {
         Command::new(time)
             .args(["-f", "%M", "-o"])
             .arg(&rss_file)
             .arg(bin())
-            .args(["flows", "--json"])
-            .arg(path)
+            .args(args)
             .output()
     } else {
-        Command::new(bin())
-            .args(["flows", "--json"])
-            .arg(path)
-            .output()
+        Command::new(bin()).args(args).output()
     }
     .expect("run quakecap");
     assert!(
         out.status.success(),
-        "{}",
+        "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rss = std::fs::read_to_string(&rss_file)
-        .ok()
+    let rss = time
+        .exists()
+        .then(|| std::fs::read_to_string(&rss_file).ok())
+        .flatten()
         .and_then(|s| s.trim().lines().last()?.parse().ok());
-    (serde_json::from_slice(&out.stdout).expect("JSON"), rss)
+    (out, rss)
+}
+
+/// `flows --json` of a file: its rows, the peak RSS (see [`measured`]) and its stderr.
+fn flows_said(path: &Path) -> (Vec<Value>, Option<u64>, String) {
+    let args = ["flows".as_ref(), "--json".as_ref(), path.as_os_str()];
+    let (out, rss) = measured(&args, &path.to_string_lossy());
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    (
+        serde_json::from_slice(&out.stdout).expect("JSON"),
+        rss,
+        said,
+    )
+}
+
+/// `flows --json` of a file and its peak RSS.
+fn flows(path: &Path) -> (Vec<Value>, Option<u64>) {
+    let (rows, rss, _) = flows_said(path);
+    (rows, rss)
 }
 
 /// The connection rows without their ids (flood flows may take earlier ids) and file names,
@@ -259,30 +275,6 @@ fn quake3_late_client_after_query_and_connect_floods() {
     );
 }
 
-/// The peak RSS (KB) of `quakecap ARGS...`, or None without GNU time.
-fn peak_rss(args: &[&std::ffi::OsStr], tag: &str) -> Option<u64> {
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        return None;
-    }
-    let rss_file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}.rss"));
-    let out = Command::new(time)
-        .args(["-f", "%M", "-o"])
-        .arg(&rss_file)
-        .arg(bin())
-        .args(args)
-        .output()
-        .expect("run quakecap");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read_to_string(&rss_file)
-        .ok()
-        .and_then(|s| s.trim().lines().last()?.parse().ok())
-}
-
 #[test]
 fn game_events_and_report_stay_bounded_under_floods() {
     // Every flow of a flood got a game-events extractor (24 KB of configstrings) from its
@@ -291,7 +283,7 @@ fn game_events_and_report_stay_bounded_under_floods() {
         let name = format!("q3-basic-{}-events.pcapng", kind.name());
         let (_, flooded) = flooded("q3-basic", &[(kind, 0x5eed)], &name);
         let html = flooded.with_extension("html");
-        let runs: [Vec<&std::ffi::OsStr>; 2] = [
+        let runs: [Vec<&OsStr>; 2] = [
             vec!["events".as_ref(), flooded.as_os_str()],
             vec![
                 "report".as_ref(),
@@ -301,7 +293,7 @@ fn game_events_and_report_stay_bounded_under_floods() {
             ],
         ];
         for args in &runs {
-            match peak_rss(args, &format!("{name}-{:?}", args[0])) {
+            match measured(args, &format!("{name}-{:?}", args[0])).1 {
                 Some(kb) => assert!(kb < MAX_RSS_KB, "{args:?}: peak RSS {kb} KB"),
                 None => eprintln!("floods: skipped the memory bound (no /usr/bin/time)"),
             }
@@ -316,15 +308,9 @@ fn ip_fragment_flood() {
     let floods = [(FloodKind::IpFragments, 0x5eed)];
     let (clean, flooded) = flooded("q3-basic", &floods, "q3-basic-ip-fragments.pcapng");
     let (clean_rows, _) = flows(&clean);
-    let (rows, rss) = flows(&flooded);
+    let (rows, rss, stderr) = flows_said(&flooded);
     assert_eq!(connections(&rows), connections(&clean_rows));
     assert_eq!(rows.len(), clean_rows.len(), "no flow of the flood's");
-    let out = Command::new(bin())
-        .arg("flows")
-        .arg(&flooded)
-        .output()
-        .expect("run quakecap");
-    let stderr = String::from_utf8_lossy(&out.stderr);
     let said: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("fragmented IP datagrams never completed"))
