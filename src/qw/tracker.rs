@@ -700,33 +700,25 @@ impl Tracker {
         // A server reply to a client we know.
         if let Some(i) = self.find_by_addrs(d.src, d.dst) {
             let s2c = oob::parse_s2c(body);
-            if let Some(f) = self.flows.get_mut(i) {
-                match &s2c {
-                    // Past the connections' limit an accepted handshake keeps its row but
-                    // gets no decoder state (nor its netchan: bounded memory).
-                    Oob::Accept
-                        if f.handshake && !f.accepted && self.connections >= MAX_CONNECTIONS => {}
-                    Oob::Accept if f.handshake => {
-                        if !f.accepted {
-                            self.connections += 1;
-                            self.handshakes = self.handshakes.saturating_sub(1);
-                        }
-                        f.accepted = true;
-                        f.client_port = d.dst.port();
-                        self.by_accepted_pair.insert((d.src, d.dst), Some(i));
-                        if let Some(q) = f.qport {
-                            self.by_qport.insert(d.src, d.dst.ip(), q, i);
-                        }
-                        f.rx_c2s = Receiver::default();
-                        f.rx_s2c = Receiver::default();
-                        f.rel = [RelTrack::default(), RelTrack::default()];
-                        f.state = Some(Box::new(ServerState::new(false)));
+            let (handshake, accepted) = self
+                .flows
+                .get(i)
+                .map_or((false, false), |f| (f.handshake, f.accepted));
+            match &s2c {
+                // A re-accept restarts the netchan; past the connections' limit an accepted
+                // handshake keeps its row but gets no decoder state (bounded memory).
+                Oob::Accept if handshake && (accepted || self.connections < MAX_CONNECTIONS) => {
+                    if !accepted {
+                        self.handshakes = self.handshakes.saturating_sub(1);
                     }
-                    Oob::Challenge { challenge, .. } => {
+                    self.accept(i, d);
+                }
+                Oob::Challenge { challenge, .. } => {
+                    if let Some(f) = self.flows.get_mut(i) {
                         f.sum.challenge = Some(*challenge);
                     }
-                    _ => {}
                 }
+                _ => {}
             }
             self.count(i, Dir::S2c, d, Some(s2c), out);
             return true;
@@ -757,17 +749,31 @@ impl Tracker {
         if !summarised || self.connections >= MAX_CONNECTIONS {
             return false;
         }
-        self.connections += 1;
-        let id = table.claim(d.src, d.dst, false).id;
-        let mut f = Flow::new(id, d.src, d.dst, true);
-        f.accepted = true;
-        f.state = Some(Box::new(ServerState::new(false)));
-        self.flows.push(f);
-        let i = self.flows.len() - 1;
-        self.by_pair.insert((d.src, d.dst), Some(i));
-        self.by_accepted_pair.insert((d.src, d.dst), Some(i));
+        let i = self.push_flow(d.src, d.dst, true, table);
+        self.accept(i, d);
         self.count(i, Dir::S2c, d, Some(Oob::Accept), out);
         true
+    }
+
+    /// Handshake flow `i` accepted by the server's `j` reply `d`: a netchan session starts
+    /// (a new one at each accept), with a decoder state, counted as a connection.
+    fn accept(&mut self, i: usize, d: &Datagram<'_>) {
+        let Some(f) = self.flows.get_mut(i) else {
+            return;
+        };
+        if !f.accepted {
+            self.connections += 1;
+        }
+        f.accepted = true;
+        f.client_port = d.dst.port();
+        self.by_accepted_pair.insert((d.src, d.dst), Some(i));
+        if let Some(q) = f.qport {
+            self.by_qport.insert(d.src, d.dst.ip(), q, i);
+        }
+        f.rx_c2s = Receiver::default();
+        f.rx_s2c = Receiver::default();
+        f.rel = [RelTrack::default(), RelTrack::default()];
+        f.state = Some(Box::new(ServerState::new(false)));
     }
 
     /// A new flow of server `d.dst` and client `d.src`, or None past its kind's limit.
@@ -786,12 +792,24 @@ impl Tracker {
             return None;
         }
         *count += 1;
-        // QuakeWorld never adopted other UDP: a QW flow always starts with a client command.
-        let id = table.claim(d.dst, d.src, false).id;
-        self.flows.push(Flow::new(id, d.dst, d.src, handshake));
+        Some(self.push_flow(d.dst, d.src, handshake, table))
+    }
+
+    /// A new flow of `server` and `client`, whatever the limits (the caller counted it).
+    fn push_flow(
+        &mut self,
+        server: SocketAddr,
+        client: SocketAddr,
+        handshake: bool,
+        table: &mut FlowTable,
+    ) -> usize {
+        // QuakeWorld never adopted other UDP: a QW flow starts with a client command (or, past
+        // the handshakes' limit, the server's accept).
+        let id = table.claim(server, client, false).id;
+        self.flows.push(Flow::new(id, server, client, handshake));
         let i = self.flows.len() - 1;
-        self.by_pair.insert((d.dst, d.src), Some(i));
-        Some(i)
+        self.by_pair.insert((server, client), Some(i));
+        i
     }
 
     fn note_summarised(&mut self, server: SocketAddr) {
