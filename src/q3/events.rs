@@ -24,6 +24,64 @@ const CS_FLAGSTATUS: usize = 23;
 const CS_PLAYERS: usize = 544;
 const MAX_CLIENTS: usize = 64;
 const MAX_CONFIGSTRINGS: usize = 1024;
+/// Configstrings below this are kept (server and system info up to the CTF flag status).
+const LOW_KEPT: usize = CS_FLAGSTATUS + 1;
+
+/// The configstrings game events read: the low ones (server and system info, warmup, level
+/// start, intermission, flag status) and the player slots. The others (models, sounds,
+/// items, a mod's own) are never looked at, so they are not kept: a connection's extractor
+/// held all 1,024 (24 KB, plus its gamestate's text, for every connection of a capture
+/// until the end of the input).
+#[derive(Debug, Clone)]
+struct Watched {
+    /// `LOW_KEPT` low ones, then `MAX_CLIENTS` player slots.
+    kept: Vec<String>,
+}
+
+impl Watched {
+    fn new() -> Self {
+        Watched {
+            kept: vec![String::new(); LOW_KEPT + MAX_CLIENTS],
+        }
+    }
+
+    /// Where configstring `i` is kept, if it is.
+    fn slot(i: usize) -> Option<usize> {
+        if i < LOW_KEPT {
+            Some(i)
+        } else if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&i) {
+            Some(LOW_KEPT + i - CS_PLAYERS)
+        } else {
+            None
+        }
+    }
+
+    /// Configstring `i` ("" when unset or not kept).
+    fn get(&self, i: usize) -> &str {
+        Self::slot(i).map_or("", |k| self.kept[k].as_str())
+    }
+
+    fn set(&mut self, i: usize, value: &str) {
+        if let Some(k) = Self::slot(i) {
+            self.kept[k].clear();
+            self.kept[k].push_str(value);
+        }
+    }
+
+    /// The player slots' configstrings, by client number.
+    fn players(&self) -> &[String] {
+        &self.kept[LOW_KEPT..]
+    }
+
+    /// Player slot `n`'s configstring (`n` < `MAX_CLIENTS`).
+    fn player(&self, n: usize) -> &str {
+        &self.kept[LOW_KEPT + n]
+    }
+
+    fn clear(&mut self) {
+        self.kept.iter_mut().for_each(String::clear);
+    }
+}
 
 /// Entity field indices (the order of `fields::ENTITY_FIELDS`; checked by a test).
 const F_ETYPE: usize = crate::q3::fields::ENTITY_ETYPE;
@@ -37,7 +95,7 @@ type Obituary = (i32, i32, i32);
 /// Events of one connection (or demo file), built message by message.
 pub struct Extractor {
     demo: bool,
-    cs: Vec<String>,
+    cs: Watched,
     /// A big configstring being assembled (`bcs0`/`bcs1`/`bcs2`).
     big: Option<(usize, String)>,
     gamemod: GameMod,
@@ -65,7 +123,7 @@ impl Extractor {
     pub fn new(demo: bool) -> Self {
         Extractor {
             demo,
-            cs: vec![String::new(); MAX_CONFIGSTRINGS],
+            cs: Watched::new(),
             big: None,
             gamemod: GameMod::BaseQ3,
             have_gamestate: false,
@@ -165,7 +223,7 @@ impl Extractor {
         if self.pending.is_empty() {
             return;
         }
-        let level_start: Option<i64> = self.cs[CS_LEVEL_START_TIME].trim().parse().ok();
+        let level_start: Option<i64> = self.cs.get(CS_LEVEL_START_TIME).trim().parse().ok();
         for (kind, detail, st) in self.pending.drain(..) {
             let st = st.or(self.server_time);
             let time = if self.demo {
@@ -191,13 +249,11 @@ impl Extractor {
     }
 
     fn gamestate(&mut self, g: &Gamestate, m: &Message) {
-        let old: Vec<String> = self.cs[CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS].to_vec();
+        let old: Vec<String> = self.cs.players().to_vec();
         let first = !self.have_gamestate;
-        self.cs.iter_mut().for_each(String::clear);
+        self.cs.clear();
         for c in &g.configstrings {
-            if let Some(slot) = self.cs.get_mut(usize::from(c.index)) {
-                slot.clone_from(&c.value);
-            }
+            self.cs.set(usize::from(c.index), &c.value);
         }
         self.have_gamestate = true;
         // The old level's clock means nothing in the new one.
@@ -206,7 +262,7 @@ impl Extractor {
         self.prev_obits.clear();
         self.final_scores_sent = false;
         self.flags.reset();
-        self.gamemod = GameMod::detect(&self.cs[CS_SERVERINFO], &self.cs[CS_SYSTEMINFO]);
+        self.gamemod = GameMod::detect(self.cs.get(CS_SERVERINFO), self.cs.get(CS_SYSTEMINFO));
         if self.gamemod.is_unknown() && !self.warned_mod {
             self.warned_mod = true;
             let text = format!(
@@ -215,7 +271,7 @@ impl Extractor {
             );
             self.warnings.push(warning(m, text));
         }
-        let map = info_value(&self.cs[CS_SERVERINFO], "mapname").unwrap_or("");
+        let map = info_value(self.cs.get(CS_SERVERINFO), "mapname").unwrap_or("");
         self.push(
             Kind::Map,
             Detail::Map(MapChange {
@@ -226,7 +282,7 @@ impl Extractor {
         );
         for (n, old) in old.iter().enumerate() {
             let before = if first { "" } else { old.as_str() };
-            let now = self.cs[CS_PLAYERS + n].clone();
+            let now = self.cs.player(n).to_string();
             self.player_change(n, before, &now);
         }
     }
@@ -264,14 +320,18 @@ impl Extractor {
     }
 
     fn set_configstring(&mut self, index: usize, value: String, m: &Message) {
-        let Some(old) = self.cs.get(index).cloned() else {
+        if index >= MAX_CONFIGSTRINGS {
             self.warnings.push(warning(
                 m,
                 format!("configstring index {index} out of range"),
             ));
             return;
-        };
-        self.cs[index].clone_from(&value);
+        }
+        if Watched::slot(index).is_none() {
+            return;
+        }
+        let old = self.cs.get(index).to_string();
+        self.cs.set(index, &value);
         if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&index) {
             self.player_change(index - CS_PLAYERS, &old, &value);
         } else if index == CS_FLAGSTATUS {
@@ -321,7 +381,7 @@ impl Extractor {
             }
             "scores" => self.scores(rest),
             "map_restart" => {
-                let map = info_value(&self.cs[CS_SERVERINFO], "mapname").unwrap_or("");
+                let map = info_value(self.cs.get(CS_SERVERINFO), "mapname").unwrap_or("");
                 let detail = Detail::Map(MapChange {
                     map: map.to_string(),
                     restart: true,
@@ -391,7 +451,7 @@ impl Extractor {
 
     /// `scores`: final scores once the intermission has begun.
     fn scores(&mut self, rest: &str) {
-        if self.final_scores_sent || !is_on(&self.cs[CS_INTERMISSION]) {
+        if self.final_scores_sent || !is_on(self.cs.get(CS_INTERMISSION)) {
             return;
         }
         let Some(rows) = parse_scores(rest) else {
@@ -415,7 +475,7 @@ impl Extractor {
 
     /// The flag events of the message just read (its prints and `CS_FLAGSTATUS` changes).
     fn flag_events(&mut self) {
-        let players = &self.cs[CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS];
+        let players = self.cs.players();
         for f in self.flags.take_events(players) {
             self.push(Kind::Flag, Detail::Flag(f));
         }
@@ -424,12 +484,12 @@ impl Extractor {
     /// The player's clean name from its configstring.
     fn name(&self, num: i32) -> Option<String> {
         let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
-        info_value(&self.cs[CS_PLAYERS + n], "n").map(plain)
+        info_value(self.cs.player(n), "n").map(plain)
     }
 
     fn team(&self, num: i32) -> Option<&str> {
         let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
-        info_value(&self.cs[CS_PLAYERS + n], "t")
+        info_value(self.cs.player(n), "t")
     }
 
     fn snapshot(&mut self, frame: &SnapFrame, m: &Message) {
@@ -466,7 +526,7 @@ impl Extractor {
                 ),
             ));
         }
-        let team_game = info_value(&self.cs[CS_SERVERINFO], "g_gametype")
+        let team_game = info_value(self.cs.get(CS_SERVERINFO), "g_gametype")
             .and_then(|g| g.parse::<i32>().ok())
             .is_some_and(|g| g >= 3);
         let team_kill = team_game
@@ -509,7 +569,7 @@ impl Extractor {
                 ("tell", target, &args[2..])
             }
             "disconnect" => {
-                let before = self.cs[CS_PLAYERS + me as usize % MAX_CLIENTS].clone();
+                let before = self.cs.player(me as usize % MAX_CLIENTS).to_string();
                 self.player_change(me as usize % MAX_CLIENTS, &before, "");
                 return;
             }
