@@ -80,19 +80,19 @@ impl Strip {
         self.per_col = self.per_col.max(1);
     }
 
+    /// Merge neighbouring columns pairwise, in place: the strip keeps its one allocation
+    /// (a new vector per halving, then grown back to [`MAX_COLS`], held a strip and a half
+    /// per connection at the peak and copied each column twice).
     fn halve(&mut self) {
-        let merged: Vec<Col> = self
-            .cols
-            .chunks(2)
-            .map(|p| {
-                let mut c = p[0];
-                if let Some(o) = p.get(1) {
-                    c.merge(o);
-                }
-                c
-            })
-            .collect();
-        self.cols = merged;
+        let n = self.cols.len();
+        for i in 0..n.div_ceil(2) {
+            let mut c = self.cols[2 * i];
+            if let Some(o) = self.cols.get(2 * i + 1) {
+                c.merge(o);
+            }
+            self.cols[i] = c;
+        }
+        self.cols.truncate(n.div_ceil(2));
         self.per_col = self.per_col.max(1).saturating_mul(2);
     }
 
