@@ -330,3 +330,69 @@ fn ip_fragment_flood() {
 fn random_udp_flood() {
     check("q3-basic", FloodKind::RandomUdp, "other_aggregate", "other");
 }
+
+/// `quakecap ARGS...` (which must succeed): its standard output.
+fn stdout_of(args: &[&OsStr]) -> String {
+    let out = Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run quakecap");
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+#[test]
+fn tables_sum_a_floods_unanswered_flows() {
+    // Ten thousand one-packet rows (a connection attempt or a query per spoofed source) made
+    // the `flows` table and the report's flows table unreadable (and the report 2 MB): past
+    // 16 of one kind per server they are one line, computed here from the JSON rows.
+    for (kind, what) in [
+        (FloodKind::Q3Connect, "connection attempts"),
+        (FloodKind::Q3Getinfo, "queries"),
+    ] {
+        let name = format!("q3-basic-{}-table.pcapng", kind.name());
+        let (_, flooded) = flooded("q3-basic", &[(kind, 0x5eed)], &name);
+        let (rows, _) = flows(&flooded);
+        let unanswered: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["kind"] == "connection" || r["kind"] == "query")
+            .filter(|r| r["packets"]["s2c"] == 0 && r["packets"]["c2s"].as_u64() <= Some(4))
+            .collect();
+        assert!(unanswered.len() > 4000, "{}", unanswered.len());
+        let server = unanswered[0]["server"].as_str().unwrap();
+        assert!(unanswered.iter().all(|r| r["server"] == server));
+        let sources: std::collections::HashSet<&str> = unanswered
+            .iter()
+            .map(|r| r["client_ip"].as_str().unwrap())
+            .collect();
+        let line = format!(
+            "q3 {server}: {} unanswered {what} from {} sources",
+            quakecap::sink::table::grouped(unanswered.len() as u64),
+            quakecap::sink::table::grouped(sources.len() as u64)
+        );
+        let spoofed = |text: &str| text.matches("10.0.").count();
+        let table = stdout_of(&["flows".as_ref(), flooded.as_os_str()]);
+        assert!(
+            table.contains(&format!("{line} (--all lists them)")),
+            "{line}\n{table}"
+        );
+        assert_eq!(spoofed(&table), 0, "{table}");
+        assert!(
+            table.contains("127.0.0.1:27961"),
+            "the real client: {table}"
+        );
+        let all = stdout_of(&["flows".as_ref(), "--all".as_ref(), flooded.as_os_str()]);
+        assert_eq!(spoofed(&all), unanswered.len(), "--all lists every one");
+        assert!(!all.contains(&line));
+        let html = flooded.with_extension("table.html");
+        let args = ["report".as_ref(), flooded.as_os_str(), "-o".as_ref()];
+        stdout_of(&[&args[..], &[html.as_os_str()]].concat());
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.contains(&format!("{line} (flows --json lists them)")));
+        assert!(
+            page.contains("(past the query flow limit)"),
+            "the aggregate"
+        );
+        assert!(page.len() < 200_000, "report of {} bytes", page.len());
+    }
+}

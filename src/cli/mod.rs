@@ -387,10 +387,19 @@ fn flows_table(
         duration: &timefmt::duration,
         date,
     };
-    if shown.is_empty() {
-        writeln!(out, "no Quake 3 or QuakeWorld flow")?;
+    // A flood of spoofed connects or queries is summed, not listed a row per source.
+    let (listed, summed) = if view.all {
+        (shown.iter().collect(), Vec::new())
     } else {
-        writeln!(out, "{}", sink::table::render_with(&shown, &opts))?;
+        sink::table::sum_unanswered(&shown)
+    };
+    if listed.is_empty() && summed.is_empty() {
+        writeln!(out, "no Quake 3 or QuakeWorld flow")?;
+    } else if !listed.is_empty() {
+        writeln!(out, "{}", sink::table::render_rows(&listed, &opts))?;
+    }
+    for s in &summed {
+        writeln!(out, "{}", s.line("--all lists them"))?;
     }
     if !other.is_empty() {
         let datagrams: u64 = other.iter().map(|f| f.packets.total()).sum();

@@ -188,8 +188,21 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         .cloned()
         .collect();
     let mut part = super::demo::PartFile::create_for(args.out.clone(), "report")?;
-    sink::nethtml::render_to(&mut part, &report.file, &shown, &ns.reports, &es.events)
-        .map_err(|e| part.blame(e))?;
+    // Traffic past the flow limits is the capture's, not a chosen flow's.
+    let aggregates = if opts.flows.is_none() {
+        &report.aggregates[..]
+    } else {
+        &[]
+    };
+    sink::nethtml::render_to(
+        &mut part,
+        &report.file,
+        &shown,
+        aggregates,
+        &ns.reports,
+        &es.events,
+    )
+    .map_err(|e| part.blame(e))?;
     part.commit()?;
     Ok(EXIT_OK)
 }

@@ -64,6 +64,7 @@ pub fn render_to<W: std::io::Write>(
     w: &mut W,
     file: &str,
     flows: &[FlowSummary],
+    aggregates: &[FlowSummary],
     rows: &[NetQuality],
     events: &[GameEvent],
 ) -> std::io::Result<()> {
@@ -80,7 +81,7 @@ pub fn render_to<W: std::io::Write>(
          How each figure is measured: see the README of quakecap (Network quality). \
          “unknown”: the capture's vantage point cannot tell.</p>\n",
     );
-    flows_table(&mut h, flows);
+    flows_table(&mut h, flows, aggregates);
     quality_table(&mut h, rows);
     if rows.is_empty() {
         h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
@@ -97,9 +98,15 @@ pub fn render_to<W: std::io::Write>(
     w.write_all(h.as_bytes())
 }
 
-fn flows_table(h: &mut String, flows: &[FlowSummary]) {
+/// The flows table: game flows, a flood's unanswered connects and queries summed (as in
+/// `quakecap flows`), UDP of no known game counted in a line, then the traffic past the flow
+/// limits (`aggregates`).
+fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]) {
     h.push_str("<h2>Flows</h2>\n<table class=\"flows\">\n<tr><th>id</th><th class=\"l\">game</th><th class=\"l\">kind</th><th class=\"l\">server</th><th class=\"l\">client</th><th class=\"l\">player</th><th>duration s</th><th>packets c2s/s2c</th><th>bytes c2s/s2c</th></tr>\n");
-    for f in flows {
+    let (listed, summed) = crate::sink::table::sum_unanswered(flows);
+    let (game, other): (Vec<&FlowSummary>, Vec<&FlowSummary>) =
+        listed.into_iter().partition(|f| f.game != "udp");
+    for f in game {
         let ports: Vec<String> = f.client_ports.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             h,
@@ -119,6 +126,25 @@ fn flows_table(h: &mut String, flows: &[FlowSummary]) {
         );
     }
     h.push_str("</table>\n");
+    for s in &summed {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{}</p>",
+            esc(&s.line("flows --json lists them"))
+        );
+    }
+    if !other.is_empty() {
+        let datagrams: u64 = other.iter().map(|f| f.packets.total()).sum();
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} other UDP datagrams in {} flows (flows --all lists them)</p>",
+            crate::sink::table::grouped(datagrams),
+            crate::sink::table::grouped(other.len() as u64)
+        );
+    }
+    for line in crate::sink::table::render_aggregates(aggregates).lines() {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(line));
+    }
 }
 
 fn quality_table(h: &mut String, rows: &[NetQuality]) {

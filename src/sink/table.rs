@@ -42,6 +42,12 @@ pub fn render(flows: &[FlowSummary]) -> String {
 
 /// Render flows with the chosen columns, width and time formats.
 pub fn render_with(flows: &[FlowSummary], opts: &TableOptions<'_>) -> String {
+    let rows: Vec<&FlowSummary> = flows.iter().collect();
+    render_rows(&rows, opts)
+}
+
+/// [`render_with`] of some of a file's flows.
+pub fn render_rows(flows: &[&FlowSummary], opts: &TableOptions<'_>) -> String {
     let mut t = Table::new();
     if opts.wide {
         t.load_preset(UTF8_FULL_CONDENSED);
@@ -74,7 +80,7 @@ pub fn render_with(flows: &[FlowSummary], opts: &TableOptions<'_>) -> String {
         Some(d) => format!("flows started on {d}\n{t}"),
         None => t.to_string(),
     };
-    if flows.iter().any(mid_session) {
+    if flows.iter().any(|f| mid_session(f)) {
         // Its one "error" is the note of what was recovered, which only the JSON shows.
         format!("{table}\n{MID_SESSION_NOTE}")
     } else {
@@ -275,8 +281,170 @@ pub fn render_aggregates(rows: &[FlowSummary]) -> String {
     s
 }
 
+/// A server's flows of one kind that its table sums instead of listing (see
+/// [`sum_unanswered`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summed {
+    pub game: &'static str,
+    pub server: String,
+    /// "connection" or "query".
+    pub kind: &'static str,
+    pub flows: u64,
+    /// Client datagrams of these flows.
+    pub datagrams: u64,
+    /// Distinct client addresses.
+    pub sources: u64,
+}
+
+impl Summed {
+    /// The line under the table, e.g. `q3 1.2.3.4:27960: 10,000 unanswered connection
+    /// attempts from 9,871 sources (--all lists them)`; the datagrams are said when a flow
+    /// sent more than one.
+    pub fn line(&self, how_to_list: &str) -> String {
+        let what = if self.kind == "query" {
+            "queries"
+        } else {
+            "connection attempts"
+        };
+        let datagrams = if self.datagrams > self.flows {
+            format!(" ({} datagrams)", grouped(self.datagrams))
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {}: {} unanswered {what}{datagrams} from {} sources ({how_to_list})",
+            self.game,
+            self.server,
+            grouped(self.flows),
+            grouped(self.sources)
+        )
+    }
+}
+
+/// A server's unanswered flows of one kind are listed up to this many; past it (a flood of
+/// spoofed sources: ten thousand one-packet rows), they are summed in one line.
+pub const MAX_UNANSWERED_LISTED: usize = 16;
+/// Most client datagrams of a flow counted as unanswered: a client retries its
+/// getchallenge and connect a few times before giving up.
+const UNANSWERED_MAX_DATAGRAMS: u64 = 4;
+
+/// A connect or query the server never answered (as far as the capture saw): a few client
+/// datagrams and nothing back.
+pub fn is_unanswered(f: &FlowSummary) -> bool {
+    f.game != "udp"
+        && f.aggregate.is_none()
+        && matches!(f.kind, "connection" | "query")
+        && f.packets.s2c == 0
+        && f.packets.c2s <= UNANSWERED_MAX_DATAGRAMS
+}
+
+/// The flows a table lists, and the sums of those it does not: a server's unanswered flows
+/// of one kind ([`is_unanswered`]) when there are more than [`MAX_UNANSWERED_LISTED`], in
+/// the order of their first flow. Everything else is listed, in its order.
+pub fn sum_unanswered(flows: &[FlowSummary]) -> (Vec<&FlowSummary>, Vec<Summed>) {
+    use std::collections::{HashMap, HashSet};
+    let mut groups: HashMap<(&str, &str, &str), Vec<&FlowSummary>> = HashMap::new();
+    let mut order = Vec::new();
+    for f in flows.iter().filter(|f| is_unanswered(f)) {
+        let key = (f.game, f.server.as_str(), f.kind);
+        let g = groups.entry(key).or_default();
+        if g.is_empty() {
+            order.push(key);
+        }
+        g.push(f);
+    }
+    let mut summed = Vec::new();
+    let mut hidden: HashSet<u32> = HashSet::new();
+    for key in order {
+        let g = &groups[&key];
+        if g.len() <= MAX_UNANSWERED_LISTED {
+            continue;
+        }
+        hidden.extend(g.iter().map(|f| f.id));
+        let sources: HashSet<&str> = g.iter().map(|f| f.client_ip.as_str()).collect();
+        summed.push(Summed {
+            game: g[0].game,
+            server: g[0].server.clone(),
+            kind: g[0].kind,
+            flows: g.len() as u64,
+            datagrams: g.iter().map(|f| f.packets.c2s).sum(),
+            sources: sources.len() as u64,
+        });
+    }
+    let listed = flows.iter().filter(|f| !hidden.contains(&f.id)).collect();
+    (listed, summed)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{sum_unanswered, MAX_UNANSWERED_LISTED};
+    use crate::flow::{FlowSummary, PerDir};
+
+    fn flow(
+        id: u32,
+        server: &str,
+        kind: &'static str,
+        ip: &str,
+        c2s: u64,
+        s2c: u64,
+    ) -> FlowSummary {
+        FlowSummary {
+            id,
+            game: "q3",
+            kind,
+            server: server.into(),
+            client_ip: ip.into(),
+            packets: PerDir { c2s, s2c },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_servers_unanswered_flows_are_summed_past_the_limit() {
+        let n = MAX_UNANSWERED_LISTED as u32;
+        let mut flows = vec![flow(1, "a:1", "connection", "9.9.9.9", 900, 800)];
+        // One more than the limit of unanswered connects to a:1 (two from one address, one
+        // with a retry), the limit exactly of unanswered queries to a:1, a few to b:1.
+        for i in 0..=n {
+            let ip = format!("10.0.0.{}", i.min(n - 1));
+            flows.push(flow(
+                2 + i,
+                "a:1",
+                "connection",
+                &ip,
+                1 + u64::from(i == 0),
+                0,
+            ));
+        }
+        for i in 0..n {
+            flows.push(flow(100 + i, "a:1", "query", &format!("10.1.0.{i}"), 1, 0));
+        }
+        flows.push(flow(200, "b:1", "connection", "10.2.0.1", 1, 0));
+        // Answered, or more datagrams than a client's retries: listed whatever their number.
+        for i in 0..2 * n {
+            flows.push(flow(300 + i, "a:1", "query", "10.3.0.1", 1, 1));
+            flows.push(flow(400 + i, "a:1", "connection", "10.4.0.1", 5, 0));
+        }
+        let (listed, summed) = sum_unanswered(&flows);
+        assert_eq!(summed.len(), 1, "{summed:?}");
+        let s = &summed[0];
+        assert_eq!((s.server.as_str(), s.kind), ("a:1", "connection"));
+        assert_eq!(
+            (s.flows, s.datagrams, s.sources),
+            (u64::from(n) + 1, u64::from(n) + 2, u64::from(n))
+        );
+        // The others, in their order.
+        let want: Vec<&FlowSummary> = flows
+            .iter()
+            .filter(|f| !(2..=n + 2).contains(&f.id))
+            .collect();
+        assert_eq!(listed, want);
+        assert_eq!(
+            s.line("--all lists them"),
+            format!("q3 a:1: {} unanswered connection attempts ({} datagrams) from {} sources (--all lists them)", n + 1, n + 2, n)
+        );
+    }
+
     #[test]
     fn grouped_thousands() {
         assert_eq!(super::grouped(0), "0");
