@@ -11,6 +11,10 @@
 //! in the number of simultaneous connections: that is what real long captures look like, and
 //! it lets the benchmark show that memory does not grow with file size.
 //!
+//! `MKBENCH_PACKETS=N` replays only each session's first N packets (its handshake, gamestate
+//! and first snapshots): many short connections, for a capture of more connections than the
+//! flow table's limits.
+//!
 //! The file is written with the project's own [`PcapNgWriter`].
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -233,10 +237,20 @@ fn main() -> Result<()> {
     let target_mb: u64 = args[2].parse().context("TARGET_MB")?;
     let lanes: usize = args.get(3).map_or(Ok(16), |s| s.parse()).context("LANES")?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let sources = SOURCES
+    let mut sources = SOURCES
         .iter()
         .map(|p| load(&root.join(p)))
         .collect::<Result<Vec<_>>>()?;
+    if let Some(n) = std::env::var("MKBENCH_PACKETS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        for s in &mut sources {
+            s.packets.truncate(n.max(1));
+            s.duration_ns = s.packets.last().map_or(0, |p| p.t_ns);
+            s.bytes = s.packets.iter().map(|p| p.data.len() as u64).sum();
+        }
+    }
     let mut replays = plan(&sources, target_mb << 20, lanes.max(1));
     let out = File::create(&args[1]).with_context(|| args[1].clone())?;
     let mut w = PcapNgWriter::new(BufWriter::with_capacity(1 << 20, out))?;

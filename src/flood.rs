@@ -1,7 +1,8 @@
-//! Synthetic hostile traffic for tests and benchmarks: a flood of spoofed-source datagrams
-//! merged, in time order, into a real capture. Nothing here is sent anywhere; it only builds
-//! capture bytes, so that the flow table's bounds can be checked against every kind of state
-//! an unauthenticated sender can make quakecap create.
+//! Synthetic traffic for tests and benchmarks: a flood of spoofed-source datagrams merged,
+//! in time order, into a real capture, and a real session repeated by many clients one after
+//! another ([`repeat_session`]). Nothing here is sent anywhere; it only builds capture bytes,
+//! so that the flow table's bounds can be checked against every kind of state an
+//! unauthenticated sender can make quakecap create, and against long captures.
 use std::io::{self, Cursor};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
@@ -263,6 +264,71 @@ pub fn merge_flood(
     }
     for r in records {
         w.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)?;
+    }
+    w.finish()
+}
+
+/// The first `packets` UDP datagrams of a capture's session (from its first `getchallenge`
+/// on), replayed `count` times, each replay `spacing_ns` after the one before and from a
+/// client address of its own (10.x.y.z, the client port kept; the server as captured): a
+/// long capture of many short connections following each other, as pcapng bytes. The
+/// spacing must exceed the replayed packets' span.
+pub fn repeat_session(
+    capture: &[u8],
+    packets: usize,
+    count: usize,
+    spacing_ns: i64,
+) -> io::Result<Vec<u8>> {
+    let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
+    let mut reader = CaptureReader::new(Cursor::new(capture)).map_err(|e| bad(&e.to_string()))?;
+    let mut net = NetDecoder::new();
+    // (time since the getchallenge, from the client, client port, payload)
+    let mut session: Vec<(i64, bool, u16, Vec<u8>)> = Vec::new();
+    let mut start: Option<(i64, SocketAddrV4)> = None;
+    while let Some(f) = reader.next_frame().map_err(|e| bad(&e.to_string()))? {
+        if session.len() >= packets {
+            break;
+        }
+        let Ok(Some(d)) = net.decode(&f) else {
+            continue;
+        };
+        let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (d.src, d.dst) else {
+            continue;
+        };
+        if start.is_none() && d.payload.starts_with(b"\xff\xff\xff\xffgetchallenge") {
+            start = Some((f.ts_ns, dst));
+        }
+        let Some((t0, server)) = start else {
+            continue;
+        };
+        let from_client = dst == server;
+        if !from_client && src != server {
+            continue;
+        }
+        let port = if from_client { src.port() } else { dst.port() };
+        session.push((f.ts_ns - t0, from_client, port, d.payload.to_vec()));
+    }
+    let (t0, server) = start.ok_or_else(|| bad("no getchallenge to an IPv4 server"))?;
+    // Replays written one after the other must not overlap (the file stays in time order).
+    let span = session.last().map_or(0, |p| p.0);
+    if count > 1 && spacing_ns <= span {
+        return Err(bad(
+            "replays would overlap: spacing shorter than the session",
+        ));
+    }
+    let mut w = PcapNgWriter::new(Vec::new())?;
+    for k in 0..count {
+        let [_, a, b, c] = (k as u32).to_be_bytes();
+        let at = t0 + k as i64 * spacing_ns;
+        for (dt, from_client, port, payload) in &session {
+            let client = SocketAddrV4::new(Ipv4Addr::new(10, a, b, c), *port);
+            let frame = if *from_client {
+                udp_frame(client, server, payload)
+            } else {
+                udp_frame(server, client, payload)
+            };
+            w.write_packet(LinkType::ETHERNET, at + dt, &frame, frame.len() as u32)?;
+        }
     }
     w.finish()
 }

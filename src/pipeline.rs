@@ -346,11 +346,13 @@ impl Trackers {
                     ErrorKind::FlowTableFull,
                     format!(
                     "flow table full: {} datagrams of new endpoints from frame {} on were counted \
-                     but not tracked (at most {} query, {} connection and {} other flows)",
+                     but not tracked (at most {} query and {} connection flows at a time, {} \
+                     flows in all per game, and {} other flows)",
                     count,
                     first_frame,
                     q3::tracker::MAX_QUERY_FLOWS,
                     q3::tracker::MAX_CONNECTIONS,
+                    q3::tracker::MAX_FLOW_ROWS,
                     MAX_OTHER_FLOWS
                     ),
                 )

@@ -59,7 +59,7 @@ fn is_q3_connect(payload: &[u8]) -> bool {
         .is_some_and(|t| t.starts_with(b"\"\\"))
 }
 
-pub use crate::flow::table::{MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS};
+pub use crate::flow::table::{MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_FLOW_ROWS, MAX_QUERY_FLOWS};
 
 /// The direction a sequenced Quake 3 packet travels, judged from its shape alone (for
 /// connections whose handshake was not captured): a client packet's body starts with three
@@ -291,6 +291,10 @@ pub struct Tracker {
     connections: usize,
     mid_session: usize,
     queries: usize,
+    /// The limit each flow counts against, by flow index, and whether it counts now: a flow
+    /// that went idle (its state released) stops counting, and counts again if it comes
+    /// back (as an existing row, even past the limit).
+    charged: Vec<(Budget, bool)>,
     /// (server, client address) -> flow index, kept under both orders of the pair so that
     /// one lookup per datagram finds its flow in either direction.
     by_pair: PairIndex,
@@ -348,6 +352,9 @@ impl Tracker {
             Some(Routed::Summarised) => return true,
             None => return false,
         };
+        if self.flows[idx].released() {
+            self.counts_again(idx);
+        }
         let conn = &mut self.flows[idx];
         let was_connected = conn.summary.qport;
         conn.handle(dir, d, out, work);
@@ -427,12 +434,51 @@ impl Tracker {
         }
         self.last_scan_ns = now_ns;
         let mut active = 0;
-        for conn in &mut self.flows {
-            conn.release_if_idle(now_ns, work);
+        for (i, conn) in self.flows.iter_mut().enumerate() {
+            if conn.release_if_idle(now_ns, work) {
+                if let Some((b, counts)) = self.charged.get_mut(i).filter(|c| c.1) {
+                    *counts = false;
+                    let n = Self::count_of(
+                        b,
+                        &mut self.connections,
+                        &mut self.mid_session,
+                        &mut self.queries,
+                    );
+                    *n = n.saturating_sub(1);
+                }
+            }
             let last_ns = (conn.summary.last_time * 1e9) as i64;
             active += usize::from(now_ns.saturating_sub(last_ns) < IDLE_SCAN_NS);
         }
         self.active = active;
+    }
+
+    /// The counter of limit `b`.
+    fn count_of<'a>(
+        b: &Budget,
+        connections: &'a mut usize,
+        mid_session: &'a mut usize,
+        queries: &'a mut usize,
+    ) -> &'a mut usize {
+        match b {
+            Budget::Connect => connections,
+            Budget::MidSession => mid_session,
+            Budget::Query => queries,
+        }
+    }
+
+    /// Flow `i`, released for idleness, has traffic again: it counts against its limit again.
+    #[cold]
+    fn counts_again(&mut self, i: usize) {
+        if let Some((b, counts)) = self.charged.get_mut(i).filter(|c| !c.1) {
+            *counts = true;
+            *Self::count_of(
+                b,
+                &mut self.connections,
+                &mut self.mid_session,
+                &mut self.queries,
+            ) += 1;
+        }
     }
 
     /// Connections that sent or received within the last idle scan's interval (10 s of
@@ -627,8 +673,9 @@ impl Tracker {
         }
     }
 
-    /// A new flow, or None when its budget's limit is reached: a connection for a flow that
-    /// starts with a `connect` or in the middle of a netchan, else a query. What these
+    /// A new flow, or None when its budget's limit (of flows live at a time) or the limit of
+    /// rows is reached: a connection for a flow that starts with a `connect` or in the middle
+    /// of a netchan, else a query. What these
     /// endpoints sent before as other UDP is adopted (its id and counts).
     fn new_flow(
         &mut self,
@@ -642,10 +689,11 @@ impl Tracker {
             Budget::MidSession => (&mut self.mid_session, MAX_CONNECTIONS),
             Budget::Query => (&mut self.queries, MAX_QUERY_FLOWS),
         };
-        if *count >= limit {
+        if *count >= limit || self.flows.len() >= MAX_FLOW_ROWS {
             return None;
         }
         *count += 1;
+        self.charged.push((budget, true));
         let claim = table.claim(server, client, true);
         let mut conn = Connection::new(claim.id, server, client, self.opts);
         if let Some((prior, swapped)) = &claim.prior {
