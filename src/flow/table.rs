@@ -12,20 +12,24 @@ use std::net::SocketAddr;
 use super::{Dir, FlowHasher, FlowMap, FlowSummary};
 
 /// Query flows (anything not starting a connection) one game keeps as flows of their own
-/// at a time (Quake 3: flows silent for the idle release time no longer count). A real
+/// at a time (flows silent for [`IDLE_RELEASE_NS`] no longer count). A real
 /// server capture holds a handful; past this, queries are aggregated per server and
 /// command ([`QueryAggregate`]), which costs a few KiB per (server, command) whatever the
 /// number of senders.
 pub const MAX_QUERY_FLOWS: usize = 4_096;
 /// Connections (a `connect` or a confirmed mid-session netchan) one game keeps at a time;
-/// each may hold a full decoder state. Quake 3 counts the live ones: a connection silent
-/// for the idle release time has let its state go and no longer counts, so a long capture
-/// follows every connection, not its first ten thousand.
+/// each may hold a full decoder state. Only live ones count: a connection silent for
+/// [`IDLE_RELEASE_NS`] has let its state go, so a long capture follows every connection,
+/// not its first ten thousand.
 pub const MAX_CONNECTIONS: usize = 10_000;
-/// Quake 3 flows kept in all, live or not: the bound when the live limits are not (spoofed
-/// connects spread over hours). A finished connection's row holds about 4 KB (its summary,
-/// counters and netchan receivers), so at most about 200 MB.
+/// Flows of one game kept in all, live or not: the bound when the live limits are not
+/// (spoofed connects spread over hours). A finished Quake 3 connection's row holds about
+/// 4 KB (its summary, counters and netchan receivers), so at most about 200 MB.
 pub const MAX_FLOW_ROWS: usize = 50_000;
+/// A flow silent this long (capture time) releases its decoder state and stops counting
+/// against the limits above: Quake 3's engines give up on a silent peer after 200 s
+/// (`sv_timeout`, `cl_timeout`), mvdsv after its `timeout` (65 s by default).
+pub const IDLE_RELEASE_NS: i64 = 200_000_000_000;
 /// UDP flows of no known game kept; datagrams of further endpoint pairs are summarised.
 pub const MAX_OTHER_FLOWS: usize = 10_000;
 /// Unconfirmed mid-session candidates (Quake 3) kept at most.

@@ -64,7 +64,7 @@ impl Options {
 /// A connection stays decodable this long without traffic; after that its decode state is
 /// released (the summary row stays). Both engines give up on a silent peer after 200 s
 /// (`sv_timeout`, `cl_timeout`), so neither end could still be using that state.
-pub const IDLE_RELEASE_NS: i64 = 200_000_000_000;
+pub use crate::flow::table::IDLE_RELEASE_NS;
 
 /// A connection whose client left (it sent `disconnect` or was told to) and that has been
 /// silent this long releases its decode state: the server dropped the client at once and the

@@ -30,7 +30,8 @@ use crate::error::{Error, ErrorKind};
 use crate::flow::held::{HeldPackets, HoldBudget};
 use crate::flow::index::{PairIndex, QportIndex};
 use crate::flow::table::{
-    FlowTable, MAX_CANDIDATES, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_QUERY_FLOWS,
+    FlowTable, IDLE_RELEASE_NS, MAX_CANDIDATES, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_FLOW_ROWS,
+    MAX_QUERY_FLOWS,
 };
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
@@ -350,6 +351,9 @@ struct Flow {
     state: Option<Box<ServerState>>,
     /// Set for a connection recognised without its handshake.
     mid: Option<Box<MidSession>>,
+    /// Silent for [`IDLE_RELEASE_NS`]: the decoder state is gone and the flow no longer
+    /// counts against the limits; later packets are only counted (see [`Tracker::scan_idle`]).
+    released: bool,
 }
 
 impl Flow {
@@ -375,9 +379,13 @@ impl Flow {
             rel: [RelTrack::default(), RelTrack::default()],
             state: None,
             mid: None,
+            released: false,
         }
     }
 }
+
+/// How often (capture time) flows are looked at for [`IDLE_RELEASE_NS`].
+const IDLE_SCAN_NS: i64 = 10_000_000_000;
 
 /// All QuakeWorld flows of one capture.
 pub struct Tracker {
@@ -396,6 +404,8 @@ pub struct Tracker {
     connections: usize,
     handshakes: usize,
     queries: usize,
+    /// Capture time of the last idle scan.
+    last_scan_ns: i64,
     /// Servers with summed queries (their replies to unknown clients count as answered);
     /// bounded by the table's aggregate limit.
     summarised_servers: FlowMap<SocketAddr, ()>,
@@ -428,6 +438,28 @@ fn dir_index(d: Dir) -> usize {
 }
 
 impl Tracker {
+    /// Release the flows silent for [`IDLE_RELEASE_NS`] at capture time `now_ns`: each
+    /// frees its decoder state and no longer counts as a connection, handshake or query.
+    fn scan_idle(&mut self, now_ns: i64) {
+        self.last_scan_ns = now_ns;
+        for f in self.flows.iter_mut().filter(|f| !f.released) {
+            let last_ns = (f.sum.last_time * 1e9) as i64;
+            if now_ns.saturating_sub(last_ns) < IDLE_RELEASE_NS {
+                continue;
+            }
+            f.released = true;
+            f.state = None;
+            let count = if f.accepted {
+                &mut self.connections
+            } else if f.handshake {
+                &mut self.handshakes
+            } else {
+                &mut self.queries
+            };
+            *count = count.saturating_sub(1);
+        }
+    }
+
     pub fn new(opts: Options) -> Self {
         Tracker {
             opts,
@@ -438,6 +470,7 @@ impl Tracker {
             connections: 0,
             handshakes: 0,
             queries: 0,
+            last_scan_ns: 0,
             summarised_servers: FlowMap::default(),
             candidates: FlowMap::default(),
             held: HoldBudget::default(),
@@ -450,6 +483,9 @@ impl Tracker {
 
     /// Offer one UDP datagram; false (nothing touched) when it is not QuakeWorld traffic.
     pub fn offer(&mut self, d: &Datagram<'_>, table: &mut FlowTable, out: &mut Vec<Event>) -> bool {
+        if d.ts_ns.saturating_sub(self.last_scan_ns) >= IDLE_SCAN_NS {
+            self.scan_idle(d.ts_ns);
+        }
         if oob::is_oob(d.payload) {
             return self.offer_oob(d, table, out);
         }
@@ -573,7 +609,7 @@ impl Tracker {
             return false;
         };
         self.held.release(&c.held);
-        if self.connections >= MAX_CONNECTIONS {
+        if self.connections >= MAX_CONNECTIONS || self.flows.len() >= MAX_FLOW_ROWS {
             return false;
         }
         self.connections += 1;
@@ -700,14 +736,19 @@ impl Tracker {
         // A server reply to a client we know.
         if let Some(i) = self.find_by_addrs(d.src, d.dst) {
             let s2c = oob::parse_s2c(body);
-            let (handshake, accepted) = self
-                .flows
-                .get(i)
-                .map_or((false, false), |f| (f.handshake, f.accepted));
+            let (handshake, accepted, released) =
+                self.flows.get(i).map_or((false, false, true), |f| {
+                    (f.handshake, f.accepted, f.released)
+                });
             match &s2c {
                 // A re-accept restarts the netchan; past the connections' limit an accepted
-                // handshake keeps its row but gets no decoder state (bounded memory).
-                Oob::Accept if handshake && (accepted || self.connections < MAX_CONNECTIONS) => {
+                // handshake keeps its row but gets no decoder state (bounded memory), and so
+                // does a released one (its netchan, if any, is a new flow's).
+                Oob::Accept
+                    if handshake
+                        && !released
+                        && (accepted || self.connections < MAX_CONNECTIONS) =>
+                {
                     if !accepted {
                         self.handshakes = self.handshakes.saturating_sub(1);
                     }
@@ -746,7 +787,7 @@ impl Tracker {
         out: &mut Vec<Event>,
     ) -> bool {
         let summarised = self.summarised_servers.contains_key(&d.src);
-        if !summarised || self.connections >= MAX_CONNECTIONS {
+        if !summarised || self.connections >= MAX_CONNECTIONS || self.flows.len() >= MAX_FLOW_ROWS {
             return false;
         }
         let i = self.push_flow(d.src, d.dst, true, table);
@@ -788,7 +829,7 @@ impl Tracker {
         } else {
             (&mut self.queries, MAX_QUERY_FLOWS)
         };
-        if *count >= limit {
+        if *count >= limit || self.flows.len() >= MAX_FLOW_ROWS {
             return None;
         }
         *count += 1;
@@ -872,6 +913,10 @@ impl Tracker {
         };
         if count {
             f.sum.count_packet(dir, d.payload.len(), d.ts_ns);
+        }
+        if f.released {
+            // Both ends timed out long ago: no state to decode it with.
+            return;
         }
         let Some(h) = Header::new_checked(d.payload, dir) else {
             return;
