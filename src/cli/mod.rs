@@ -391,7 +391,7 @@ fn flows_table(
     let (listed, summed) = if view.all {
         (shown.iter().collect(), Vec::new())
     } else {
-        sink::table::sum_unanswered(&shown)
+        sink::table::sum_one_shot(&shown)
     };
     if listed.is_empty() && summed.is_empty() {
         writeln!(out, "no Quake 3 or QuakeWorld flow")?;

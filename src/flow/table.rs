@@ -23,9 +23,10 @@ pub const MAX_QUERY_FLOWS: usize = 4_096;
 /// not its first ten thousand.
 pub const MAX_CONNECTIONS: usize = 10_000;
 /// Flows of one game kept in all, live or not: the bound when the live limits are not
-/// (spoofed connects spread over hours). A finished Quake 3 connection's row holds about
-/// 4 KB (its summary, counters and netchan receivers), so at most about 200 MB.
-pub const MAX_FLOW_ROWS: usize = 50_000;
+/// (spoofed connects spread over hours). A row holds about 3 KB once its flow is idle (its
+/// summary, counters and netchan receivers): 40,000 connect-only rows peak at 127 MB,
+/// under issue 11's 150 MB.
+pub const MAX_FLOW_ROWS: usize = 40_000;
 /// A flow silent this long (capture time) releases its decoder state and stops counting
 /// against the limits above: Quake 3's engines give up on a silent peer after 200 s
 /// (`sv_timeout`, `cl_timeout`), mvdsv after its `timeout` (65 s by default).

@@ -98,12 +98,12 @@ pub fn render_to<W: std::io::Write>(
     w.write_all(h.as_bytes())
 }
 
-/// The flows table: game flows, a flood's unanswered connects and queries summed (as in
+/// The flows table: game flows, a flood's one-shot connection attempts and queries summed (as in
 /// `quakecap flows`), UDP of no known game counted in a line, then the traffic past the flow
 /// limits (`aggregates`).
 fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]) {
     h.push_str("<h2>Flows</h2>\n<table class=\"flows\">\n<tr><th>id</th><th class=\"l\">game</th><th class=\"l\">kind</th><th class=\"l\">server</th><th class=\"l\">client</th><th class=\"l\">player</th><th>duration s</th><th>packets c2s/s2c</th><th>bytes c2s/s2c</th></tr>\n");
-    let (listed, summed) = crate::sink::table::sum_unanswered(flows);
+    let (listed, summed) = crate::sink::table::sum_one_shot(flows);
     let (game, other): (Vec<&FlowSummary>, Vec<&FlowSummary>) =
         listed.into_iter().partition(|f| f.game != "udp");
     for f in game {

@@ -267,7 +267,7 @@ pub fn render_aggregates(rows: &[FlowSummary]) -> String {
             )
         } else {
             format!(
-                "{} {} {}: {} requests from {} sources, {} answered (past the query flow limit)\n",
+                "{} {} {}: {} requests from {} sources, {} answered (past the flow limits)\n",
                 f.game,
                 f.server,
                 a.command,
@@ -282,7 +282,7 @@ pub fn render_aggregates(rows: &[FlowSummary]) -> String {
 }
 
 /// A server's flows of one kind that its table sums instead of listing (see
-/// [`sum_unanswered`]).
+/// [`sum_one_shot`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summed {
     pub game: &'static str,
@@ -292,60 +292,64 @@ pub struct Summed {
     pub flows: u64,
     /// Client datagrams of these flows.
     pub datagrams: u64,
+    /// Flows the server answered at all.
+    pub answered: u64,
     /// Distinct client addresses.
     pub sources: u64,
 }
 
 impl Summed {
-    /// The line under the table, e.g. `q3 1.2.3.4:27960: 10,000 unanswered connection
-    /// attempts from 9,871 sources (--all lists them)`; the datagrams are said when a flow
-    /// sent more than one.
+    /// The line under the table, e.g. `q3 1.2.3.4:27960: 10,000 connection attempts without
+    /// a session (10,000 answered) from 9,871 sources (--all lists them)`; the client
+    /// datagrams are said when a flow sent more than one.
     pub fn line(&self, how_to_list: &str) -> String {
         let what = if self.kind == "query" {
             "queries"
         } else {
-            "connection attempts"
+            "connection attempts without a session"
         };
         let datagrams = if self.datagrams > self.flows {
-            format!(" ({} datagrams)", grouped(self.datagrams))
+            format!("{} datagrams, ", grouped(self.datagrams))
         } else {
             String::new()
         };
         format!(
-            "{} {}: {} unanswered {what}{datagrams} from {} sources ({how_to_list})",
+            "{} {}: {} {what} ({datagrams}{} answered) from {} sources ({how_to_list})",
             self.game,
             self.server,
             grouped(self.flows),
+            grouped(self.answered),
             grouped(self.sources)
         )
     }
 }
 
-/// A server's unanswered flows of one kind are listed up to this many; past it (a flood of
-/// spoofed sources: ten thousand one-packet rows), they are summed in one line.
-pub const MAX_UNANSWERED_LISTED: usize = 16;
-/// Most client datagrams of a flow counted as unanswered: a client retries its
-/// getchallenge and connect a few times before giving up.
-const UNANSWERED_MAX_DATAGRAMS: u64 = 4;
+/// A server's one-shot flows of one kind are listed up to this many; past it (a flood of
+/// spoofed sources: ten thousand rows of a packet or two), they are summed in one line.
+pub const MAX_ONE_SHOT_LISTED: usize = 16;
+/// Most datagrams each way of a one-shot flow: a client retries its getchallenge and
+/// connect a few times before giving up.
+const ONE_SHOT_MAX_DATAGRAMS: u64 = 4;
 
-/// A connect or query the server never answered (as far as the capture saw): a few client
-/// datagrams and nothing back.
-pub fn is_unanswered(f: &FlowSummary) -> bool {
+/// A query, or a connection attempt that never became a game session (no gamestate or
+/// map), of a few datagrams each way: what a flood of spoofed sources leaves, one per
+/// source, whether the server answered the requests or not.
+pub fn is_one_shot(f: &FlowSummary) -> bool {
     f.game != "udp"
         && f.aggregate.is_none()
-        && matches!(f.kind, "connection" | "query")
-        && f.packets.s2c == 0
-        && f.packets.c2s <= UNANSWERED_MAX_DATAGRAMS
+        && (f.kind == "query" || (f.kind == "connection" && f.map.is_none()))
+        && f.packets.c2s <= ONE_SHOT_MAX_DATAGRAMS
+        && f.packets.s2c <= ONE_SHOT_MAX_DATAGRAMS
 }
 
-/// The flows a table lists, and the sums of those it does not: a server's unanswered flows
-/// of one kind ([`is_unanswered`]) when there are more than [`MAX_UNANSWERED_LISTED`], in
-/// the order of their first flow. Everything else is listed, in its order.
-pub fn sum_unanswered(flows: &[FlowSummary]) -> (Vec<&FlowSummary>, Vec<Summed>) {
+/// The flows a table lists, and the sums of those it does not: a server's one-shot flows of
+/// one kind ([`is_one_shot`]) when there are more than [`MAX_ONE_SHOT_LISTED`], in the
+/// order of their first flow. Everything else is listed, in its order.
+pub fn sum_one_shot(flows: &[FlowSummary]) -> (Vec<&FlowSummary>, Vec<Summed>) {
     use std::collections::{HashMap, HashSet};
     let mut groups: HashMap<(&str, &str, &str), Vec<&FlowSummary>> = HashMap::new();
     let mut order = Vec::new();
-    for f in flows.iter().filter(|f| is_unanswered(f)) {
+    for f in flows.iter().filter(|f| is_one_shot(f)) {
         let key = (f.game, f.server.as_str(), f.kind);
         let g = groups.entry(key).or_default();
         if g.is_empty() {
@@ -357,7 +361,7 @@ pub fn sum_unanswered(flows: &[FlowSummary]) -> (Vec<&FlowSummary>, Vec<Summed>)
     let mut hidden: HashSet<u32> = HashSet::new();
     for key in order {
         let g = &groups[&key];
-        if g.len() <= MAX_UNANSWERED_LISTED {
+        if g.len() <= MAX_ONE_SHOT_LISTED {
             continue;
         }
         hidden.extend(g.iter().map(|f| f.id));
@@ -368,6 +372,7 @@ pub fn sum_unanswered(flows: &[FlowSummary]) -> (Vec<&FlowSummary>, Vec<Summed>)
             kind: g[0].kind,
             flows: g.len() as u64,
             datagrams: g.iter().map(|f| f.packets.c2s).sum(),
+            answered: g.iter().filter(|f| f.packets.s2c > 0).count() as u64,
             sources: sources.len() as u64,
         });
     }
@@ -377,7 +382,7 @@ pub fn sum_unanswered(flows: &[FlowSummary]) -> (Vec<&FlowSummary>, Vec<Summed>)
 
 #[cfg(test)]
 mod tests {
-    use super::{sum_unanswered, MAX_UNANSWERED_LISTED};
+    use super::{sum_one_shot, MAX_ONE_SHOT_LISTED};
     use crate::flow::{FlowSummary, PerDir};
 
     fn flow(
@@ -400,38 +405,44 @@ mod tests {
     }
 
     #[test]
-    fn a_servers_unanswered_flows_are_summed_past_the_limit() {
-        let n = MAX_UNANSWERED_LISTED as u32;
+    fn a_servers_one_shot_flows_are_summed_past_the_limit() {
+        let n = MAX_ONE_SHOT_LISTED as u32;
         let mut flows = vec![flow(1, "a:1", "connection", "9.9.9.9", 900, 800)];
-        // One more than the limit of unanswered connects to a:1 (two from one address, one
-        // with a retry), the limit exactly of unanswered queries to a:1, a few to b:1.
+        // One more than the limit of session-less connection attempts to a:1 (two from one
+        // address, one with a retry, one answered), the limit exactly of queries to a:1, one
+        // attempt to b:1.
         for i in 0..=n {
             let ip = format!("10.0.0.{}", i.min(n - 1));
+            let c2s = 1 + u64::from(i == 0);
             flows.push(flow(
                 2 + i,
                 "a:1",
                 "connection",
                 &ip,
-                1 + u64::from(i == 0),
-                0,
+                c2s,
+                u64::from(i == 1),
             ));
         }
         for i in 0..n {
-            flows.push(flow(100 + i, "a:1", "query", &format!("10.1.0.{i}"), 1, 0));
+            flows.push(flow(100 + i, "a:1", "query", &format!("10.1.0.{i}"), 1, 1));
         }
         flows.push(flow(200, "b:1", "connection", "10.2.0.1", 1, 0));
-        // Answered, or more datagrams than a client's retries: listed whatever their number.
+        // A game session (its map), or more datagrams than a client's retries: listed
+        // whatever their number.
         for i in 0..2 * n {
-            flows.push(flow(300 + i, "a:1", "query", "10.3.0.1", 1, 1));
+            let mut f = flow(300 + i, "a:1", "connection", "10.3.0.1", 2, 1);
+            f.map = Some("q3dm17".into());
+            flows.push(f);
             flows.push(flow(400 + i, "a:1", "connection", "10.4.0.1", 5, 0));
         }
-        let (listed, summed) = sum_unanswered(&flows);
+        let (listed, summed) = sum_one_shot(&flows);
         assert_eq!(summed.len(), 1, "{summed:?}");
         let s = &summed[0];
         assert_eq!((s.server.as_str(), s.kind), ("a:1", "connection"));
+        let n64 = u64::from(n);
         assert_eq!(
-            (s.flows, s.datagrams, s.sources),
-            (u64::from(n) + 1, u64::from(n) + 2, u64::from(n))
+            (s.flows, s.datagrams, s.answered, s.sources),
+            (n64 + 1, n64 + 2, 1, n64)
         );
         // The others, in their order.
         let want: Vec<&FlowSummary> = flows
@@ -441,7 +452,12 @@ mod tests {
         assert_eq!(listed, want);
         assert_eq!(
             s.line("--all lists them"),
-            format!("q3 a:1: {} unanswered connection attempts ({} datagrams) from {} sources (--all lists them)", n + 1, n + 2, n)
+            format!(
+                "q3 a:1: {} connection attempts without a session ({} datagrams, 1 answered) from {} sources (--all lists them)",
+                n + 1,
+                n + 2,
+                n
+            )
         );
     }
 
