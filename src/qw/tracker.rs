@@ -352,7 +352,8 @@ struct Flow {
     /// Set for a connection recognised without its handshake.
     mid: Option<Box<MidSession>>,
     /// Silent for [`IDLE_RELEASE_NS`]: the decoder state is gone and the flow no longer
-    /// counts against the limits; later packets are only counted (see [`Tracker::scan_idle`]).
+    /// counts against the limits; later packets are only counted (see [`Tracker::scan_idle`])
+    /// until the server accepts its client again.
     released: bool,
 }
 
@@ -742,14 +743,19 @@ impl Tracker {
                 });
             match &s2c {
                 // A re-accept restarts the netchan; past the connections' limit an accepted
-                // handshake keeps its row but gets no decoder state (bounded memory), and so
-                // does a released one (its netchan, if any, is a new flow's).
+                // handshake keeps its row but gets no decoder state (bounded memory). A
+                // released flow accepted again (its client back after 200 s from the same
+                // address) is a new session: it counts as a connection again.
                 Oob::Accept
                     if handshake
-                        && !released
-                        && (accepted || self.connections < MAX_CONNECTIONS) =>
+                        && ((accepted && !released) || self.connections < MAX_CONNECTIONS) =>
                 {
-                    if !accepted {
+                    if released {
+                        if let Some(f) = self.flows.get_mut(i) {
+                            f.released = false;
+                            f.accepted = false;
+                        }
+                    } else if !accepted {
                         self.handshakes = self.handshakes.saturating_sub(1);
                     }
                     self.accept(i, d);
