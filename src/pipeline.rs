@@ -335,6 +335,23 @@ impl Trackers {
     pub fn fill_report(&mut self, report: &mut Report, sink: &mut dyn Sink) -> io::Result<()> {
         report.flows = self.finish(sink)?;
         report.aggregates = self.table.aggregates().iter().map(aggregate_row).collect();
+        let (refused, first_refused) = self.table.rows_refused();
+        if refused > 0 {
+            report.warnings_total += 1;
+            report.warnings.insert(
+                0,
+                Error::new(
+                    ErrorKind::FlowTableFull,
+                    format!(
+                        "flow rows full: {refused} datagrams that would have started flows, \
+                         from frame {first_refused} on, were summed in the aggregate rows (at \
+                         most {} flows per game in one input)",
+                        q3::tracker::MAX_FLOW_ROWS
+                    ),
+                )
+                .frame(first_refused),
+            );
+        }
         let (count, first_frame) = self.table.untracked();
         report.untracked_datagrams = count;
         if count > 0 {

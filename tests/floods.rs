@@ -463,6 +463,8 @@ fn connects_spread_over_time_stay_bounded_by_the_rows_limit() {
         .map(|r| r["requests"].as_u64().unwrap())
         .sum();
     assert_eq!(flows as u64 + connects, sessions as u64, "{said}");
+    // Said once, with the frame of the first refused flow.
+    assert_eq!(said.matches("flow rows full").count(), 1, "{said}");
     match rss {
         Some(kb) => assert!(kb < MAX_RSS_KB, "peak RSS {kb} KB"),
         None => eprintln!("floods: skipped the memory bound (no /usr/bin/time)"),

@@ -155,6 +155,10 @@ pub struct FlowTable {
     /// Datagrams of other UDP past [`MAX_OTHER_FLOWS`] (summarised as one aggregate).
     untracked: u64,
     first_untracked_frame: u64,
+    /// Datagrams that would have started a flow but for [`MAX_FLOW_ROWS`] (summed instead),
+    /// and the frame of the first.
+    rows_refused: u64,
+    first_refused_frame: u64,
 }
 
 impl Default for FlowTable {
@@ -165,6 +169,8 @@ impl Default for FlowTable {
             aggregates: FlowMap::default(),
             untracked: 0,
             first_untracked_frame: 0,
+            rows_refused: 0,
+            first_refused_frame: 0,
         }
     }
 }
@@ -274,6 +280,20 @@ impl FlowTable {
             }
             Dir::S2c => a.answered += 1,
         }
+    }
+
+    /// A game refused to start a flow for the datagram of `frame`: it holds
+    /// [`MAX_FLOW_ROWS`] already.
+    pub fn refuse_row(&mut self, frame: u64) {
+        if self.rows_refused == 0 {
+            self.first_refused_frame = frame;
+        }
+        self.rows_refused += 1;
+    }
+
+    /// Datagrams refused a flow for [`MAX_FLOW_ROWS`] and the frame of the first.
+    pub fn rows_refused(&self) -> (u64, u64) {
+        (self.rows_refused, self.first_refused_frame)
     }
 
     /// Datagrams of other UDP past [`MAX_OTHER_FLOWS`], and the frame of the first.

@@ -550,7 +550,7 @@ impl Tracker {
             true => Budget::Connect,
             false => Budget::Query,
         };
-        if let Some(i) = self.new_flow(server, client, budget, table) {
+        if let Some(i) = self.new_flow(server, client, budget, d.frame, table) {
             return Routed::Flow(i, dir);
         }
         let text = d.payload.get(4..).unwrap_or_default();
@@ -632,7 +632,7 @@ impl Tracker {
         }
         let c = self.candidates.remove(&key)?;
         self.held.release(&c.held);
-        let i = self.new_flow(d.dst, d.src, Budget::MidSession, table)?;
+        let i = self.new_flow(d.dst, d.src, Budget::MidSession, d.frame, table)?;
         match ch71 {
             Some(ch) => {
                 self.flows[i].mark_mid_session71(d.frame, ch, c.held.len());
@@ -682,14 +682,19 @@ impl Tracker {
         server: SocketAddr,
         client: SocketAddr,
         budget: Budget,
+        frame: u64,
         table: &mut FlowTable,
     ) -> Option<usize> {
+        if self.flows.len() >= MAX_FLOW_ROWS {
+            table.refuse_row(frame);
+            return None;
+        }
         let (count, limit) = match budget {
             Budget::Connect => (&mut self.connections, MAX_CONNECTIONS),
             Budget::MidSession => (&mut self.mid_session, MAX_CONNECTIONS),
             Budget::Query => (&mut self.queries, MAX_QUERY_FLOWS),
         };
-        if *count >= limit || self.flows.len() >= MAX_FLOW_ROWS {
+        if *count >= limit {
             return None;
         }
         *count += 1;

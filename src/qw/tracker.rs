@@ -610,7 +610,11 @@ impl Tracker {
             return false;
         };
         self.held.release(&c.held);
-        if self.connections >= MAX_CONNECTIONS || self.flows.len() >= MAX_FLOW_ROWS {
+        if self.flows.len() >= MAX_FLOW_ROWS {
+            table.refuse_row(d.frame);
+            return false;
+        }
+        if self.connections >= MAX_CONNECTIONS {
             return false;
         }
         self.connections += 1;
@@ -793,7 +797,11 @@ impl Tracker {
         out: &mut Vec<Event>,
     ) -> bool {
         let summarised = self.summarised_servers.contains_key(&d.src);
-        if !summarised || self.connections >= MAX_CONNECTIONS || self.flows.len() >= MAX_FLOW_ROWS {
+        if !summarised || self.connections >= MAX_CONNECTIONS {
+            return false;
+        }
+        if self.flows.len() >= MAX_FLOW_ROWS {
+            table.refuse_row(d.frame);
             return false;
         }
         let i = self.push_flow(d.src, d.dst, true, table);
@@ -835,7 +843,11 @@ impl Tracker {
         } else {
             (&mut self.queries, MAX_QUERY_FLOWS)
         };
-        if *count >= limit || self.flows.len() >= MAX_FLOW_ROWS {
+        if self.flows.len() >= MAX_FLOW_ROWS {
+            table.refuse_row(d.frame);
+            return None;
+        }
+        if *count >= limit {
             return None;
         }
         *count += 1;
