@@ -335,46 +335,29 @@ impl Trackers {
     pub fn fill_report(&mut self, report: &mut Report, sink: &mut dyn Sink) -> io::Result<()> {
         report.flows = self.finish(sink)?;
         report.aggregates = self.table.aggregates().iter().map(aggregate_row).collect();
+        // Table-full warnings go first, so they are shown however many others there are.
         let (refused, first_refused) = self.table.rows_refused();
         if refused > 0 {
-            report.warnings_total += 1;
-            report.warnings.insert(
-                0,
-                Error::new(
-                    ErrorKind::FlowTableFull,
-                    format!(
-                        "flow rows full: {refused} datagrams that would have started flows, \
-                         from frame {first_refused} on, were summed in the aggregate rows (at \
-                         most {} flows per game in one input)",
-                        q3::tracker::MAX_FLOW_ROWS
-                    ),
-                )
-                .frame(first_refused),
+            let text = format!(
+                "flow rows full: {refused} datagrams that would have started flows, from frame \
+                 {first_refused} on, were summed in the aggregate rows (at most {} flows per \
+                 game in one input)",
+                q3::tracker::MAX_FLOW_ROWS
             );
+            warn_first(report, text, first_refused);
         }
         let (count, first_frame) = self.table.untracked();
         report.untracked_datagrams = count;
         if count > 0 {
-            // First, so it is shown however many other warnings there are.
-            report.warnings_total += 1;
-            report.warnings.insert(
-                0,
-                Error::new(
-                    ErrorKind::FlowTableFull,
-                    format!(
-                    "flow table full: {} datagrams of new endpoints from frame {} on were counted \
-                     but not tracked (at most {} query and {} connection flows at a time, {} \
-                     flows in all per game, and {} other flows)",
-                    count,
-                    first_frame,
-                    q3::tracker::MAX_QUERY_FLOWS,
-                    q3::tracker::MAX_CONNECTIONS,
-                    q3::tracker::MAX_FLOW_ROWS,
-                    MAX_OTHER_FLOWS
-                    ),
-                )
-                .frame(first_frame),
+            let text = format!(
+                "flow table full: {count} datagrams of new endpoints from frame {first_frame} on \
+                 were counted but not tracked (at most {} query and {} connection flows at a \
+                 time, {} flows in all per game, and {MAX_OTHER_FLOWS} other flows)",
+                q3::tracker::MAX_QUERY_FLOWS,
+                q3::tracker::MAX_CONNECTIONS,
+                q3::tracker::MAX_FLOW_ROWS,
             );
+            warn_first(report, text, first_frame);
         }
         Ok(())
     }
@@ -904,6 +887,13 @@ pub fn run_merged(
         source,
     })?;
     Ok(report)
+}
+
+/// A flow-table warning at the head of the report's warnings (kept whatever their number).
+fn warn_first(report: &mut Report, text: String, frame: u64) {
+    report.warnings_total += 1;
+    let e = Error::new(ErrorKind::FlowTableFull, text).frame(frame);
+    report.warnings.insert(0, e);
 }
 
 #[cfg(test)]
