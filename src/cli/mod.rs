@@ -401,14 +401,8 @@ fn flows_table(
     for s in &summed {
         writeln!(out, "{}", s.line("--all lists them"))?;
     }
-    if !other.is_empty() {
-        let datagrams: u64 = other.iter().map(|f| f.packets.total()).sum();
-        writeln!(
-            out,
-            "{} other UDP datagrams in {} flows (--all lists them)",
-            sink::table::grouped(datagrams),
-            sink::table::grouped(other.len() as u64)
-        )?;
+    if let Some(line) = sink::table::other_udp_line(&other, "--all lists them") {
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }

@@ -133,14 +133,8 @@ fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]
             esc(&s.line("flows --json lists them"))
         );
     }
-    if !other.is_empty() {
-        let datagrams: u64 = other.iter().map(|f| f.packets.total()).sum();
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">{} other UDP datagrams in {} flows (flows --all lists them)</p>",
-            crate::sink::table::grouped(datagrams),
-            crate::sink::table::grouped(other.len() as u64)
-        );
+    if let Some(line) = crate::sink::table::other_udp_line(other, "flows --all lists them") {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&line));
     }
     for line in crate::sink::table::render_aggregates(aggregates).lines() {
         let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(line));

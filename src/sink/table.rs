@@ -253,6 +253,24 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
+/// The line that counts the UDP flows of no known game a table hides, e.g. `11 other UDP
+/// datagrams in 2 flows (--all lists them)`; None when there are none.
+pub fn other_udp_line<'a>(
+    other: impl IntoIterator<Item = &'a FlowSummary>,
+    how_to_list: &str,
+) -> Option<String> {
+    let (flows, datagrams) = other
+        .into_iter()
+        .fold((0u64, 0u64), |(n, d), f| (n + 1, d + f.packets.total()));
+    (flows > 0).then(|| {
+        format!(
+            "{} other UDP datagrams in {} flows ({how_to_list})",
+            grouped(datagrams),
+            grouped(flows)
+        )
+    })
+}
+
 /// One line per aggregate row (traffic past the flow limits), under the table, e.g.
 /// `qw 1.2.3.4:27500 status: 400,000 requests from 399,871 sources, 0 answered`.
 pub fn render_aggregates(rows: &[FlowSummary]) -> String {
