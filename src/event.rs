@@ -11,6 +11,7 @@
 //! change to the sink API, and sinks that do not know a variant ignore it with their `_`
 //! arm.
 use crate::analysis::net::Sample;
+use crate::flow::FlowSummary;
 use crate::q3;
 use crate::qw;
 
@@ -30,8 +31,15 @@ pub enum Event<'a> {
     /// (flow, direction, capture time, sequence, acknowledgement, sender stamps), filled by
     /// each game's thin extractor. Only with [`Options::samples`](crate::pipeline::Options).
     NetSample(&'a Sample),
-    // Planned game-neutral variants (issue 11, analysis): `Kill`, `Chat`, `Join`, `Leave`,
-    // each borrowing a small struct of its own, with its flow, frame and time.
+    /// Game-neutral: a connection's decoder let its state go (the flow was silent for
+    /// [`IDLE_RELEASE_NS`](crate::flow::table::IDLE_RELEASE_NS): both engines had dropped the
+    /// peer). Every event of the flow so far came before it; the summary is its row as of now.
+    /// A sink that keeps per-connection state can finish that connection here instead of at
+    /// the end of the input, so its memory follows the connections live at once, not all of
+    /// a long capture's. The flow may come back later (a client from the same address and
+    /// port): its events then follow, and a later `FlowEnd` or the input's end closes them.
+    /// Only in passes that decode in capture order (anything but the flow table alone).
+    FlowEnd(&'a FlowSummary),
 }
 
 impl Event<'_> {
@@ -42,6 +50,7 @@ impl Event<'_> {
             Event::Qw(m) => m.flow,
             Event::QwRaw(p) => p.flow,
             Event::NetSample(s) => s.flow,
+            Event::FlowEnd(f) => f.id,
         }
     }
 }

@@ -279,6 +279,33 @@ pub fn repeat_session(
     count: usize,
     spacing_ns: i64,
 ) -> io::Result<Vec<u8>> {
+    replay_session(capture, packets, count, spacing_ns, |k| {
+        let [_, a, b, c] = (k as u32).to_be_bytes();
+        Ipv4Addr::new(10, a, b, c)
+    })
+}
+
+/// [`repeat_session`] with every replay from the same client address and port (10.0.0.1):
+/// a client that left and came back, the flow table's one row for both.
+pub fn repeat_session_same_client(
+    capture: &[u8],
+    packets: usize,
+    count: usize,
+    spacing_ns: i64,
+) -> io::Result<Vec<u8>> {
+    replay_session(capture, packets, count, spacing_ns, |_| {
+        Ipv4Addr::new(10, 0, 0, 1)
+    })
+}
+
+/// The replays of [`repeat_session`], replay `k` from client address `client(k)`.
+fn replay_session(
+    capture: &[u8],
+    packets: usize,
+    count: usize,
+    spacing_ns: i64,
+    client: impl Fn(usize) -> Ipv4Addr,
+) -> io::Result<Vec<u8>> {
     let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
     let mut reader = CaptureReader::new(Cursor::new(capture)).map_err(|e| bad(&e.to_string()))?;
     let mut net = NetDecoder::new();
@@ -318,10 +345,10 @@ pub fn repeat_session(
     }
     let mut w = PcapNgWriter::new(Vec::new())?;
     for k in 0..count {
-        let [_, a, b, c] = (k as u32).to_be_bytes();
+        let ip = client(k);
         let at = t0 + k as i64 * spacing_ns;
         for (dt, from_client, port, payload) in &session {
-            let client = SocketAddrV4::new(Ipv4Addr::new(10, a, b, c), *port);
+            let client = SocketAddrV4::new(ip, *port);
             let frame = if *from_client {
                 udp_frame(client, server, payload)
             } else {

@@ -128,6 +128,8 @@ pub struct Trackers {
     /// Active Quake 3 connections from which datagrams' state is prefetched
     /// ([`PREFETCH_MIN_ACTIVE`]; tests lower it).
     prefetch_min_active: usize,
+    /// Summaries of the flows just released, for [`Event::FlowEnd`].
+    ended: Vec<FlowSummary>,
 }
 
 /// Network samples are handed out once this many are queued, or before the next other output
@@ -161,10 +163,19 @@ impl Trackers {
             decode: true,
             keep_raw: opts.keep_raw,
         };
+        // Flow ends are told only where decoding runs in capture order (one event stream).
+        let (mut q3, mut qw) = (
+            q3::tracker::Tracker::new(q3_opts),
+            qw::Tracker::new(qw_opts),
+        );
+        if !detached {
+            q3 = q3.with_flow_ends();
+            qw = qw.with_flow_ends();
+        }
         Trackers {
             table: FlowTable::default(),
-            q3: q3::tracker::Tracker::new(q3_opts),
-            qw: qw::Tracker::new(qw_opts),
+            q3,
+            qw,
             q3_out: Vec::new(),
             q3_work: Default::default(),
             q3_pool,
@@ -174,6 +185,7 @@ impl Trackers {
             samples: opts.samples,
             samples_held: 0,
             prefetch_min_active: PREFETCH_MIN_ACTIVE,
+            ended: Vec::new(),
         }
     }
 
@@ -223,6 +235,9 @@ impl Trackers {
         {
             self.table.offer_other(d);
         }
+        if self.q3.has_ended() || self.qw.has_ended() {
+            self.end_flows(sink)?;
+        }
         let prefetching = self.prefetching();
         if let Some(pool) = &mut self.q3_pool {
             pool.set_prefetch(prefetching);
@@ -246,6 +261,25 @@ impl Trackers {
             }
         }
         self.flush(sink)
+    }
+
+    /// Tell the sink of the flows the trackers released while offering the current datagram
+    /// (they scan for idle flows before routing it): after the samples held from earlier
+    /// datagrams, before what this one decoded (it may be a released flow's, come back).
+    #[cold]
+    #[inline(never)]
+    fn end_flows(&mut self, sink: &mut dyn Sink) -> io::Result<()> {
+        self.flush_samples(sink, self.samples_held)?;
+        let mut ended = std::mem::take(&mut self.ended);
+        self.q3.take_ended(&mut ended);
+        self.qw.take_ended(&mut ended);
+        let told = ended
+            .iter()
+            .filter(|f| self.wanted(f.id))
+            .try_for_each(|f| sink.event(Event::FlowEnd(f)));
+        ended.clear();
+        self.ended = ended;
+        told
     }
 
     /// Hand out what the queues hold, in the order it was decoded: the held network samples

@@ -81,11 +81,20 @@ pub fn run(args: &NetArgs) -> Result<i32> {
     let mut failed = 0;
     let mut missing = false;
     let mut tables = Vec::new();
+    // The table shows no series: each connection keeps its summary and lag events alone.
+    let new_sink = || {
+        let ns = NetSink::new(args.interval);
+        if args.json {
+            ns
+        } else {
+            ns.without_series()
+        }
+    };
     if args.merge {
         if files.iter().any(|f| is_refused_demo(f)) {
             return Ok(EXIT_INPUT);
         }
-        let mut ns = NetSink::new(args.interval);
+        let mut ns = new_sink();
         let report = pipeline::run_merged(&files, &opts, &mut ns)?;
         super::warn(&report);
         missing |= say_missing_or_empty(&args.flows, &report, &ns);
@@ -96,7 +105,7 @@ pub fn run(args: &NetArgs) -> Result<i32> {
                 failed += 1;
                 continue;
             }
-            let mut ns = NetSink::new(args.interval);
+            let mut ns = new_sink();
             match super::run_input(f, &opts, &mut ns) {
                 Ok(report) => {
                     super::warn(&report);
@@ -208,9 +217,9 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 }
 
 /// The report's two analyses fed by one pass: network samples to the network analysis,
-/// decoded messages to the game events. Each event goes to the one sink that reads it (a
-/// [`pipeline::Tee`] offers every event to both: two dynamic calls per event, one of them
-/// ignored, for a sample per datagram and a message per datagram).
+/// decoded messages to the game events, a flow's end to both. Each event goes to the sinks
+/// that read it (a [`pipeline::Tee`] offers every event to both: two dynamic calls per
+/// event, one of them ignored, for a sample per datagram and a message per datagram).
 struct ReportSink {
     net: NetSink,
     events: EventSink,
@@ -222,6 +231,10 @@ impl Sink for ReportSink {
             Event::NetSample(s) => {
                 self.net.sample(s);
                 Ok(())
+            }
+            Event::FlowEnd(_) => {
+                self.net.event(e)?;
+                self.events.event(e)
             }
             e => self.events.event(e),
         }

@@ -414,6 +414,10 @@ pub struct Tracker {
     /// [`MAX_CANDIDATES`] pairs and the held bytes' budget).
     candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
     held: HoldBudget,
+    /// Keep the flows released since the last [`Tracker::take_ended`]
+    /// ([`Tracker::with_flow_ends`]).
+    flow_ends: bool,
+    ended: Vec<usize>,
 }
 
 /// Client commands that are QuakeWorld connectionless requests (spec §3.1).
@@ -443,13 +447,21 @@ impl Tracker {
     /// frees its decoder state and no longer counts as a connection, handshake or query.
     fn scan_idle(&mut self, now_ns: i64) {
         self.last_scan_ns = now_ns;
-        for f in self.flows.iter_mut().filter(|f| !f.released) {
+        for (i, f) in self
+            .flows
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, f)| !f.released)
+        {
             let last_ns = (f.sum.last_time * 1e9) as i64;
             if now_ns.saturating_sub(last_ns) < IDLE_RELEASE_NS {
                 continue;
             }
             f.released = true;
             f.state = None;
+            if self.flow_ends {
+                self.ended.push(i);
+            }
             let count = if f.accepted {
                 &mut self.connections
             } else if f.handshake {
@@ -475,6 +487,31 @@ impl Tracker {
             summarised_servers: FlowMap::default(),
             candidates: FlowMap::default(),
             held: HoldBudget::default(),
+            flow_ends: false,
+            ended: Vec::new(),
+        }
+    }
+
+    /// Also keep the flows released for idleness, for [`Self::take_ended`] (whoever asks
+    /// must take them after every offer).
+    pub fn with_flow_ends(mut self) -> Self {
+        self.flow_ends = true;
+        self
+    }
+
+    /// True when flows were released since the last [`Self::take_ended`].
+    #[inline]
+    pub fn has_ended(&self) -> bool {
+        !self.ended.is_empty()
+    }
+
+    /// The summaries of the flows released since the last call, in the order released.
+    #[cold]
+    pub fn take_ended(&mut self, out: &mut Vec<FlowSummary>) {
+        for i in self.ended.drain(..) {
+            if let Some(f) = self.flows.get(i) {
+                out.push(summary_of(f));
+            }
         }
     }
 
@@ -1201,25 +1238,25 @@ impl Tracker {
 
     /// End of input: one summary per QuakeWorld flow, in id order.
     pub fn finish(&mut self, _out: &mut Vec<Event>) -> Vec<FlowSummary> {
-        self.flows
-            .iter()
-            .map(|f| {
-                let mut s = f.sum.clone();
-                if let Some(mid) = &f.mid {
-                    s.push_error(
-                        Error::new(ErrorKind::MidSession, mid.report())
-                            .flow(f.id)
-                            .frame(mid.first_frame),
-                    );
-                }
-                if f.handshake && !f.accepted {
-                    // A handshake that was never accepted is not a connection.
-                    s.kind = "query";
-                }
-                s
-            })
-            .collect()
+        self.flows.iter().map(summary_of).collect()
     }
+}
+
+/// A flow's row as the report shows it.
+fn summary_of(f: &Flow) -> FlowSummary {
+    let mut s = f.sum.clone();
+    if let Some(mid) = &f.mid {
+        s.push_error(
+            Error::new(ErrorKind::MidSession, mid.report())
+                .flow(f.id)
+                .frame(mid.first_frame),
+        );
+    }
+    if f.handshake && !f.accepted {
+        // A handshake that was never accepted is not a connection.
+        s.kind = "query";
+    }
+    s
 }
 
 /// Value of `key` in a `\k\v\k\v` info string.

@@ -48,13 +48,18 @@ impl Extractor {
 pub struct EventSink {
     /// The extractor of each flow, through an index: consecutive messages are mostly of the
     /// same flow, so the last lookup is kept.
-    flows: Vec<(u32, Extractor)>,
+    flows: Vec<(u32, Option<Extractor>)>,
+    /// Slots of `flows` whose flow ended, for the next new one.
+    free: Vec<usize>,
     index: FlowMap<u32, usize>,
     last: Option<(u32, usize)>,
     /// The same index for small flow ids (the flow table numbers flows from 1): extractor + 1
     /// by id, 0 for none. With many connections interleaved the last lookup mostly misses,
     /// and a slot is cheaper than hashing. Ids from [`DENSE_IDS`] on use the map alone.
     dense: Vec<u32>,
+    /// Flows of the current input whose extractor finished at the flow's end
+    /// ([`Event::FlowEnd`]): the flow, whether it was a demo, and its warnings.
+    ended: Vec<(u32, bool, Vec<Error>)>,
     /// Events of the current input, each with the flow that saw it.
     raw: Vec<(u32, GameEvent)>,
     scratch: Vec<GameEvent>,
@@ -102,10 +107,15 @@ impl EventSink {
     #[cold]
     #[inline(never)]
     fn new_or_sparse(&mut self, flow: u32, new: impl FnOnce() -> Extractor) -> usize {
-        let next = self.flows.len();
+        let next = self.free.last().copied().unwrap_or(self.flows.len());
         let i = *self.index.entry(flow).or_insert(next);
         if i == next {
-            self.flows.push((flow, new()));
+            if i == self.flows.len() {
+                self.flows.push((flow, Some(new())));
+            } else {
+                self.free.pop();
+                self.flows[i] = (flow, Some(new()));
+            }
         }
         if flow < DENSE_IDS {
             let f = flow as usize;
@@ -115,6 +125,37 @@ impl EventSink {
             self.dense[f] = u32::try_from(i + 1).unwrap_or(0);
         }
         i
+    }
+}
+
+impl EventSink {
+    /// A flow's decoder let it go: no message of it can follow but those of the same client
+    /// back later (a new extractor, as for a new connection). Its extractor finishes now and
+    /// goes: the extractors held are those of the connections live at once.
+    #[cold]
+    fn flow_end(&mut self, flow: u32) {
+        let Some(i) = self.index.remove(&flow) else {
+            return;
+        };
+        if let Some(slot) = self.dense.get_mut(flow as usize) {
+            *slot = 0;
+        }
+        if self.last.is_some_and(|(id, _)| id == flow) {
+            self.last = None;
+        }
+        if let Some(x) = self.flows.get_mut(i).and_then(|f| f.1.take()) {
+            let done = self.finish_extractor(flow, x);
+            self.ended.push(done);
+        }
+        self.free.push(i);
+    }
+
+    /// The last events of a flow's extractor into this input's events; its flow, whether it
+    /// read a demo, and its warnings.
+    fn finish_extractor(&mut self, flow: u32, mut x: Extractor) -> (u32, bool, Vec<Error>) {
+        x.finish(&mut self.scratch);
+        self.take(flow);
+        (flow, x.demo(), x.take_warnings())
     }
 }
 
@@ -131,7 +172,7 @@ impl Sink for EventSink {
                 }
                 let demo = m.file_offset.is_some();
                 let i = self.extractor(m.flow, || Extractor::Q3(q3::events::Extractor::new(demo)));
-                if let Extractor::Q3(x) = &mut self.flows[i].1 {
+                if let Some(Extractor::Q3(x)) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
                 self.take(m.flow);
@@ -139,11 +180,12 @@ impl Sink for EventSink {
             Event::Qw(m) => {
                 let demo = m.block.is_some();
                 let i = self.extractor(m.flow, || Extractor::Qw(qw::events::Extractor::new(demo)));
-                if let Extractor::Qw(x) = &mut self.flows[i].1 {
+                if let Some(Extractor::Qw(x)) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
                 self.take(m.flow);
             }
+            Event::FlowEnd(f) => self.flow_end(f.id),
             _ => {}
         }
         Ok(())
@@ -155,17 +197,26 @@ impl Sink for EventSink {
             .iter()
             .map(|f| (f.id, f.server.as_str()))
             .collect();
-        let mut flows = std::mem::take(&mut self.flows);
+        let flows = std::mem::take(&mut self.flows);
+        self.free.clear();
         self.index.clear();
         self.dense.clear();
         self.last = None;
-        flows.sort_by_key(|f| f.0);
+        let mut done = std::mem::take(&mut self.ended);
+        // In flow order, as the merge keeps the order of events at one time.
+        let mut open: Vec<(u32, Extractor)> = flows
+            .into_iter()
+            .filter_map(|(f, x)| Some((f, x?)))
+            .collect();
+        open.sort_by_key(|f| f.0);
+        for (flow, x) in open {
+            done.push(self.finish_extractor(flow, x));
+        }
+        done.sort_by_key(|d| d.0);
         let mut demo = HashMap::new();
-        for (flow, mut x) in flows {
-            x.finish(&mut self.scratch);
-            self.take(flow);
-            demo.insert(flow, x.demo());
-            for w in x.take_warnings() {
+        for (flow, is_demo, warnings) in done {
+            demo.insert(flow, is_demo);
+            for w in warnings {
                 self.warnings.push(w.file(&report.file));
             }
         }
