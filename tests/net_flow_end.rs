@@ -12,6 +12,7 @@ use std::path::Path;
 use quakecap::analysis::net::{NetQuality, NetSink};
 use quakecap::flood::{repeat_session, repeat_session_same_client};
 use quakecap::pipeline::{self, Event, Options, Report, Sink};
+use quakecap::sink::events::EventSink;
 use serde_json::Value;
 
 /// Replays start this far apart: the stored sessions last under a minute, so each is silent
@@ -19,11 +20,17 @@ use serde_json::Value;
 const SPACING_NS: i64 = 300_000_000_000;
 const REPLAYS: usize = 8;
 
-/// A NetSink that also watches what it is handed.
+/// The report's two analyses, watched: what they are handed and what they hold.
 struct Probe {
     net: NetSink,
+    events: EventSink,
+    /// The game events as before flow ends: never told one, every extractor finishes at
+    /// the end of the input.
+    events_at_end: EventSink,
     /// Most accumulations held at once.
     most_open: usize,
+    /// Most game-event extractors held at once.
+    most_extractors: usize,
     /// Flows told ended, in order.
     ended: Vec<u32>,
     /// Samples that came for a flow after its end (a broken promise of the event).
@@ -38,11 +45,18 @@ impl Sink for Probe {
             _ => {}
         }
         self.net.event(e)?;
+        self.events.event(e)?;
+        if !matches!(e, Event::FlowEnd(_)) {
+            self.events_at_end.event(e)?;
+        }
         self.most_open = self.most_open.max(self.net.open());
+        self.most_extractors = self.most_extractors.max(self.events.open());
         Ok(())
     }
     fn finish(&mut self, r: &Report) -> std::io::Result<()> {
-        self.net.finish(r)
+        self.net.finish(r)?;
+        self.events.finish(r)?;
+        self.events_at_end.finish(r)
     }
 }
 
@@ -51,14 +65,20 @@ fn run(bytes: Vec<u8>, name: &str) -> Probe {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
+    // What `quakecap report` asks for.
     let opts = Options {
         samples: true,
+        emit: true,
+        events_only: true,
         threads: Some(1),
         ..Options::default()
     };
     let mut p = Probe {
         net: NetSink::new(1.0),
+        events: EventSink::new(),
+        events_at_end: EventSink::new(),
         most_open: 0,
+        most_extractors: 0,
         ended: Vec::new(),
         late: Vec::new(),
     };
@@ -135,6 +155,23 @@ fn check_sessions_one_after_another(base: &str) {
     );
     assert!(many.late.is_empty(), "{base}: samples after the end");
     assert_eq!(many.most_open, 1, "{base}: accumulations held at once");
+    // The game events: finishing each connection's extractor at its end gives exactly
+    // what finishing them all at the end of the input gives, and the extractors went.
+    let json = |e: &EventSink| serde_json::to_value(&e.events).unwrap();
+    assert!(
+        !many.events.events.is_empty(),
+        "{base}: the sessions have game events"
+    );
+    assert_eq!(
+        json(&many.events),
+        json(&many.events_at_end),
+        "{base}: game events"
+    );
+    // As many as the session alone holds (QuakeWorld: its query and handshake flows too).
+    assert_eq!(
+        many.most_extractors, once.most_extractors,
+        "{base}: extractors held at once"
+    );
 }
 
 #[test]

@@ -129,6 +129,11 @@ impl EventSink {
 }
 
 impl EventSink {
+    /// Flows with an extractor held now (those with decoded messages and not ended yet).
+    pub fn open(&self) -> usize {
+        self.index.len()
+    }
+
     /// A flow's decoder let it go: no message of it can follow but those of the same client
     /// back later (a new extractor, as for a new connection). Its extractor finishes now and
     /// goes: the extractors held are those of the connections live at once.
