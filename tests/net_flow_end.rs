@@ -216,3 +216,56 @@ fn a_quake3_client_back_from_the_same_address_is_reported_per_stretch() {
 fn a_quakeworld_client_back_from_the_same_address_is_reported_per_stretch() {
     check_client_back("qw-basic");
 }
+
+/// `quakecap demo` on many sessions one after another, with fewer open files allowed than
+/// there are sessions: each demo is closed at its connection's end, so all are written, each
+/// byte for byte the session's own. Before, every demo stayed open to the end of the input
+/// and the run failed on the open-file limit (`Too many open files`), writing none.
+#[test]
+fn demos_of_sessions_one_after_another_close_at_each_connections_end() {
+    let cap = capture("q3-basic");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end_demos");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let demos = |name: &str, count: usize| {
+        let input = dir.join(format!("{name}.pcapng"));
+        let spacing = if count > 1 { SPACING_NS } else { 0 };
+        std::fs::write(
+            &input,
+            repeat_session(&cap, usize::MAX, count, spacing).unwrap(),
+        )
+        .unwrap();
+        let out = dir.join(name);
+        std::fs::create_dir_all(&out).unwrap();
+        // Hard and soft limit: the process cannot raise it back.
+        let run = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"ulimit -n 24 && exec "$0" demo --out-dir "$1" "$2""#)
+            .arg(env!("CARGO_BIN_EXE_quakecap"))
+            .arg(&out)
+            .arg(&input)
+            .output()
+            .expect("run quakecap under sh");
+        assert!(
+            run.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let mut files: Vec<Vec<u8>> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect();
+        files.sort();
+        files
+    };
+    let once = demos("once", 1);
+    assert_eq!(once.len(), 1, "the session's demo");
+    let count = 40;
+    let many = demos("many", count);
+    assert_eq!(many.len(), count, "one demo per session");
+    assert!(
+        many.iter().all(|d| *d == once[0]),
+        "each the session's demo"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

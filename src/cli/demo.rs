@@ -306,7 +306,30 @@ fn as_output_error(e: &InputError) -> Option<&OutputError> {
     }
 }
 
+/// Raise this process's soft limit of open files to its hard limit: a demo is open from its
+/// connection's gamestate to the connection's end, so a capture of more connections live at
+/// once than the usual soft limit (1,024) would otherwise fail on `EMFILE` (the Go runtime
+/// does the same at start). Best effort: unchanged when the call fails.
+#[cfg(unix)]
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read or write only the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit() {}
+
 pub fn run(args: &DemoArgs) -> Result<i32> {
+    raise_open_file_limit();
     let files = super::input::expand(&args.files)?;
     if args.merge {
         return run_merged(args, &files);
@@ -444,6 +467,9 @@ fn write_demos(
     let not_cut = sink.qw_not_cut.clone();
     let mut files = sink.into_output();
     files.commit_ready()?;
+    // Demos close when their connection ends or at the end of the input: listed by flow
+    // (a flow's parts stay in their order).
+    files.written.sort_by_key(|w| w.1);
     let mut out = summary_out(&files.written);
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;
@@ -537,6 +563,9 @@ fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
     w.write_all(&bytes)?;
     files.closed(1, 0, w, &stats)?;
     files.commit_ready()?;
+    // Demos close when their connection ends or at the end of the input: listed by flow
+    // (a flow's parts stay in their order).
+    files.written.sort_by_key(|w| w.1);
     let mut out = summary_out(&files.written);
     for (path, flow, s) in &files.written {
         print_demo(&mut out, path, *flow, s)?;

@@ -31,6 +31,35 @@ pub const MAX_FLOW_ROWS: usize = 40_000;
 /// against the limits above: Quake 3's engines give up on a silent peer after 200 s
 /// (`sv_timeout`, `cl_timeout`), mvdsv after its `timeout` (65 s by default).
 pub const IDLE_RELEASE_NS: i64 = 200_000_000_000;
+
+/// The flows a tracker released for idleness since the pipeline last asked, when it asks
+/// at all (for `Event::FlowEnd`): flow indexes of the tracker, in the order released.
+#[derive(Debug, Default, Clone)]
+pub struct Released {
+    on: bool,
+    flows: Vec<usize>,
+}
+
+impl Released {
+    /// Keep the released flows from now on (whoever asks must take them after every offer).
+    pub fn keep(&mut self) {
+        self.on = true;
+    }
+    /// Flow `i` was released.
+    pub fn push(&mut self, i: usize) {
+        if self.on {
+            self.flows.push(i);
+        }
+    }
+    #[inline]
+    pub fn any(&self) -> bool {
+        !self.flows.is_empty()
+    }
+    /// The flows released since the last call.
+    pub fn take(&mut self) -> std::vec::Drain<'_, usize> {
+        self.flows.drain(..)
+    }
+}
 /// UDP flows of no known game kept; datagrams of further endpoint pairs are summarised.
 pub const MAX_OTHER_FLOWS: usize = 10_000;
 /// Unconfirmed mid-session candidates (Quake 3) kept at most.

@@ -310,9 +310,8 @@ pub struct Tracker {
     active: usize,
     /// See [`Self::hints_taken`].
     hints_taken: u64,
-    /// Keep the flows released since the last [`Self::take_ended`] ([`Self::with_flow_ends`]).
-    flow_ends: bool,
-    ended: Vec<usize>,
+    /// Flows released for idleness, for [`Self::take_ended`] ([`Self::with_flow_ends`]).
+    ended: table::Released,
 }
 
 /// Capture time between two scans for idle connections.
@@ -329,24 +328,26 @@ impl Tracker {
     /// Also keep the flows whose decode state is released for idleness, for
     /// [`Self::take_ended`] (whoever asks must take them after every offer).
     pub fn with_flow_ends(mut self) -> Self {
-        self.flow_ends = true;
+        self.ended.keep();
         self
     }
 
     /// True when flows were released since the last [`Self::take_ended`].
     #[inline]
     pub fn has_ended(&self) -> bool {
-        !self.ended.is_empty()
+        self.ended.any()
     }
 
     /// The summaries of the flows released since the last call, in the order released.
     #[cold]
     pub fn take_ended(&mut self, out: &mut Vec<FlowSummary>) {
-        for i in self.ended.drain(..) {
-            if let Some(c) = self.flows.get(i) {
-                out.push(c.summary());
-            }
-        }
+        let flows = &self.flows;
+        out.extend(
+            self.ended
+                .take()
+                .filter_map(|i| flows.get(i))
+                .map(Connection::summary),
+        );
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic
@@ -462,9 +463,7 @@ impl Tracker {
         let mut active = 0;
         for (i, conn) in self.flows.iter_mut().enumerate() {
             if conn.release_if_idle(now_ns, work) {
-                if self.flow_ends {
-                    self.ended.push(i);
-                }
+                self.ended.push(i);
                 if let Some((b, counts)) = self.charged.get_mut(i).filter(|c| c.1) {
                     *counts = false;
                     let n = Self::count_of(

@@ -30,8 +30,8 @@ use crate::error::{Error, ErrorKind};
 use crate::flow::held::{HeldPackets, HoldBudget};
 use crate::flow::index::{PairIndex, QportIndex};
 use crate::flow::table::{
-    FlowTable, IDLE_RELEASE_NS, MAX_CANDIDATES, MAX_CLIENT_PORTS, MAX_CONNECTIONS, MAX_FLOW_ROWS,
-    MAX_QUERY_FLOWS,
+    FlowTable, Released, IDLE_RELEASE_NS, MAX_CANDIDATES, MAX_CLIENT_PORTS, MAX_CONNECTIONS,
+    MAX_FLOW_ROWS, MAX_QUERY_FLOWS,
 };
 use crate::flow::{Dir, FlowMap, FlowSummary};
 use crate::net::Datagram;
@@ -414,10 +414,8 @@ pub struct Tracker {
     /// [`MAX_CANDIDATES`] pairs and the held bytes' budget).
     candidates: FlowMap<(SocketAddr, SocketAddr), Candidate>,
     held: HoldBudget,
-    /// Keep the flows released since the last [`Tracker::take_ended`]
-    /// ([`Tracker::with_flow_ends`]).
-    flow_ends: bool,
-    ended: Vec<usize>,
+    /// Flows released for idleness, for [`Tracker::take_ended`] ([`Tracker::with_flow_ends`]).
+    ended: Released,
 }
 
 /// Client commands that are QuakeWorld connectionless requests (spec §3.1).
@@ -459,9 +457,7 @@ impl Tracker {
             }
             f.released = true;
             f.state = None;
-            if self.flow_ends {
-                self.ended.push(i);
-            }
+            self.ended.push(i);
             let count = if f.accepted {
                 &mut self.connections
             } else if f.handshake {
@@ -487,32 +483,33 @@ impl Tracker {
             summarised_servers: FlowMap::default(),
             candidates: FlowMap::default(),
             held: HoldBudget::default(),
-            flow_ends: false,
-            ended: Vec::new(),
+            ended: Released::default(),
         }
     }
 
     /// Also keep the flows released for idleness, for [`Self::take_ended`] (whoever asks
     /// must take them after every offer).
     pub fn with_flow_ends(mut self) -> Self {
-        self.flow_ends = true;
+        self.ended.keep();
         self
     }
 
     /// True when flows were released since the last [`Self::take_ended`].
     #[inline]
     pub fn has_ended(&self) -> bool {
-        !self.ended.is_empty()
+        self.ended.any()
     }
 
     /// The summaries of the flows released since the last call, in the order released.
     #[cold]
     pub fn take_ended(&mut self, out: &mut Vec<FlowSummary>) {
-        for i in self.ended.drain(..) {
-            if let Some(f) = self.flows.get(i) {
-                out.push(summary_of(f));
-            }
-        }
+        let flows = &self.flows;
+        out.extend(
+            self.ended
+                .take()
+                .filter_map(|i| flows.get(i))
+                .map(summary_of),
+        );
     }
 
     fn decoding(&self) -> bool {

@@ -325,6 +325,7 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Q3(m) => self.q3_message(m),
+            Event::FlowEnd(f) => self.flow_end(f.id),
             Event::QwRaw(p) => {
                 self.qw_first_ns.get_or_insert(p.ts_ns);
                 self.qw.entry(p.flow).or_default().push(p)
@@ -353,6 +354,20 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
 }
 
 impl<O: DemoOutput> DemoSink<O> {
+    /// A Quake 3 connection's end (`Event::FlowEnd`): its demo is closed now, not at the
+    /// end of the input, so the files open at once are those of the connections live at
+    /// once (a long capture's thousands of sessions would pass the open-file limit) and its
+    /// state goes. The part count stays: a client back on the same flow starts a new file.
+    #[cold]
+    fn flow_end(&mut self, flow: u32) -> io::Result<()> {
+        self.close(flow)?;
+        if let Some(fd) = self.flows.get_mut(&flow) {
+            fd.written = HashSet::new();
+            fd.baselines = Baselines::default();
+        }
+        Ok(())
+    }
+
     /// One Quake 3 server message into its flow's demo.
     fn q3_message(&mut self, m: &Message) -> io::Result<()> {
         if m.kind != "server" || m.client_gone {
