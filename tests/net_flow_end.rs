@@ -269,3 +269,56 @@ fn demos_of_sessions_one_after_another_close_at_each_connections_end() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A real session whose packets, from the 200th on, each come 150 s after the one before
+/// (hostile or damaged timestamps; never the 200 s of silence that end a connection): its
+/// span is three days, its packets a few thousand. The network analysis keeps at most one
+/// time bin per packet past its first 68 minutes: the series stops there, said in
+/// `binned_until`, while every packet is still counted. Before, the bins followed the span
+/// (508,000 of them: `net` took 157 MB for this 200 KB capture, 8 MB now; a larger capture
+/// reached gigabytes).
+#[test]
+fn a_few_packets_over_days_cannot_make_the_series_grow_with_the_span() {
+    use quakecap::capture::{CaptureReader, PcapNgWriter};
+    let cap = capture("q3-basic");
+    let mut reader = CaptureReader::new(std::io::Cursor::new(&cap[..])).unwrap();
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    let mut net = quakecap::net::NetDecoder::new();
+    let (mut k, mut shift, mut netchan) = (0u64, 0i64, 0u64);
+    while let Some(f) = reader.next_frame().unwrap() {
+        if k >= 200 {
+            shift += 150_000_000_000;
+        }
+        w.write_packet(f.link, f.ts_ns + shift, f.data, f.orig_len)
+            .unwrap();
+        k += 1;
+        // The handshake's connectionless packets are no network samples.
+        if let Ok(Some(d)) = net.decode(&f) {
+            netchan += u64::from(!d.payload.starts_with(&[0xff; 4]));
+        }
+    }
+    let p = run(w.finish().unwrap(), "stretched.pcapng");
+    let r = &p.net.reports;
+    assert_eq!(r.len(), 1, "one connection, never silent 200 s");
+    let q = &r[0];
+    let span = q.last_time - q.first_time;
+    assert!(span > 2.0 * 86_400.0, "days long: {span} s");
+    let until = q.binned_until.expect("the series stops");
+    let binned = until - q.first_time;
+    // One bin (half a second) per packet past the free 8,192.
+    assert!(
+        binned < (8192.0 + k as f64) * 0.5 + 1.0,
+        "binned for {binned} s"
+    );
+    assert!(
+        q.series.len() as f64 <= binned + 2.0,
+        "{} entries",
+        q.series.len()
+    );
+    // Every packet still counted: rates over the whole span.
+    let counted = (q.client_packet_rate + q.server_packet_rate) * span.max(1e-3);
+    assert!(
+        (counted - netchan as f64).abs() < 0.5,
+        "{counted} of {netchan} netchan packets"
+    );
+}

@@ -206,6 +206,14 @@ fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent]) {
         r.loss_method.s2c.unwrap_or("not knowable here"),
         r.interval
     );
+    if let Some(t) = r.binned_until {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">From {:.1} s on, packets are counted but not timed: too few \
+             packets for the connection's span (damaged or hostile timestamps).</p>",
+            t - r.first_time
+        );
+    }
     events_list(h, r);
     let mine = player_events(r, seen);
     player_events_list(h, r, &mine);

@@ -52,6 +52,14 @@ pub fn render(rows: &[NetQuality]) -> String {
             out.push('\n');
             out.push_str(&event_line(r, e));
         }
+        if let Some(t) = r.binned_until {
+            out.push_str(&format!(
+                "\nflow {}: from {:.1} s on, counted but not timed: too few packets for the \
+                 connection's span (damaged or hostile timestamps)",
+                r.flow,
+                t - r.first_time
+            ));
+        }
     }
     out
 }

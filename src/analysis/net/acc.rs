@@ -14,6 +14,11 @@ pub const BIN_S: f64 = 0.5;
 /// At most this many bins per connection (about 70 days at [`BIN_S`]): a hostile timestamp
 /// far in the future cannot allocate without bound.
 const MAX_BINS: usize = 12_000_000;
+/// Bins a connection may hold beyond one per packet it sent or received (about 68 minutes).
+/// A real connection sends tens of packets per bin, so its bins never reach the budget; a
+/// hostile capture of few packets each a couple of minutes apart (never silent the 200 s
+/// that end the connection) would otherwise take 400 bins (90 KB) per packet.
+const FREE_BINS: usize = 8192;
 /// Client packets remembered for the Quake 3 client-side ping. The engine keeps
 /// PACKET_BACKUP (32) and so finds no packet once a lag holds a round trip above 32 client
 /// frames (about 0.5 s at 60 fps); keeping more measures those lags too.
@@ -129,6 +134,9 @@ pub struct FlowAcc {
     awaiting: [Vec<(RttMethod, f64, Option<i64>)>; 2],
     /// The lagometer strip (only when asked: [`FlowAcc::with_strip`]).
     pub strip: Option<Box<Strip>>,
+    /// Capture time of the first sample past the bins' budget ([`FREE_BINS`]): counted in
+    /// the totals, in no bin (none for a real connection).
+    pub binned_until: Option<f64>,
 }
 
 /// At most this many round trips wait for the measuring side's next packet.
@@ -172,10 +180,22 @@ impl FlowAcc {
         }
         let i = x as usize;
         if self.bins.len() <= i {
+            let packets = self.dir[0].packets + self.dir[1].packets;
+            let budget = FREE_BINS.saturating_add(usize::try_from(packets).unwrap_or(usize::MAX));
+            if i >= budget {
+                self.past_budget(x);
+                return None;
+            }
             self.bins.resize(i + 1, Bin::default());
         }
         self.cur_bin[cache as usize] = (i as f64, (i + 1) as f64, i);
         Some(i)
+    }
+
+    /// A time `x` bins after `t0` that the bins' budget cannot hold.
+    #[cold]
+    fn past_budget(&mut self, x: f64) {
+        self.binned_until.get_or_insert(self.t0 + x * BIN_S);
     }
 
     /// The bin of a send time `t` (a round trip's or a settled packet's start): those run

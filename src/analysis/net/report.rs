@@ -113,6 +113,11 @@ pub struct NetQuality {
     /// The lagometer strip (HTML report only; not in the JSON).
     #[serde(skip)]
     pub strip: Option<Box<Strip>>,
+    /// Capture time from which samples are counted in the totals but not in the series or
+    /// lag events: the connection's packets were too few for its span (hostile or damaged
+    /// timestamps; absent for a real connection).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binned_until: Option<f64>,
 }
 
 /// The near side's acknowledgements take at least this much longer (ms) than the far side's.
@@ -333,6 +338,7 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
         bytes_per_second: both(Some(c.bytes as f64 / span), Some(s.bytes as f64 / span)),
         fragmented: both(Some(c.fragmented), Some(s.fragmented)),
         lag_events,
+        binned_until: acc.binned_until,
     }
 }
 
