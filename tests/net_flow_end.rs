@@ -12,6 +12,7 @@ use std::path::Path;
 use quakecap::analysis::net::{NetQuality, NetSink};
 use quakecap::flood::{repeat_session, repeat_session_same_client};
 use quakecap::pipeline::{self, Event, Options, Report, Sink};
+use quakecap::sink::demo::{DemoOptions, DemoSink, MemoryDemos};
 use quakecap::sink::events::EventSink;
 use serde_json::Value;
 
@@ -219,22 +220,17 @@ fn a_quakeworld_client_back_from_the_same_address_is_reported_per_stretch() {
 
 /// `quakecap demo` on many sessions one after another, with fewer open files allowed than
 /// there are sessions: each demo is closed at its connection's end, so all are written, each
-/// byte for byte the session's own. Before, every demo stayed open to the end of the input
-/// and the run failed on the open-file limit (`Too many open files`), writing none.
-#[test]
-fn demos_of_sessions_one_after_another_close_at_each_connections_end() {
-    let cap = capture("q3-basic");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end_demos");
+/// byte for byte the session's own. Before, every Quake 3 demo stayed open to the end of the
+/// input and the run failed on the open-file limit (`Too many open files`), writing none;
+/// every QuakeWorld .qwd stayed in memory to the end (a day's capture: gigabytes).
+fn check_demos_one_after_another(base: &str) {
+    let cap = capture(base);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("net_flow_end_demos_{base}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let demos = |name: &str, count: usize| {
+    let demos = |name: &str, bytes: Vec<u8>| {
         let input = dir.join(format!("{name}.pcapng"));
-        let spacing = if count > 1 { SPACING_NS } else { 0 };
-        std::fs::write(
-            &input,
-            repeat_session(&cap, usize::MAX, count, spacing).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(&input, bytes).unwrap();
         let out = dir.join(name);
         std::fs::create_dir_all(&out).unwrap();
         // Hard and soft limit: the process cannot raise it back.
@@ -248,26 +244,100 @@ fn demos_of_sessions_one_after_another_close_at_each_connections_end() {
             .expect("run quakecap under sh");
         assert!(
             run.status.success(),
-            "{name}: {}",
+            "{base} {name}: {}",
             String::from_utf8_lossy(&run.stderr)
         );
-        let mut files: Vec<Vec<u8>> = std::fs::read_dir(&out)
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&out)
             .unwrap()
-            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, std::fs::read(e.path()).unwrap())
+            })
             .collect();
         files.sort();
         files
     };
-    let once = demos("once", 1);
-    assert_eq!(once.len(), 1, "the session's demo");
+    let once = demos("once", repeat_session(&cap, usize::MAX, 1, 0).unwrap());
+    assert_eq!(once.len(), 1, "{base}: the session's demo");
     let count = 40;
-    let many = demos("many", count);
-    assert_eq!(many.len(), count, "one demo per session");
-    assert!(
-        many.iter().all(|d| *d == once[0]),
-        "each the session's demo"
+    let many = demos(
+        "many",
+        repeat_session(&cap, usize::MAX, count, SPACING_NS).unwrap(),
     );
+    assert_eq!(many.len(), count, "{base}: one demo per session");
+    assert!(
+        many.iter().all(|d| d.1 == once[0].1),
+        "{base}: each the session's demo"
+    );
+    // The client back on its flow: a second part, not the first overwritten.
+    let back = demos(
+        "back",
+        repeat_session_same_client(&cap, usize::MAX, 2, SPACING_NS).unwrap(),
+    );
+    let names: Vec<&str> = back.iter().map(|d| d.0.as_str()).collect();
+    assert_eq!(back.len(), 2, "{base}: one demo per stretch: {names:?}");
+    assert!(back.iter().all(|d| d.1 == once[0].1), "{base}: {names:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The demo writer fed a capture, watched: the most demos it held at once.
+struct DemoProbe {
+    demos: DemoSink<MemoryDemos>,
+    most_open: usize,
+}
+
+impl Sink for DemoProbe {
+    fn event(&mut self, e: Event<'_>) -> std::io::Result<()> {
+        self.demos.event(e)?;
+        self.most_open = self.most_open.max(self.demos.open());
+        Ok(())
+    }
+    fn finish(&mut self, r: &Report) -> std::io::Result<()> {
+        self.demos.finish(r)
+    }
+}
+
+/// Most demos held at once, and the demos written, for a capture's bytes.
+fn demos_held(bytes: Vec<u8>, name: &str) -> (usize, usize) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    // What `quakecap demo` asks for.
+    let opts = Options {
+        keep_raw: true,
+        threads: Some(1),
+        ..Options::default()
+    };
+    let mut p = DemoProbe {
+        demos: DemoSink::new(MemoryDemos::default(), DemoOptions::default()),
+        most_open: 0,
+    };
+    pipeline::run_capture(&path, &opts, &mut p, &mut |_| {}).expect("capture reads");
+    let _ = std::fs::remove_file(path);
+    (p.most_open, p.demos.into_output().files.len())
+}
+
+#[test]
+fn demos_are_held_only_while_their_connection_lives() {
+    for base in ["q3-basic", "qw-basic"] {
+        let cap = capture(base);
+        let many = repeat_session(&cap, usize::MAX, REPLAYS, SPACING_NS).unwrap();
+        let (held, written) = demos_held(many, &format!("{base}-demos.pcapng"));
+        assert_eq!(written, REPLAYS, "{base}: one demo per session");
+        assert_eq!(held, 1, "{base}: demos held at once");
+    }
+}
+
+#[test]
+fn quake3_demos_of_sessions_one_after_another_close_at_each_connections_end() {
+    check_demos_one_after_another("q3-basic");
+}
+
+#[test]
+fn quakeworld_demos_of_sessions_one_after_another_are_written_at_each_connections_end() {
+    check_demos_one_after_another("qw-basic");
 }
 
 /// A real session whose packets, from the 200th on, each come 150 s after the one before

@@ -132,8 +132,11 @@ pub struct DemoSink<O: DemoOutput> {
     out: O,
     opts: DemoOptions,
     flows: HashMap<u32, FlowDemo<O::W>>,
-    /// QuakeWorld connections: one .qwd writer each (in memory until the end, demos are small).
+    /// QuakeWorld connections: one .qwd writer each, in memory until the connection ends
+    /// (or, for a cut, which counts from the capture's first packet, the input does).
     qw: BTreeMap<u32, crate::qw::qwd::Writer>,
+    /// .qwd files written per QuakeWorld flow (a client back on the flow gets the next part).
+    qw_parts: HashMap<u32, u32>,
     /// Flows whose server stream never reached a gamestate (QuakeWorld: a signon): (flow,
     /// messages seen).
     pub no_gamestate: Vec<(u32, u64)>,
@@ -150,6 +153,7 @@ impl<O: DemoOutput> DemoSink<O> {
             opts,
             flows: HashMap::new(),
             qw: BTreeMap::new(),
+            qw_parts: HashMap::new(),
             no_gamestate: Vec::new(),
             qw_not_cut: Vec::new(),
             qw_first_ns: None,
@@ -158,6 +162,11 @@ impl<O: DemoOutput> DemoSink<O> {
 
     pub fn into_output(self) -> O {
         self.out
+    }
+
+    /// Demos being written now: Quake 3 files open and QuakeWorld .qwd held in memory.
+    pub fn open(&self) -> usize {
+        self.flows.values().filter(|f| f.open.is_some()).count() + self.qw.len()
     }
 
     fn close(&mut self, flow: u32) -> io::Result<()> {
@@ -261,63 +270,83 @@ fn plan(
 }
 
 impl<O: DemoOutput> DemoSink<O> {
-    /// Write the .qwd of every QuakeWorld connection that reached its signon.
+    /// Write the .qwd of every QuakeWorld connection still open that reached its signon.
     fn finish_qw(&mut self, r: &crate::pipeline::Report) -> io::Result<()> {
+        // Relative cut times count from the file's first game packet (any flow).
+        let first_packet = r
+            .flows
+            .iter()
+            .map(|f| f.first_time)
+            .filter(|t| *t > 0.0)
+            .reduce(f64::min);
         for (flow, w) in std::mem::take(&mut self.qw) {
-            let (reads, cmds) = w.counts();
-            if !w.has_signon() {
-                self.no_gamestate.push((flow, reads as u64));
-                continue;
-            }
-            let map = w.map().map(str::to_string);
             let player = r
                 .flows
                 .iter()
                 .find(|f| f.id == flow)
                 .and_then(|f| f.name.clone());
-            let t0 = w.t0_ns();
-            let mut bytes = w.finish()?;
-            let mut stats = DemoStats {
-                records: (reads + cmds) as u64,
-                gamestates: 1,
-                map,
-                player,
-                ..Default::default()
-            };
-            if let Some(window) = self.opts.qw_cut {
-                let clock = crate::qw::cut::Clock {
-                    demo_zero: t0.unwrap_or(0) as f64 / 1e9,
-                    // Relative times count from the file's first game packet (any flow).
-                    first_packet: r
-                        .flows
-                        .iter()
-                        .map(|f| f.first_time)
-                        .filter(|t| *t > 0.0)
-                        .reduce(f64::min)
-                        .unwrap_or(self.qw_first_ns.or(t0).unwrap_or(0) as f64 / 1e9),
-                };
-                match crate::qw::cut::cut(&bytes, &window, Some(clock)) {
-                    Ok((cut, cs)) => {
-                        bytes = cut;
-                        stats.records = (cs.packets + cs.cmds) as u64;
-                        // A QuakeWorld packet is the client's snapshot.
-                        stats.snapshots = cs.packets as u64;
-                        stats.reencoded = cs.reencoded as u64;
-                        stats.qw_cut = Some(cs);
-                    }
-                    Err(e) => {
-                        self.qw_not_cut.push((flow, e.to_string()));
-                        continue;
-                    }
-                }
-            }
-            let mut out =
-                self.out
-                    .open(flow, 0, 28, stats.map.as_deref(), stats.player.as_deref())?;
-            out.write_all(&bytes)?;
-            self.out.closed(flow, 0, out, &stats)?;
+            self.write_qw(flow, w, player, first_packet)?;
         }
         Ok(())
+    }
+
+    /// Write one QuakeWorld connection's .qwd (its next part when the flow had one before);
+    /// `first_packet`: the capture's first game packet, for relative cut times.
+    fn write_qw(
+        &mut self,
+        flow: u32,
+        w: crate::qw::qwd::Writer,
+        player: Option<String>,
+        first_packet: Option<f64>,
+    ) -> io::Result<()> {
+        let (reads, cmds) = w.counts();
+        if !w.has_signon() {
+            self.no_gamestate.push((flow, reads as u64));
+            return Ok(());
+        }
+        let map = w.map().map(str::to_string);
+        let t0 = w.t0_ns();
+        let mut bytes = w.finish()?;
+        let mut stats = DemoStats {
+            records: (reads + cmds) as u64,
+            gamestates: 1,
+            map,
+            player,
+            ..Default::default()
+        };
+        if let Some(window) = self.opts.qw_cut {
+            let clock = crate::qw::cut::Clock {
+                demo_zero: t0.unwrap_or(0) as f64 / 1e9,
+                first_packet: first_packet
+                    .unwrap_or(self.qw_first_ns.or(t0).unwrap_or(0) as f64 / 1e9),
+            };
+            match crate::qw::cut::cut(&bytes, &window, Some(clock)) {
+                Ok((cut, cs)) => {
+                    bytes = cut;
+                    stats.records = (cs.packets + cs.cmds) as u64;
+                    // A QuakeWorld packet is the client's snapshot.
+                    stats.snapshots = cs.packets as u64;
+                    stats.reencoded = cs.reencoded as u64;
+                    stats.qw_cut = Some(cs);
+                }
+                Err(e) => {
+                    self.qw_not_cut.push((flow, e.to_string()));
+                    return Ok(());
+                }
+            }
+        }
+        let part = self.qw_parts.entry(flow).or_insert(0);
+        let this = *part;
+        *part += 1;
+        let mut out = self.out.open(
+            flow,
+            this,
+            28,
+            stats.map.as_deref(),
+            stats.player.as_deref(),
+        )?;
+        out.write_all(&bytes)?;
+        self.out.closed(flow, this, out, &stats)
     }
 }
 
@@ -325,7 +354,7 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Q3(m) => self.q3_message(m),
-            Event::FlowEnd(f) => self.flow_end(f.id),
+            Event::FlowEnd(f) => self.flow_end(f),
             Event::QwRaw(p) => {
                 self.qw_first_ns.get_or_insert(p.ts_ns);
                 self.qw.entry(p.flow).or_default().push(p)
@@ -354,12 +383,19 @@ impl<O: DemoOutput> Sink for DemoSink<O> {
 }
 
 impl<O: DemoOutput> DemoSink<O> {
-    /// A Quake 3 connection's end (`Event::FlowEnd`): its demo is closed now, not at the
-    /// end of the input, so the files open at once are those of the connections live at
-    /// once (a long capture's thousands of sessions would pass the open-file limit) and its
-    /// state goes. The part count stays: a client back on the same flow starts a new file.
+    /// A connection's end (`Event::FlowEnd`): its demo is closed now, not at the end of the
+    /// input, so the files open at once are those of the connections live at once (a long
+    /// capture's thousands of sessions would pass the open-file limit) and its state goes;
+    /// a QuakeWorld .qwd, kept in memory, is written now unless a cut waits for the input's
+    /// end. The part count stays: a client back on the same flow starts a new file.
     #[cold]
-    fn flow_end(&mut self, flow: u32) -> io::Result<()> {
+    fn flow_end(&mut self, f: &crate::flow::FlowSummary) -> io::Result<()> {
+        let flow = f.id;
+        if self.opts.qw_cut.is_none() {
+            if let Some(w) = self.qw.remove(&flow) {
+                self.write_qw(flow, w, f.name.clone(), None)?;
+            }
+        }
         self.close(flow)?;
         if let Some(fd) = self.flows.get_mut(&flow) {
             fd.written = HashSet::new();
