@@ -32,6 +32,17 @@ pub const MAX_FLOW_ROWS: usize = 40_000;
 /// (`sv_timeout`, `cl_timeout`), mvdsv after its `timeout` (65 s by default).
 pub const IDLE_RELEASE_NS: i64 = 200_000_000_000;
 
+/// UDP flows of no known game kept; datagrams of further endpoint pairs are summarised.
+pub const MAX_OTHER_FLOWS: usize = 10_000;
+/// Unconfirmed mid-session candidates (Quake 3) kept at most.
+pub const MAX_CANDIDATES: usize = 4_096;
+/// Client ports one connection follows at most (NAT rebinding).
+pub const MAX_CLIENT_PORTS: usize = 64;
+/// (server, game, command) aggregates kept; further keys share one catch-all row.
+pub const MAX_AGGREGATES: usize = 1_024;
+/// Command words are cut to this many bytes (the word is attacker-chosen).
+const MAX_COMMAND_LEN: usize = 32;
+
 /// The flows a tracker released for idleness since the pipeline last asked, when it asks
 /// at all (for `Event::FlowEnd`): flow indexes of the tracker, in the order released.
 #[derive(Debug, Default, Clone)]
@@ -60,16 +71,6 @@ impl Released {
         self.flows.drain(..)
     }
 }
-/// UDP flows of no known game kept; datagrams of further endpoint pairs are summarised.
-pub const MAX_OTHER_FLOWS: usize = 10_000;
-/// Unconfirmed mid-session candidates (Quake 3) kept at most.
-pub const MAX_CANDIDATES: usize = 4_096;
-/// Client ports one connection follows at most (NAT rebinding).
-pub const MAX_CLIENT_PORTS: usize = 64;
-/// (server, game, command) aggregates kept; further keys share one catch-all row.
-pub const MAX_AGGREGATES: usize = 1_024;
-/// Command words are cut to this many bytes (the word is attacker-chosen).
-const MAX_COMMAND_LEN: usize = 32;
 
 /// Counts distinct sources in bounded memory: exact up to [`EXACT_SOURCES`] distinct
 /// addresses, then a HyperLogLog estimate over [`HLL_REGISTERS`] one-byte registers (standard
