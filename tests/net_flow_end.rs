@@ -1,12 +1,15 @@
-//! `net` and `report` finish a connection when its decoder lets it go (the flow silent for
-//! 200 s: `Event::FlowEnd`), not at the end of the input. Before, every connection's
-//! accumulation (about 450 bytes per second of connection) stayed until the end: a capture
-//! of 1,640 sessions one after another (the benchmark's) took 75 MB for `net` and 165 MB for
-//! `report` against 14 MB for `flows`, and ten times the file, ten times the memory.
+//! A connection's end (its decoder lets it go after 200 s of silence: `Event::FlowEnd`)
+//! finishes it in every sink that keeps per-connection state, not the end of the input:
+//! `net` and `report` (accumulations), `events` (extractors), `demo` (open Quake 3 files,
+//! QuakeWorld .qwd in memory). Before, each stayed to the end: on a capture of 1,640
+//! sessions one after another (the benchmark's) `net` took 75 MB and `report` 165 MB
+//! against 14 MB for `flows`, ten times the file took ten times the memory, and `demo`
+//! failed on the open-file limit. And a connection's time bins are bounded by its packets,
+//! so hostile timestamps cannot make them follow the span.
 //!
 //! The truth here is a real session alone: replayed many times one after another, each
-//! replay must be reported exactly as the session once, while the accumulations held at any
-//! time stay those of the sessions live at once.
+//! replay must be reported exactly as the session once, while what is held at any time
+//! stays that of the sessions live at once.
 use std::path::Path;
 
 use quakecap::analysis::net::{NetQuality, NetSink};
