@@ -36,8 +36,9 @@ pub enum Event<'a> {
     /// peer). Every event of the flow so far came before it; the summary is its row as of now.
     /// A sink that keeps per-connection state can finish that connection here instead of at
     /// the end of the input, so its memory follows the connections live at once, not all of
-    /// a long capture's. The flow may come back later (a client from the same address and
-    /// port): its events then follow, and a later `FlowEnd` or the input's end closes them.
+    /// a long capture's. The flow may resume later (netchan traffic again without a new
+    /// handshake): its events then follow, and a later `FlowEnd` or the input's end closes
+    /// them.
     /// Only in passes that decode in capture order (anything but the flow table alone).
     FlowEnd(&'a FlowSummary),
 }

@@ -135,7 +135,7 @@ pub struct DemoSink<O: DemoOutput> {
     /// QuakeWorld connections: one .qwd writer each, in memory until the connection ends
     /// (or, for a cut, which counts from the capture's first packet, the input does).
     qw: BTreeMap<u32, crate::qw::qwd::Writer>,
-    /// .qwd files written per QuakeWorld flow (a client back on the flow gets the next part).
+    /// .qwd files written per QuakeWorld flow (a flow that resumes gets the next part).
     qw_parts: HashMap<u32, u32>,
     /// Flows whose server stream never reached a gamestate (QuakeWorld: a signon): (flow,
     /// messages seen).

@@ -88,11 +88,15 @@ pub fn render_to<W: std::io::Write>(
     }
     game_events_table(&mut h, events);
     let by_flow = events_by_flow(events);
+    // A flow that resumed after its end has a report per stretch, in order.
+    let mut stretches: HashMap<u32, usize> = HashMap::new();
     for r in rows {
         w.write_all(h.as_bytes())?;
         h.clear();
         let seen = by_flow.get(&r.flow).map_or(&[][..], Vec::as_slice);
-        connection(&mut h, r, seen);
+        let n = stretches.entry(r.flow).or_insert(0);
+        *n += 1;
+        connection(&mut h, r, seen, *n);
     }
     h.push_str("</body>\n</html>\n");
     w.write_all(h.as_bytes())
@@ -181,17 +185,23 @@ fn dir_name(d: Option<Dir>) -> &'static str {
     }
 }
 
-/// `seen`: the events this connection saw ([`events_by_flow`]).
-fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent]) {
+/// One connection's section. `seen`: the events this connection saw ([`events_by_flow`]);
+/// `stretch`: 1 for a flow's first report, 2 for the one after it resumed, ...
+fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent], stretch: usize) {
     let who = r.name.as_deref().unwrap_or("(unnamed)");
+    let (id, which) = match stretch {
+        0 | 1 => (r.flow.to_string(), r.flow.to_string()),
+        n => (
+            format!("{}-{n}", r.flow),
+            format!("{}, stretch {n}", r.flow),
+        ),
+    };
     let _ = writeln!(
         h,
-        "<section class=\"player\" id=\"flow-{}\" data-flow=\"{}\" data-name=\"{}\">\n<h2>{} — flow {} ({}, capture near the {})</h2>",
-        r.flow,
+        "<section class=\"player\" id=\"flow-{id}\" data-flow=\"{}\" data-name=\"{}\">\n<h2>{} — flow {which} ({}, capture near the {})</h2>",
         r.flow,
         esc(who),
         esc(who),
-        r.flow,
         r.game,
         vantage(r)
     );

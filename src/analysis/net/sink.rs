@@ -134,8 +134,8 @@ impl NetSink {
     }
 
     /// A connection's decoder let it go: its report now, its accumulation freed. Samples
-    /// that come later for the same flow (its client back from the same address) start a
-    /// new accumulation, reported apart.
+    /// that come later for the same flow (it resumed without a new handshake) start a new
+    /// accumulation, reported apart.
     #[cold]
     fn flow_end(&mut self, f: &FlowSummary) {
         if f.kind != "connection" {
@@ -173,7 +173,7 @@ impl NetSink {
     }
 
     /// End of one input: a report per connection of `r` that had samples and is still
-    /// open, then this input's reports in flow order (a flow that came back after its end
+    /// open, then this input's reports in flow order (a flow that resumed after its end
     /// has one per stretch, earliest first).
     pub fn finish_report(&mut self, r: &Report) {
         for f in r.flows.iter().filter(|f| f.kind == "connection") {
