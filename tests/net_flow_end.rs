@@ -67,7 +67,10 @@ impl Sink for Probe {
 fn run(bytes: Vec<u8>, name: &str) -> Probe {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    // Tests run in parallel and some run the same session: a file of each call's own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("{n}-{name}"));
     std::fs::write(&path, bytes).unwrap();
     // What `quakecap report` asks for.
     let opts = Options {
@@ -110,6 +113,12 @@ fn timeless(q: &NetQuality) -> Value {
     v
 }
 
+/// The analyses of `base`'s session alone (as the replays start it: from its getchallenge).
+fn alone(base: &str) -> Probe {
+    let once = repeat_session(&capture(base), usize::MAX, 1, 0).unwrap();
+    run(once, &format!("{base}-once.pcapng"))
+}
+
 fn capture(base: &str) -> Vec<u8> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::read(root.join(format!("captures/{base}/capture.pcapng"))).expect("stored capture")
@@ -120,10 +129,7 @@ fn capture(base: &str) -> Vec<u8> {
 /// outlives its connection's end.
 fn check_sessions_one_after_another(base: &str) {
     let cap = capture(base);
-    let once = run(
-        repeat_session(&cap, usize::MAX, 1, 0).unwrap(),
-        &format!("{base}-once.pcapng"),
-    );
+    let once = alone(base);
     assert_eq!(once.net.reports.len(), 1, "{base}: one connection");
     let want = timeless(&once.net.reports[0]);
     assert!(
@@ -193,11 +199,7 @@ fn quakeworld_sessions_one_after_another_are_each_reported_and_freed_at_their_en
 /// session alone.
 fn check_client_back(base: &str) {
     let cap = capture(base);
-    let once = run(
-        repeat_session(&cap, usize::MAX, 1, 0).unwrap(),
-        &format!("{base}-once-alone.pcapng"),
-    );
-    let want = timeless(&once.net.reports[0]);
+    let want = timeless(&alone(base).net.reports[0]);
     let twice = run(
         repeat_session_same_client(&cap, usize::MAX, 2, SPACING_NS).unwrap(),
         &format!("{base}-back.pcapng"),
@@ -353,25 +355,15 @@ fn quakeworld_demos_of_sessions_one_after_another_are_written_at_each_connection
 /// reached gigabytes).
 #[test]
 fn a_few_packets_over_days_cannot_make_the_series_grow_with_the_span() {
-    use quakecap::capture::{CaptureReader, PcapNgWriter};
-    let cap = capture("q3-basic");
-    let mut reader = CaptureReader::new(std::io::Cursor::new(&cap[..])).unwrap();
-    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
-    let mut net = quakecap::net::NetDecoder::new();
-    let (mut k, mut shift, mut netchan) = (0u64, 0i64, 0u64);
-    while let Some(f) = reader.next_frame().unwrap() {
-        if k >= 200 {
-            shift += 150_000_000_000;
-        }
-        w.write_packet(f.link, f.ts_ns + shift, f.data, f.orig_len)
-            .unwrap();
+    let mut k = 0u64;
+    let mut netchan = 0u64;
+    let bytes = rewrite("q3-basic", |i, payload| {
         k += 1;
         // The handshake's connectionless packets are no network samples.
-        if let Ok(Some(d)) = net.decode(&f) {
-            netchan += u64::from(!d.payload.starts_with(&[0xff; 4]));
-        }
-    }
-    let p = run(w.finish().unwrap(), "stretched.pcapng");
+        netchan += u64::from(payload.is_some_and(|p| !p.starts_with(&[0xff; 4])));
+        Some(i.saturating_sub(199) as i64 * 150_000_000_000)
+    });
+    let p = run(bytes, "stretched.pcapng");
     let r = &p.net.reports;
     assert_eq!(r.len(), 1, "one connection, never silent 200 s");
     let q = &r[0];
@@ -399,15 +391,26 @@ fn a_few_packets_over_days_cannot_make_the_series_grow_with_the_span() {
 
 /// The stored session's frames `range`, those from frame `gap_at` on `gap_ns` later.
 fn frames_of(base: &str, range: std::ops::Range<usize>, gap_at: usize, gap_ns: i64) -> Vec<u8> {
+    rewrite(base, |k, _| {
+        range
+            .contains(&k)
+            .then_some(if k >= gap_at { gap_ns } else { 0 })
+    })
+}
+
+/// The stored session of `base` rewritten: `shift(frame number from 0, UDP payload)` gives
+/// the nanoseconds to add to the frame's time, or None to leave it out.
+fn rewrite(base: &str, mut shift: impl FnMut(usize, Option<&[u8]>) -> Option<i64>) -> Vec<u8> {
     use quakecap::capture::{CaptureReader, PcapNgWriter};
     let cap = capture(base);
     let mut reader = CaptureReader::new(std::io::Cursor::new(&cap[..])).unwrap();
     let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    let mut net = quakecap::net::NetDecoder::new();
     let mut k = 0;
     while let Some(f) = reader.next_frame().unwrap() {
-        if range.contains(&k) {
-            let shift = if k >= gap_at { gap_ns } else { 0 };
-            w.write_packet(f.link, f.ts_ns + shift, f.data, f.orig_len)
+        let payload = net.decode(&f).ok().flatten().map(|d| d.payload.to_vec());
+        if let Some(dt) = shift(k, payload.as_deref()) {
+            w.write_packet(f.link, f.ts_ns + dt, f.data, f.orig_len)
                 .unwrap();
         }
         k += 1;

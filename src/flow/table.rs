@@ -66,9 +66,20 @@ impl Released {
     pub fn any(&self) -> bool {
         !self.flows.is_empty()
     }
-    /// The flows released since the last call.
-    pub fn take(&mut self) -> std::vec::Drain<'_, usize> {
-        self.flows.drain(..)
+    /// The rows (`summary` of each of `flows`) of the flows released since the last call,
+    /// in the order released.
+    pub fn take_into<F>(
+        &mut self,
+        flows: &[F],
+        summary: impl Fn(&F) -> super::FlowSummary,
+        out: &mut Vec<super::FlowSummary>,
+    ) {
+        out.extend(
+            self.flows
+                .drain(..)
+                .filter_map(|i| flows.get(i))
+                .map(summary),
+        );
     }
 }
 

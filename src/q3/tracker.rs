@@ -341,13 +341,7 @@ impl Tracker {
     /// The summaries of the flows released since the last call, in the order released.
     #[cold]
     pub fn take_ended(&mut self, out: &mut Vec<FlowSummary>) {
-        let flows = &self.flows;
-        out.extend(
-            self.ended
-                .take()
-                .filter_map(|i| flows.get(i))
-                .map(Connection::summary),
-        );
+        self.ended.take_into(&self.flows, Connection::summary, out);
     }
 
     /// Offer one datagram. Returns false, touching nothing, when it is not Quake 3 traffic

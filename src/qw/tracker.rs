@@ -503,13 +503,7 @@ impl Tracker {
     /// The summaries of the flows released since the last call, in the order released.
     #[cold]
     pub fn take_ended(&mut self, out: &mut Vec<FlowSummary>) {
-        let flows = &self.flows;
-        out.extend(
-            self.ended
-                .take()
-                .filter_map(|i| flows.get(i))
-                .map(summary_of),
-        );
+        self.ended.take_into(&self.flows, summary_of, out);
     }
 
     fn decoding(&self) -> bool {
