@@ -105,6 +105,27 @@ fn capture_seeds(out: &Path, name: &str, recs: &[Rec]) {
         }
         let ng = ng.finish().expect("finish");
         put(out, "pipeline", &format!("{name}-mid{pct}.pcapng"), &ng);
+        put(out, "analyses", &format!("{name}-mid{pct}.pcapng"), &ng);
+    }
+    analyses_seeds(out, name, recs);
+}
+
+/// Where the analyses' seeds start (per cent of a capture's records) and how many records
+/// each holds: the first holds the handshake and gamestate, the others the server commands,
+/// events and flow ends of a session under way.
+const ANALYSES_AT: [usize; 4] = [0, 25, 50, 85];
+const ANALYSES_LEN: usize = 300;
+
+/// Windows of a capture for the `analyses` target (check, events, report).
+fn analyses_seeds(out: &Path, name: &str, recs: &[Rec]) {
+    for pct in ANALYSES_AT {
+        let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
+        for r in window(recs, pct, ANALYSES_LEN) {
+            ng.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)
+                .expect("write");
+        }
+        let ng = ng.finish().expect("finish");
+        put(out, "analyses", &format!("{name}-at{pct}.pcapng"), &ng);
     }
 }
 
@@ -193,12 +214,14 @@ fn q3_datagrams(part: &[(bool, Vec<u8>)]) -> Vec<u8> {
 }
 
 fn demo_seeds(out: &Path, name: &str, demo: &[u8]) {
-    put(
-        out,
-        "demo",
-        &format!("{name}-head"),
-        &demo[..demo.len().min(12_000)],
-    );
+    for t in ["demo", "analyses"] {
+        put(
+            out,
+            t,
+            &format!("{name}-head"),
+            &demo[..demo.len().min(12_000)],
+        );
+    }
     put(
         out,
         "demo",
@@ -272,12 +295,14 @@ fn qw_seeds(out: &Path, name: &str, dir: &Path) {
     }
     for demo in ["client1-demo0.qwd", "server-demo0.mvd"] {
         if let Ok(d) = std::fs::read(dir.join(demo)) {
-            put(
-                out,
-                "qw_demo",
-                &format!("{name}-{demo}-head"),
-                &d[..d.len().min(12_000)],
-            );
+            for t in ["qw_demo", "analyses"] {
+                put(
+                    out,
+                    t,
+                    &format!("{name}-{demo}-head"),
+                    &d[..d.len().min(12_000)],
+                );
+            }
             put(
                 out,
                 "qw_demo",
@@ -371,6 +396,14 @@ fn main() {
         "qw-noext",
     ] {
         qw_seeds(&out, c, &root.join(c));
+    }
+    // The sessions recorded for the analyses (kills, chat, scores; impaired paths), from
+    // ../shared when it is beside the repository.
+    let shared = root.join("../../shared/captures");
+    for c in ["q3-events", "q3-netquality", "qw-netquality"] {
+        if let Ok(b) = std::fs::read(shared.join(c).join("capture.pcapng")) {
+            analyses_seeds(&out, c, &records(&b));
+        }
     }
     for f in ["dumpcap-any.pcapng", "tcpdump-any.pcap"] {
         if let Ok(b) = std::fs::read(root.join("loopback-any").join(f)) {

@@ -275,6 +275,117 @@ fn net_analysis(data: &[u8]) {
     }
 }
 
+/// The analyses over the event stream, on bytes taken as a capture (else as a Quake 3 and a
+/// QuakeWorld demo): `check`'s findings, `events`' timeline and per-player summary, and
+/// `report`'s network analysis and game events from one pass rendered as its HTML. They read
+/// the server's text (commands, configstrings, scores) and the flows' ends, which the
+/// decoding harnesses never hand to them.
+pub fn analyses(data: &[u8]) {
+    if CaptureReader::new(Cursor::new(data)).is_ok() {
+        let run = |opts: &Options, sink: &mut dyn Sink| {
+            let reader = CaptureReader::new(Cursor::new(data)).map_err(|e| {
+                pipeline::InputError::Capture {
+                    file: "fuzz".into(),
+                    source: e,
+                }
+            })?;
+            let opts = Options {
+                threads: Some(1),
+                ..opts.clone()
+            };
+            pipeline::run_reader(reader, "fuzz".into(), &opts, sink, &mut |_| {})
+        };
+        check_outputs(crate::check::check_input("fuzz", false, run));
+        events_outputs(|opts, sink| run(opts, sink));
+        report_outputs(|opts, sink| run(opts, sink));
+        return;
+    }
+    let q3 = |opts: &Options, sink: &mut dyn Sink| {
+        pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), opts, sink)
+    };
+    check_outputs(crate::check::check_input("fuzz.dm_68", true, q3));
+    events_outputs(q3);
+    for name in ["fuzz.qwd", "fuzz.mvd"] {
+        let qw = |opts: &Options, sink: &mut dyn Sink| {
+            pipeline::run_qw_demo_bytes(data, name.into(), opts, sink)
+        };
+        check_outputs(crate::check::check_input(name, true, qw));
+        events_outputs(qw);
+    }
+}
+
+/// A check's findings as `quakecap check` prints them, and as JUnit XML.
+fn check_outputs(c: Result<crate::check::FileCheck, pipeline::InputError>) {
+    if let Ok(c) = c {
+        for f in &c.findings {
+            let _ = crate::check::line(f);
+        }
+        let _ = crate::check::junit::render(std::slice::from_ref(&c));
+    }
+}
+
+/// `quakecap events` through `run`: the events as JSON and the per-player summary.
+fn events_outputs(
+    run: impl FnOnce(&Options, &mut dyn Sink) -> Result<pipeline::Report, pipeline::InputError>,
+) {
+    let opts = Options {
+        emit: true,
+        events_only: true,
+        ..Options::default()
+    };
+    let mut es = sink::events::EventSink::new();
+    if run(&opts, &mut es).is_ok() {
+        let _ = serde_json::to_string(&es.events);
+        let _ = crate::gameevent::summary::summarize(&es.events);
+    }
+}
+
+/// `quakecap report` through `run`: samples and game events from one pass, then the HTML.
+fn report_outputs(
+    run: impl FnOnce(&Options, &mut dyn Sink) -> Result<pipeline::Report, pipeline::InputError>,
+) {
+    let opts = Options {
+        emit: true,
+        events_only: true,
+        samples: true,
+        ..Options::default()
+    };
+    let mut both = ReportSinks {
+        net: crate::analysis::net::NetSink::new(1.0)
+            .with_strip()
+            .with_max_points(sink::nethtml::MAX_POINTS),
+        events: sink::events::EventSink::new(),
+    };
+    if let Ok(r) = run(&opts, &mut both) {
+        let _ = sink::nethtml::render_to(
+            &mut io::sink(),
+            &r.file,
+            &r.flows,
+            &r.aggregates,
+            &both.net.reports,
+            &both.events.events,
+        );
+    }
+}
+
+/// The report's two analyses, each offered every event (the command routes them; both
+/// ignore what they do not read).
+struct ReportSinks {
+    net: crate::analysis::net::NetSink,
+    events: sink::events::EventSink,
+}
+
+impl Sink for ReportSinks {
+    fn event(&mut self, e: pipeline::Event<'_>) -> io::Result<()> {
+        self.net.event(e)?;
+        self.events.event(e)
+    }
+    fn finish(&mut self, r: &pipeline::Report) -> io::Result<()> {
+        self.net.finish(r)?;
+        self.events.finish(r)
+    }
+}
+
 /// One of eight endpoints (four hosts), for the datagram harnesses.
 fn endpoint(n: u8) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(10, 0, 0, n & 3), 27960 + u16::from(n)))
@@ -421,7 +532,7 @@ impl Sink for Discard {}
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every harness, by the fuzz target name that runs it.
-pub const TARGETS: [Target; 12] = [
+pub const TARGETS: [Target; 13] = [
     ("capture", capture),
     ("net", net),
     ("netchan", netchan),
@@ -434,4 +545,5 @@ pub const TARGETS: [Target; 12] = [
     ("pipeline", pipeline),
     ("qw_datagrams", qw_datagrams),
     ("qw_demo", qw_demo),
+    ("analyses", analyses),
 ];

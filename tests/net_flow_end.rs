@@ -389,6 +389,61 @@ fn a_few_packets_over_days_cannot_make_the_series_grow_with_the_span() {
     );
 }
 
+/// A capture whose timestamps go back now and then (damaged, or merged from clocks that
+/// disagree): q3-basic with every 97th frame from the 300th on stamped 10 s early. A round
+/// trip ending at such a frame would end before it began: no sample is taken, so no
+/// interval's ping is negative, and `report` draws every plot. Before, the series took the
+/// negative round trips into their means (the histograms refused them), and a plot of such
+/// a value overflowed plotters' pixel arithmetic: `report` panicked (found by the
+/// `analyses` fuzz target: a mean ping of -15,856,423,635 ms).
+#[test]
+fn timestamps_that_go_back_give_no_negative_ping_and_the_report_draws() {
+    let bytes = rewrite("q3-basic", |k, _| {
+        Some(if k >= 300 && k % 97 == 0 {
+            -10_000_000_000
+        } else {
+            0
+        })
+    });
+    let p = run(bytes.clone(), "backwards.pcapng");
+    let r = &p.net.reports;
+    assert_eq!(r.len(), 1);
+    let pings: Vec<f64> = r[0]
+        .series
+        .iter()
+        .flat_map(|i| [i.ping, i.ping_max])
+        .flatten()
+        .collect();
+    assert!(pings.len() > 20, "{} pings", pings.len());
+    assert!(
+        pings.iter().all(|&v| v >= 0.0),
+        "negative pings: {:?}",
+        pings.iter().filter(|&&v| v < 0.0).collect::<Vec<_>>()
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end");
+    let (cap, html) = (
+        dir.join("backwards-report.pcapng"),
+        dir.join("backwards.html"),
+    );
+    std::fs::write(&cap, bytes).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .arg("report")
+        .arg(&cap)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<section class=\"player\"").count(), 1);
+    assert!(page.matches("<svg").count() >= 6, "the player's plots");
+}
+
 /// The stored session's frames `range`, those from frame `gap_at` on `gap_ns` later.
 fn frames_of(base: &str, range: std::ops::Range<usize>, gap_at: usize, gap_ns: i64) -> Vec<u8> {
     rewrite(base, |k, _| {

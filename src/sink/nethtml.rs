@@ -572,6 +572,14 @@ fn time_chart<'a, 'b>(
         .map_err(err)
 }
 
+/// Point `p` moved into the window of a chart `span` across and `top` up (unchanged when
+/// inside it). plotters maps a point far outside its window to a pixel past `i32` (an
+/// overflow: a debug build panics, a release build draws at a wrapped position); only a
+/// damaged capture's figures fall outside. Never panics, NaN bounds included.
+fn inside(p: (f64, f64), span: f64, top: f64) -> (f64, f64) {
+    (p.0.max(0.0).min(span), p.1.max(0.0).min(top))
+}
+
 /// A time plot with the given lines, shaded windows (start, end, colour) behind them.
 fn lines(
     span: f64,
@@ -611,13 +619,17 @@ fn lines(
         chart
             .draw_series(marks.shade.iter().map(|&(a, z, c)| {
                 Rectangle::new(
-                    [(a, 0.0), (z.max(a + span / W as f64), top)],
+                    [
+                        inside((a, 0.0), span, top),
+                        inside((z.max(a + span / W as f64), top), span, top),
+                    ],
                     c.mix(0.22).filled(),
                 )
             }))
             .map_err(err)?;
         chart
             .draw_series(marks.ticks.iter().map(|&(t, c)| {
+                let t = inside((t, 0.0), span, top).0;
                 PathElement::new(vec![(t, top * 0.92), (t, top)], c.stroke_width(2))
             }))
             .map_err(err)?;
@@ -625,10 +637,11 @@ fn lines(
         for l in ls {
             for (n, run) in l.runs.iter().enumerate() {
                 let drawn = if run.len() == 1 {
-                    chart.draw_series(std::iter::once(Circle::new(run[0], 2, l.color.filled())))
+                    let p = inside(run[0], span, top);
+                    chart.draw_series(std::iter::once(Circle::new(p, 2, l.color.filled())))
                 } else {
                     chart.draw_series(LineSeries::new(
-                        run.iter().copied(),
+                        run.iter().map(|&p| inside(p, span, top)),
                         l.color.stroke_width(1),
                     ))
                 }
@@ -753,7 +766,13 @@ fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
         // Neighbouring columns of one colour are one polygon (their skyline): a thousand
         // rectangles cost more to write than the rest of the report's plots together.
         chart
-            .draw_series(skylines(bars).map(|(pts, c)| Polygon::new(pts, c.filled())))
+            .draw_series(skylines(bars).map(|(pts, c)| {
+                let pts = pts
+                    .into_iter()
+                    .map(|p| inside(p, span, top))
+                    .collect::<Vec<_>>();
+                Polygon::new(pts, c.filled())
+            }))
             .map_err(err)?;
         root.present().map_err(err)?;
     }
@@ -790,7 +809,7 @@ fn skylines(
 
 #[cfg(test)]
 mod tests {
-    use super::{skylines, LAG_DROP, LAG_OK};
+    use super::{lines, skylines, Line, Marks, C2S, LAG_DROP, LAG_OK};
 
     #[test]
     fn touching_columns_of_one_colour_are_one_outline() {
@@ -824,5 +843,26 @@ mod tests {
             vec![(2.0, 0.0), (2.0, 9.0), (3.0, 9.0), (3.0, 0.0)]
         );
         assert_eq!(runs[3].1, LAG_DROP);
+    }
+
+    /// Figures far outside a plot's window (a damaged capture's) are drawn at its edge:
+    /// plotters' pixel arithmetic overflowed on them (a panic where overflow is checked, as
+    /// in this test build; a wrapped position in a release build).
+    #[test]
+    fn figures_far_outside_the_window_are_drawn_at_its_edge() {
+        let far = Line {
+            runs: vec![
+                vec![(0.0, 10.0), (1.0, -1.6e10), (2.0, 12.0)],
+                vec![(3e12, 5.0)],
+            ],
+            color: C2S,
+            label: "mean",
+        };
+        let marks = Marks {
+            shade: vec![(-1e15, 1e15, LAG_DROP)],
+            ticks: vec![(-4e13, LAG_OK)],
+        };
+        let svg = lines(10.0, "ms", &[far], Some(20.0), &marks).expect("drawn");
+        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
     }
 }

@@ -364,6 +364,13 @@ impl FlowAcc {
         for i in 0..self.awaiting[d].len() {
             let (m, sent, seq) = self.awaiting[d][i];
             let ms = (now - sent) * 1000.0;
+            // A capture whose timestamps go back (damaged, or merged from clocks that
+            // disagree) ends a round trip before it began: no sample. The histograms already
+            // refused those, but the series' means and the round trips' variation took them
+            // (a mean ping of -15,856,423,635 ms in a fuzzed capture).
+            if !(0.0..f64::INFINITY).contains(&ms) {
+                continue;
+            }
             self.rtt_sample(m, sent, ms);
             if let Some(st) = &mut self.strip {
                 st.latency(m, seq, ms);
