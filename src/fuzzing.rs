@@ -276,8 +276,9 @@ fn net_analysis(data: &[u8]) {
 }
 
 /// The analyses over the event stream, on bytes taken as a capture (else as a Quake 3 and a
-/// QuakeWorld demo): `check`'s findings, `events`' timeline and per-player summary, and
-/// `report`'s network analysis and game events from one pass rendered as its HTML. They read
+/// QuakeWorld demo): `check`'s findings, `events`' timeline and per-player summary,
+/// `report`'s network analysis and game events from one pass rendered as its HTML, and
+/// `diff` against a cut of the same bytes. They read
 /// the server's text (commands, configstrings, scores) and the flows' ends, which the
 /// decoding harnesses never hand to them.
 pub fn analyses(data: &[u8]) {
@@ -298,6 +299,7 @@ pub fn analyses(data: &[u8]) {
         check_outputs(crate::check::check_input("fuzz", false, run));
         events_outputs(|opts, sink| run(opts, sink));
         report_outputs(|opts, sink| run(opts, sink));
+        diff_outputs(data, "pcapng");
         return;
     }
     let q3 = |opts: &Options, sink: &mut dyn Sink| {
@@ -311,6 +313,29 @@ pub fn analyses(data: &[u8]) {
         };
         check_outputs(crate::check::check_input(name, true, qw));
         events_outputs(qw);
+    }
+    diff_outputs(data, "dm_68");
+    diff_outputs(data, "mvd");
+}
+
+/// `quakecap diff` of the input against its first three quarters (written to files named
+/// with `ext`, as `diff` reads paths): the aligner then meets messages missing on one side
+/// as well as pairs. A decoding thread's panic, which `diff` reports as an error, is one here.
+fn diff_outputs(data: &[u8], ext: &str) {
+    let dir = std::env::temp_dir().join(format!("quakecap-fuzz-diff-{}", std::process::id()));
+    let (a, b) = (dir.join(format!("a.{ext}")), dir.join(format!("b.{ext}")));
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(&a, data))
+        .and_then(|_| std::fs::write(&b, &data[..data.len() * 3 / 4]));
+    if written.is_err() {
+        return;
+    }
+    match crate::diff::diff_files(&a, &b, &crate::diff::Options::default()) {
+        Ok(o) => {
+            let _ = serde_json::to_string(&o);
+        }
+        Err(crate::diff::DiffError::Unusable(m)) if m.contains("thread of") => panic!("{m}"),
+        Err(_) => {}
     }
 }
 
