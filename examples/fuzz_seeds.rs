@@ -98,12 +98,7 @@ fn capture_seeds(out: &Path, name: &str, recs: &[Rec]) {
     }
     // Captures that start mid-session (issue 17): the whole pass from a cut.
     for pct in MID_AT {
-        let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
-        for r in window(recs, pct, MID_LEN) {
-            ng.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)
-                .expect("write");
-        }
-        let ng = ng.finish().expect("finish");
+        let ng = window_pcapng(recs, pct, MID_LEN);
         put(out, "pipeline", &format!("{name}-mid{pct}.pcapng"), &ng);
         put(out, "analyses", &format!("{name}-mid{pct}.pcapng"), &ng);
     }
@@ -119,14 +114,19 @@ const ANALYSES_LEN: usize = 300;
 /// Windows of a capture for the `analyses` target (check, events, report).
 fn analyses_seeds(out: &Path, name: &str, recs: &[Rec]) {
     for pct in ANALYSES_AT {
-        let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
-        for r in window(recs, pct, ANALYSES_LEN) {
-            ng.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)
-                .expect("write");
-        }
-        let ng = ng.finish().expect("finish");
+        let ng = window_pcapng(recs, pct, ANALYSES_LEN);
         put(out, "analyses", &format!("{name}-at{pct}.pcapng"), &ng);
     }
+}
+
+/// The `len` records of `recs` from `pct` per cent on, as a pcapng file.
+fn window_pcapng(recs: &[Rec], pct: usize, len: usize) -> Vec<u8> {
+    let mut ng = PcapNgWriter::new(Vec::new()).expect("writer");
+    for r in window(recs, pct, len) {
+        ng.write_packet(r.link, r.ts_ns, &r.data, r.data.len() as u32)
+            .expect("write");
+    }
+    ng.finish().expect("finish")
 }
 
 fn net_seeds(out: &Path, name: &str, recs: &[Rec]) {
