@@ -278,9 +278,9 @@ fn net_analysis(data: &[u8]) {
 /// The analyses over the event stream, on bytes taken as a capture (else as a Quake 3 and a
 /// QuakeWorld demo): `check`'s findings, `events`' timeline and per-player summary,
 /// `report`'s network analysis and game events from one pass rendered as its HTML, and
-/// `diff` against a cut of the same bytes. They read
-/// the server's text (commands, configstrings, scores) and the flows' ends, which the
-/// decoding harnesses never hand to them.
+/// `diff` against a cut of the same bytes. They read the server's text (commands,
+/// configstrings, scores) and the flows' ends, which the decoding harnesses never hand to
+/// them.
 pub fn analyses(data: &[u8]) {
     if CaptureReader::new(Cursor::new(data)).is_ok() {
         let run = |opts: &Options, sink: &mut dyn Sink| {
