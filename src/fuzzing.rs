@@ -297,8 +297,8 @@ pub fn analyses(data: &[u8]) {
             pipeline::run_reader(reader, "fuzz".into(), &opts, sink, &mut |_| {})
         };
         check_outputs(crate::check::check_input("fuzz", false, run));
-        events_outputs(|opts, sink| run(opts, sink));
-        report_outputs(|opts, sink| run(opts, sink));
+        events_outputs(run);
+        report_outputs(run);
         diff_outputs(data, "pcapng");
         return;
     }

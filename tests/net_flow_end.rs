@@ -420,19 +420,28 @@ fn timestamps_that_go_back_give_no_negative_ping_and_the_report_draws() {
         "negative pings: {:?}",
         pings.iter().filter(|&&v| v < 0.0).collect::<Vec<_>>()
     );
+    let page = report_html(bytes, "backwards");
+    assert_eq!(page.matches("<section class=\"player\"").count(), 1);
+    assert!(page.matches("<svg").count() >= 6, "the player's plots");
+}
+
+/// `quakecap report` of capture `bytes` (written as `<name>-report.pcapng`, removed after):
+/// the HTML, after asserting the command succeeded (exit 0).
+fn report_html(bytes: Vec<u8>, name: &str) -> String {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end");
-    let (cap, html) = (
-        dir.join("backwards-report.pcapng"),
-        dir.join("backwards.html"),
+    std::fs::create_dir_all(&dir).unwrap();
+    let (input, html) = (
+        dir.join(format!("{name}-report.pcapng")),
+        dir.join(format!("{name}.html")),
     );
-    std::fs::write(&cap, bytes).unwrap();
+    std::fs::write(&input, bytes).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
         .arg("report")
-        .arg(&cap)
+        .arg(&input)
         .arg("-o")
         .arg(&html)
         .output()
-        .unwrap();
+        .expect("run quakecap report");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -440,8 +449,9 @@ fn timestamps_that_go_back_give_no_negative_ping_and_the_report_draws() {
         String::from_utf8_lossy(&out.stderr)
     );
     let page = std::fs::read_to_string(&html).unwrap();
-    assert_eq!(page.matches("<section class=\"player\"").count(), 1);
-    assert!(page.matches("<svg").count() >= 6, "the player's plots");
+    let _ = std::fs::remove_file(input);
+    let _ = std::fs::remove_file(html);
+    page
 }
 
 /// The stored session's frames `range`, those from frame `gap_at` on `gap_ns` later.
@@ -517,22 +527,7 @@ fn a_connection_that_resumes_after_its_end_is_reported_per_stretch() {
         assert_eq!(a["ping"][k], b["ping"][k], "second stretch: ping {k}");
     }
     // The HTML report: a section per stretch, each with an id of its own.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end");
-    let (input, html) = (dir.join("resumed-report.pcapng"), dir.join("resumed.html"));
-    std::fs::write(&input, frames_of(base, 0..end, cut, SPACING_NS)).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
-        .arg("report")
-        .arg(&input)
-        .arg("-o")
-        .arg(&html)
-        .output()
-        .expect("run quakecap report");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&html).unwrap();
+    let text = report_html(frames_of(base, 0..end, cut, SPACING_NS), "resumed");
     let ids: Vec<&str> = text
         .split("<section class=\"player\" id=\"")
         .skip(1)
@@ -540,6 +535,4 @@ fn a_connection_that_resumes_after_its_end_is_reported_per_stretch() {
         .collect();
     let flow = r[0].flow;
     assert_eq!(ids, [format!("flow-{flow}"), format!("flow-{flow}-2")]);
-    let _ = std::fs::remove_file(input);
-    let _ = std::fs::remove_file(html);
 }
