@@ -12,13 +12,17 @@ use super::FlowMap;
 /// A pair of endpoints, in the order a lookup names them.
 pub type Pair = (SocketAddr, SocketAddr);
 
-/// Slots of [`PairIndex`]'s memo (a power of two).
-const MEMO_SLOTS: usize = 256;
+/// Slots of [`PairIndex`]'s memo (a power of two). A flow's datagrams look up both orders of
+/// its pair, so a thousand live connections hold two thousand keys: with 256 slots most
+/// lookups missed into the map (a hundred instructions and a cold bucket each); 4,096 slots of
+/// 48 bytes (192 KB, within one core's L2) answer most of them, measured at 980 live
+/// connections (docs/performance.md); 16,384 were no faster (the memo itself falls out of cache).
+const MEMO_SLOTS: usize = 4096;
 
 /// A value per address pair, with a direct-mapped memo of recent IPv4 lookups in front:
 /// most datagrams belong to a few busy flows, and a memo probe (one integer compare) costs a
-/// fraction of a hash-map lookup. The memo is cleared whenever the map changes, so it always
-/// answers as the map would. A pair never inserted reads as `V::default()`.
+/// fraction of a hash-map lookup. A change to a pair drops that pair from the memo, so it
+/// always answers as the map would. A pair never inserted reads as `V::default()`.
 #[derive(Debug)]
 pub struct PairIndex<V> {
     /// IPv4 pairs by their packed key ([`pack_v4`]): a 16-byte key hashes in two steps and
@@ -60,7 +64,7 @@ fn pack_v4_ends(a: &SocketAddr, b: &SocketAddr) -> Option<u128> {
 fn memo_slot(key: u128) -> usize {
     let h = (key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
         ^ ((key >> 64) as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
-    (h >> 56) as usize % MEMO_SLOTS
+    (h >> (64 - MEMO_SLOTS.trailing_zeros())) as usize % MEMO_SLOTS
 }
 
 impl<V: Copy + Default> PairIndex<V> {
@@ -97,13 +101,20 @@ impl<V: Copy + Default> PairIndex<V> {
         v
     }
 
-    /// Change the value of `p` (starting from `V::default()`).
+    /// Change the value of `p` (starting from `V::default()`). Only `p`'s memo slot can hold
+    /// its old value; clearing every slot instead (as before) cost a 192 KB write per new flow.
     pub fn update(&mut self, p: Pair, f: impl FnOnce(&mut V)) {
         match pack_v4(&p) {
             Some(key) => f(self.v4.entry(key).or_default()),
             None => f(self.map.entry(p).or_default()),
         }
-        self.memo.fill((0, V::default()));
+        if let Some(key) = pack_v4(&p) {
+            if let Some(m) = self.memo.get_mut(memo_slot(key)) {
+                if m.0 == key {
+                    *m = (0, V::default());
+                }
+            }
+        }
     }
 
     /// Set the value of `p`.
@@ -218,6 +229,31 @@ mod tests {
                     prop_assert_eq!(index.get(key.0, key.1, key.2), model.get(&key).copied());
                 }
             }
+        }
+    }
+
+    /// Two pairs that share a memo slot: each lookup evicts the other, and a change to one
+    /// is seen whichever of them the slot holds.
+    #[test]
+    fn pairs_sharing_a_memo_slot_answer_as_a_map() {
+        let v4 =
+            |n: u16| SocketAddr::new(IpAddr::V4([10, 0, (n >> 8) as u8, n as u8].into()), 27960);
+        let server = v4(0);
+        let slot = |n| memo_slot(pack_v4(&(server, v4(n))).unwrap());
+        let other = (2..u16::MAX).find(|&n| slot(n) == slot(1)).unwrap();
+        let (a, b) = ((server, v4(1)), (server, v4(other)));
+        let mut index: PairIndex<Option<usize>> = PairIndex::default();
+        index.insert(a, Some(1));
+        index.insert(b, Some(2));
+        for round in 0..3 {
+            let (va, vb) = (Some(1 + round * 10), Some(2 + round * 10));
+            assert_eq!(index.get(&a), va);
+            assert_eq!(index.get(&b), vb);
+            // The slot holds b: a change to a leaves it, a change to b must clear it.
+            index.insert(a, Some(11 + round * 10));
+            assert_eq!(index.get(&b), vb);
+            index.insert(b, Some(12 + round * 10));
+            assert_eq!(index.get(&b), Some(12 + round * 10));
         }
     }
 
