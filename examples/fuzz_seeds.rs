@@ -59,6 +59,10 @@ fn put(dir: &Path, target: &str, name: &str, data: &[u8]) {
     let d = dir.join(target);
     std::fs::create_dir_all(&d).expect("create corpus dir");
     std::fs::write(d.join(name), data).expect("write seed");
+    // `export` reads its inputs as the analyses do (a capture, else a demo).
+    if target == "analyses" {
+        put(dir, "export", name, data);
+    }
 }
 
 /// Where the mid-session seeds start (per cent of a capture's records) and how many records

@@ -318,6 +318,68 @@ pub fn analyses(data: &[u8]) {
     diff_outputs(data, "mvd");
 }
 
+/// Bytes as `quakecap export` reads its inputs: a capture, else a Quake 3 demo, then a
+/// QuakeWorld .qwd and .mvd. See [`export_outputs`].
+pub fn export(data: &[u8]) {
+    if CaptureReader::new(Cursor::new(data)).is_ok() {
+        export_outputs(|opts: &Options, sink: &mut dyn Sink| {
+            let reader = CaptureReader::new(Cursor::new(data)).map_err(|e| {
+                pipeline::InputError::Capture {
+                    file: "fuzz".into(),
+                    source: e,
+                }
+            })?;
+            pipeline::run_reader(reader, "fuzz".into(), opts, sink, &mut |_| {})
+        });
+        return;
+    }
+    export_outputs(|opts: &Options, sink: &mut dyn Sink| {
+        pipeline::run_q3_demo_bytes(data, "fuzz.dm_68".into(), Some(68), opts, sink)
+    });
+    for name in ["fuzz.qwd", "fuzz.mvd"] {
+        export_outputs(|opts: &Options, sink: &mut dyn Sink| {
+            pipeline::run_qw_demo_bytes(data, name.into(), opts, sink)
+        });
+    }
+}
+
+/// `quakecap export` of one input through `run` into a per-process temporary folder: the
+/// seven tables written, put in place and read back. Whatever the input, a row the writer
+/// refuses (a cell of the wrong type, a null in a required column: a bug of the row
+/// builders, which the export reports as a failed output) and a file whose footer holds
+/// another number of rows than the export counted are failures (panics).
+fn export_outputs(
+    run: impl FnOnce(&Options, &mut dyn Sink) -> Result<pipeline::Report, pipeline::InputError>,
+) {
+    use crate::sink::export::{self, partition};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let out = std::env::temp_dir().join(format!("quakecap-fuzz-export-{}", std::process::id()));
+    let Ok(mut sink) = export::ExportSink::new(&out, "fuzz") else {
+        return;
+    };
+    let ran = run(&export::options(), &mut sink);
+    if let Some(w) = sink.write_error() {
+        panic!("export refused its own rows: {w}");
+    }
+    if ran.is_ok() {
+        let counts = sink.commit().expect("a finished export commits");
+        for (table, n) in counts {
+            let part = partition::partition_dir(&out, table, "fuzz").join(partition::PART_FILE);
+            let file = std::fs::File::open(&part).expect("a committed table has its file");
+            let rows = SerializedFileReader::new(file)
+                .expect("the export wrote a Parquet file")
+                .metadata()
+                .file_metadata()
+                .num_rows();
+            assert_eq!(
+                rows as u64, n,
+                "{table}: rows in the file against rows counted"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// `quakecap diff` of the input against its first three quarters (written to files named
 /// with `ext`, as `diff` reads paths): the aligner then meets messages missing on one side
 /// as well as pairs. A decoding thread's panic, which `diff` reports as an error, is one here.
@@ -557,7 +619,7 @@ impl Sink for Discard {}
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every harness, by the fuzz target name that runs it.
-pub const TARGETS: [Target; 13] = [
+pub const TARGETS: [Target; 14] = [
     ("capture", capture),
     ("net", net),
     ("netchan", netchan),
@@ -571,4 +633,5 @@ pub const TARGETS: [Target; 13] = [
     ("qw_datagrams", qw_datagrams),
     ("qw_demo", qw_demo),
     ("analyses", analyses),
+    ("export", export),
 ];

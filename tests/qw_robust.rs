@@ -158,3 +158,59 @@ fn damaged_real_capture_never_panics() {
         }
     }
 }
+
+/// A QuakeWorld capture whose serverdata names player slot 101 (the server has 32): the
+/// client's own `say` commands and its disconnect looked that slot up and `events`,
+/// `report` and `export` panicked (found by the `export` fuzz target). Now each exits 0 and
+/// warns with the flow and frame.
+#[test]
+fn a_serverdata_slot_past_the_players_is_warned_not_a_panic() {
+    let file = qw_common::path("qw-basic", "capture.pcapng");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let run = qw_common::run_capture(
+        "qw-basic",
+        qw::Options {
+            decode: true,
+            keep_raw: false,
+        },
+    );
+    let sd = qw_common::messages(&run.events)
+        .flat_map(|m| &m.ops)
+        .find_map(|op| match &op.kind {
+            qw::message::OpKind::Server(qw::svc::ServerOp::Serverdata(sd)) => Some(sd.clone()),
+            _ => None,
+        })
+        .expect("qw-basic has a serverdata");
+    // The serverdata's bytes from its game folder to its level name hold the player slot.
+    let mut pattern = sd.gamedir.as_bytes().to_vec();
+    pattern.push(0);
+    pattern.push(sd.playernum.expect("a netchan serverdata names the slot"));
+    pattern.extend_from_slice(sd.levelname.as_bytes());
+    let at = bytes
+        .windows(pattern.len())
+        .position(|w| w == pattern)
+        .expect("the serverdata's bytes are in the file");
+    bytes[at + sd.gamedir.len() + 1] = 101;
+    let dir = std::env::temp_dir().join(format!("quakecap-qw-slot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let damaged = dir.join("capture.pcapng");
+    std::fs::write(&damaged, &bytes).unwrap();
+    for args in [
+        vec!["events"],
+        vec!["report", "-o", dir.join("r.html").to_str().unwrap()],
+        vec!["export", "--out", dir.join("x").to_str().unwrap()],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+            .args(&args)
+            .arg(&damaged)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            err.contains("frame ") && err.contains("serverdata for player slot 101 (max 32)"),
+            "{args:?} does not warn of the slot: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -185,6 +185,10 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         events: es,
     } = both;
     super::warn(&report);
+    // The game events' own warnings (malformed events), as `quakecap events` prints them.
+    for w in &es.warnings {
+        eprintln!("quakecap: warning: {w}");
+    }
     let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
     if let Some(m) = super::input::missing_flows(&args.flows, &present, &report.file) {
         return Err(NothingDone(m).into());

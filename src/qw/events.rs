@@ -143,7 +143,16 @@ impl Extractor {
                 self.level_start = Some(m.time);
                 self.rounds_done = None;
                 self.gamedir.clone_from(&sd.gamedir);
+                // Bit 7 marks a spectator; a slot past the server's players is damage (the
+                // chat and leave paths index the slots by it).
                 self.me = sd.playernum.map(|p| usize::from(p & 0x7f));
+                if let Some(me) = self.me.filter(|&s| s >= MAX_SLOTS) {
+                    self.warn(
+                        m,
+                        format!("serverdata for player slot {me} (max {MAX_SLOTS})"),
+                    );
+                    self.me = None;
+                }
                 self.map_pending = true;
                 self.intermission = false;
             }
@@ -806,6 +815,38 @@ mod tests {
         assert!(kills[2].team_kill && kills[2].victim.is_none());
         assert!(out.iter().any(|e| matches!(&e.detail, Detail::Chat(c) if c.team && c.text == "hi: there" && c.num == Some(1))));
         assert!(out.iter().any(|e| e.kind == Kind::Rename));
+    }
+
+    /// Found by the `export` fuzz target: a serverdata naming slot 101 made the client's own
+    /// `say` (and a later disconnect) index past the 32 slots.
+    #[test]
+    fn a_serverdata_slot_past_the_players_is_a_warning() {
+        let mut x = Extractor::new(false);
+        let mut out = Vec::new();
+        let sd = ServerOp::Serverdata(crate::qw::svc::ServerData {
+            ext: Default::default(),
+            protocol: 28,
+            spawncount: 1,
+            gamedir: "qw".into(),
+            playernum: Some(101),
+            demotime: None,
+            levelname: String::new(),
+            movevars: [0.0; 10],
+        });
+        x.message(&msg(vec![sd, user(5, 1, "a", "")]), &mut out);
+        assert_eq!(x.warnings.len(), 1, "{:?}", x.warnings);
+        let mut say = Message::new(1, Dir::C2s, 4, 11.0, 0);
+        say.ops = vec![Op {
+            at: 0,
+            kind: OpKind::Client(ClientOp::Stringcmd {
+                text: "say hi".into(),
+            }),
+        }];
+        x.message(&say, &mut out);
+        x.message(&msg(vec![ServerOp::Disconnect { text: None }]), &mut out);
+        assert!(!out
+            .iter()
+            .any(|e| e.kind == Kind::Chat || e.kind == Kind::Leave));
     }
 
     #[test]

@@ -1,0 +1,2 @@
+#![no_main]
+quakecap_fuzz::target!(export);
