@@ -14,9 +14,9 @@ pub type Pair = (SocketAddr, SocketAddr);
 
 /// Slots of [`PairIndex`]'s memo (a power of two). A flow's datagrams look up both orders of
 /// its pair, so a thousand live connections hold two thousand keys: with 256 slots most
-/// lookups missed into the map (a hundred instructions and a cold bucket each); 4,096 slots of
-/// 48 bytes (192 KB, within one core's L2) answer most of them, measured at 980 live
-/// connections (docs/performance.md); 16,384 were no faster (the memo itself falls out of cache).
+/// lookups missed into the map (a hundred instructions and a cold bucket each); 4,096 slots
+/// (of 32 bytes for Quake 3's values: 128 KB, within one core's L2) answer most of them
+/// (docs/performance.md, 2026-12-02); 16,384 were no faster (the memo itself fell out of cache).
 const MEMO_SLOTS: usize = 4096;
 
 /// A value per address pair, with a direct-mapped memo of recent IPv4 lookups in front:
