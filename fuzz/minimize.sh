@@ -8,6 +8,8 @@ budget=${1:-30000}; shift
 B=target/x86_64-unknown-linux-gnu/release
 for t in "$@"; do
   tmp=$(mktemp -d)
+  # libFuzzer's merge fails on a missing folder (a new target has no committed corpus yet).
+  mkdir -p corpus/$t
   "$B/$t" -merge=1 -timeout=10 -rss_limit_mb=2048 "$tmp" corpus-work/$t corpus/$t >/dev/null 2>&1
   rm -rf corpus/$t && mkdir -p corpus/$t
   total=0
