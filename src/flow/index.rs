@@ -102,7 +102,8 @@ impl<V: Copy + Default> PairIndex<V> {
     }
 
     /// Change the value of `p` (starting from `V::default()`). Only `p`'s memo slot can hold
-    /// its old value; clearing every slot instead (as before) cost a 192 KB write per new flow.
+    /// its old value; clearing every slot instead (as before) would write the whole memo
+    /// (128–192 KB) per new flow.
     pub fn update(&mut self, p: Pair, f: impl FnOnce(&mut V)) {
         match pack_v4(&p) {
             Some(key) => f(self.v4.entry(key).or_default()),
