@@ -13,6 +13,13 @@ use crate::qw::svc::ServerOp;
 
 /// Player slots a server may have (mvdsv MAX_CLIENTS).
 const MAX_SLOTS: usize = 32;
+
+/// Distinct prints remembered at one demo time (to take an .mvd's copies of a print, one per
+/// recipient, once). A real demo has a few at one time; a damaged or hostile one may hold
+/// any number, and a list searched for each print made that quadratic (a 2 MB .mvd of prints
+/// at one time took `events` 17 s). Past this many the memory starts over: a copy may then be
+/// taken twice, in such files only.
+const MAX_SEEN_PRINTS: usize = 1024;
 const PRINT_MEDIUM: u8 = 1;
 const PRINT_CHAT: u8 = 3;
 
@@ -57,7 +64,7 @@ pub struct Extractor {
     /// A print line cut across prints, per level.
     partial: [String; 4],
     /// Prints already taken at this time (an .mvd repeats one print per recipient).
-    seen_prints: (f64, Vec<String>),
+    seen_prints: (f64, std::collections::HashSet<(u8, String)>),
     intermission: bool,
     /// The last round KTX marked as played (`//demomark 0 round- N` at a round's end, in its
     /// round-based modes: a hoonymode duel restarts the match every round).
@@ -79,7 +86,7 @@ impl Extractor {
             level_start: None,
             map_pending: false,
             partial: Default::default(),
-            seen_prints: (f64::NAN, Vec::new()),
+            seen_prints: (f64::NAN, Default::default()),
             intermission: false,
             rounds_done: None,
             warnings: Vec::new(),
@@ -295,16 +302,12 @@ impl Extractor {
     /// True the first time a print is seen at this demo time (an .mvd sends a print to
     /// several players as one `dem_single` block each).
     fn first_time(&mut self, time: f64, level: u8, text: &str) -> bool {
-        let key = format!("{level}:{text}");
-        if self.seen_prints.0 != time {
-            self.seen_prints = (time, vec![key]);
-            return true;
+        let (at, seen) = &mut self.seen_prints;
+        if *at != time || seen.len() >= MAX_SEEN_PRINTS {
+            *at = time;
+            seen.clear();
         }
-        if self.seen_prints.1.contains(&key) {
-            return false;
-        }
-        self.seen_prints.1.push(key);
-        true
+        seen.insert((level, text.to_string()))
     }
 
     fn warn(&mut self, m: &Message, text: String) {
@@ -847,6 +850,22 @@ mod tests {
         assert!(!out
             .iter()
             .any(|e| e.kind == Kind::Chat || e.kind == Kind::Leave));
+    }
+
+    /// An .mvd's copies of a print (one per recipient, at one time) are taken once; the
+    /// prints remembered at one time stay bounded however many a damaged demo holds there.
+    #[test]
+    fn prints_at_one_time_are_taken_once_and_remembered_within_a_bound() {
+        let mut x = Extractor::new(true);
+        assert!(x.first_time(1.0, 2, "a"));
+        assert!(!x.first_time(1.0, 2, "a"));
+        assert!(x.first_time(1.0, 3, "a"), "another level is another print");
+        assert!(x.first_time(1.5, 2, "a"), "another time is another print");
+        for i in 0..5 * MAX_SEEN_PRINTS + 10 {
+            assert!(x.first_time(2.0, 2, &format!("p{i}")));
+            assert!(x.seen_prints.1.len() <= MAX_SEEN_PRINTS);
+        }
+        assert!(!x.first_time(2.0, 2, &format!("p{}", 5 * MAX_SEEN_PRINTS + 9)));
     }
 
     #[test]
