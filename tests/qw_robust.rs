@@ -214,3 +214,41 @@ fn a_serverdata_slot_past_the_players_is_warned_not_a_panic() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An .mvd with a bad event in every block (`setinfo` for player slot 200; the server has
+/// 32): `events` says the first warnings and how many more, instead of one line (and one
+/// kept error) per bad op — 2 MB of them gave 180,000 lines and 110 MB.
+#[test]
+fn a_bad_event_in_every_block_gives_bounded_warnings() {
+    const BLOCKS: usize = 500;
+    const PER_BLOCK: usize = 10;
+    let mut mvd = Vec::new();
+    for _ in 0..BLOCKS {
+        let mut msg = Vec::new();
+        for _ in 0..PER_BLOCK {
+            msg.extend_from_slice(b"\x33\xc8name\0x\0"); // svc_setinfo, slot 200
+        }
+        mvd.extend_from_slice(&[1, 6]); // 1 ms later, dem_all
+        mvd.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+        mvd.extend_from_slice(&msg);
+    }
+    let dir = std::env::temp_dir().join(format!("quakecap-qw-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.mvd");
+    std::fs::write(&file, &mvd).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .arg("events")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = err
+        .lines()
+        .filter(|l| l.contains("setinfo for player slot 200"))
+        .count();
+    assert_eq!(said, 20, "{err}");
+    let more = format!("... {} more game-event warnings", BLOCKS * PER_BLOCK - 20);
+    assert!(err.contains(&more), "no `{more}` in: {err}");
+    assert!(err.lines().count() < 30, "{err}");
+}

@@ -63,9 +63,7 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
             }
         }
     }
-    for w in &sink.warnings {
-        eprintln!("quakecap: warning: {w}");
-    }
+    super::warn_events(&sink.warnings, sink.warnings_total);
     let first = sink
         .events
         .iter()

@@ -143,9 +143,7 @@ fn export_one(file: &Path, out: &Path, name: &str) -> Outcome {
         }
     };
     super::warn(&report);
-    for w in sink.warnings() {
-        eprintln!("quakecap: warning: {w}");
-    }
+    super::warn_events(sink.warnings(), sink.warnings_total());
     match sink.commit() {
         Ok(counts) => Outcome::Done(counts),
         Err(e) => Outcome::Output(anyhow::Error::new(e).context("cannot write the partition")),

@@ -277,6 +277,18 @@ pub fn warn(report: &Report) {
     }
 }
 
+/// The game events' warnings (malformed events, configstrings, unknown mods; each names its
+/// file and position) as [`warn`] prints an input's: the first 20, then how many more.
+pub fn warn_events(kept: &[quakecap::error::Error], total: u64) {
+    for w in kept.iter().take(20) {
+        eprintln!("quakecap: warning: {w}");
+    }
+    let total = total.max(kept.len() as u64);
+    if total > 20 {
+        eprintln!("quakecap: ... {} more game-event warnings", total - 20);
+    }
+}
+
 struct NoSink;
 impl Sink for NoSink {}
 

@@ -186,9 +186,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     } = both;
     super::warn(&report);
     // The game events' own warnings (malformed events), as `quakecap events` prints them.
-    for w in &es.warnings {
-        eprintln!("quakecap: warning: {w}");
-    }
+    super::warn_events(&es.warnings, es.warnings_total);
     let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
     if let Some(m) = super::input::missing_flows(&args.flows, &present, &report.file) {
         return Err(NothingDone(m).into());

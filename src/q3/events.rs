@@ -114,7 +114,7 @@ pub struct Extractor {
     /// Capture time of the latest message.
     last_time: f64,
     /// Problems found (malformed event or configstring, unknown mod), with their position.
-    pub warnings: Vec<Error>,
+    pub warnings: crate::gameevent::Warnings,
     warned_mod: bool,
 }
 
@@ -135,7 +135,7 @@ impl Extractor {
             flags: Flags::default(),
             pending: Vec::new(),
             last_time: 0.0,
-            warnings: Vec::new(),
+            warnings: Default::default(),
             warned_mod: false,
         }
     }

@@ -70,7 +70,7 @@ pub struct Extractor {
     /// round-based modes: a hoonymode duel restarts the match every round).
     rounds_done: Option<u32>,
     /// Problems found, with their position.
-    pub warnings: Vec<Error>,
+    pub warnings: crate::gameevent::Warnings,
 }
 
 impl Extractor {
@@ -89,7 +89,7 @@ impl Extractor {
             seen_prints: (f64::NAN, Default::default()),
             intermission: false,
             rounds_done: None,
-            warnings: Vec::new(),
+            warnings: Default::default(),
         }
     }
 
@@ -866,6 +866,23 @@ mod tests {
             assert!(x.seen_prints.1.len() <= MAX_SEEN_PRINTS);
         }
         assert!(!x.first_time(2.0, 2, &format!("p{}", 5 * MAX_SEEN_PRINTS + 9)));
+    }
+
+    /// A bad event in every message: the warnings kept stay bounded, all are counted.
+    #[test]
+    fn warnings_are_bounded_and_counted() {
+        let mut x = Extractor::new(true);
+        let mut out = Vec::new();
+        let bad = ServerOp::Setinfo {
+            slot: 200,
+            key: "name".into(),
+            value: "x".into(),
+        };
+        for _ in 0..300 {
+            x.message(&msg(vec![bad.clone()]), &mut out);
+        }
+        assert_eq!(x.warnings.len(), crate::pipeline::MAX_WARNINGS);
+        assert_eq!(x.warnings.total(), 300);
     }
 
     #[test]

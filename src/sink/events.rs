@@ -8,8 +8,8 @@ use std::io;
 
 use crate::error::Error;
 use crate::flow::FlowMap;
-use crate::gameevent::{merge::merge, GameEvent};
-use crate::pipeline::{Event, Report, Sink};
+use crate::gameevent::{merge::merge, GameEvent, Warnings};
+use crate::pipeline::{Event, Report, Sink, MAX_WARNINGS};
 use crate::q3;
 use crate::qw;
 
@@ -29,7 +29,7 @@ impl Extractor {
             Extractor::Qw(x) => x.finish(out),
         }
     }
-    fn take_warnings(&mut self) -> Vec<Error> {
+    fn take_warnings(&mut self) -> Warnings {
         match self {
             Extractor::Q3(x) => std::mem::take(&mut x.warnings),
             Extractor::Qw(x) => std::mem::take(&mut x.warnings),
@@ -59,15 +59,17 @@ pub struct EventSink {
     dense: Vec<u32>,
     /// Flows of the current input whose extractor finished at the flow's end
     /// ([`Event::FlowEnd`]): the flow, whether it was a demo, and its warnings.
-    ended: Vec<(u32, bool, Vec<Error>)>,
+    ended: Vec<(u32, bool, Warnings)>,
     /// Events of the current input, each with the flow that saw it.
     raw: Vec<(u32, GameEvent)>,
     scratch: Vec<GameEvent>,
     /// Merged events of every finished input, in time order per input.
     pub events: Vec<GameEvent>,
     /// Problems found while extracting (malformed events or configstrings, unknown mods),
-    /// with their file and position.
+    /// with their file and position: the first [`MAX_WARNINGS`] of all inputs.
     pub warnings: Vec<Error>,
+    /// Every such problem, kept in `warnings` or not.
+    pub warnings_total: u64,
 }
 
 impl EventSink {
@@ -157,7 +159,7 @@ impl EventSink {
 
     /// The last events of a flow's extractor into this input's events; its flow, whether it
     /// read a demo, and its warnings.
-    fn finish_extractor(&mut self, flow: u32, mut x: Extractor) -> (u32, bool, Vec<Error>) {
+    fn finish_extractor(&mut self, flow: u32, mut x: Extractor) -> (u32, bool, Warnings) {
         x.finish(&mut self.scratch);
         self.take(flow);
         (flow, x.demo(), x.take_warnings())
@@ -221,9 +223,10 @@ impl Sink for EventSink {
         let mut demo = HashMap::new();
         for (flow, is_demo, warnings) in done {
             demo.insert(flow, is_demo);
-            for w in warnings {
-                self.warnings.push(w.file(&report.file));
-            }
+            self.warnings_total += warnings.total();
+            let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
+            let kept = warnings.into_kept().into_iter().take(room);
+            self.warnings.extend(kept.map(|w| w.file(&report.file)));
         }
         let first = self
             .raw

@@ -97,9 +97,15 @@ impl ExportSink {
         ]
     }
 
-    /// Warnings of the game-events analyzer (malformed events, unknown mods).
+    /// Warnings of the game-events analyzer (malformed events, unknown mods): the first
+    /// [`crate::pipeline::MAX_WARNINGS`].
     pub fn warnings(&self) -> &[crate::error::Error] {
         &self.analyzer.warnings
+    }
+
+    /// Every warning of the game-events analyzer, kept in [`Self::warnings`] or not.
+    pub fn warnings_total(&self) -> u64 {
+        self.analyzer.warnings_total
     }
 
     /// Replace the source's partitions with the files just written (after [`Sink::finish`]).
