@@ -1,6 +1,6 @@
 //! The one pass: capture → net → per-game trackers → events pushed to a [`Sink`]. Demo files
 //! enter here too, skipping capture, net and netchan: the pipeline only picks the game's
-//! `decode_demo_file` ([`q3::demo_file`], [`qw::decode_demo_file`]) and streams what it
+//! `decode_demo_file` ([`q3::demo_file`], [`qw::decode_demo_stream`]) and streams what it
 //! decodes. The pipeline defines the sink trait; sinks see one [`Event`] type for both games,
 //! only finished events, and never reach back into parsing.
 use std::io::{self, Read};
@@ -754,7 +754,8 @@ pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<R
 }
 
 /// Decode a QuakeWorld demo held in memory; `file` names it (`.mvd` or else .qwd). The
-/// decoding is [`qw::decode_demo_file`]'s; this hands its messages to the sink.
+/// decoding is [`qw::decode_demo_stream`]'s; this hands each message to the sink as it is
+/// decoded (none is kept: memory does not grow with the file).
 pub fn run_qw_demo_bytes(
     data: &[u8],
     file: String,
@@ -765,18 +766,26 @@ pub fn run_qw_demo_bytes(
         file: file.clone(),
         source,
     };
-    let mut events = Vec::new();
-    let flows = qw::decode_demo_file(&file, data, &mut events);
-    if opts.emit {
-        for e in &events {
-            if let qw::Event::Message(m) = e {
-                sink.event(Event::Qw(m)).map_err(io_err)?;
+    let (mut blocks, mut failed) = (0u64, None);
+    let flows = qw::decode_demo_stream(&file, data, &mut |m| {
+        blocks += 1;
+        if !opts.emit {
+            return true;
+        }
+        match sink.event(Event::Qw(&m)) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
             }
         }
+    });
+    if let Some(e) = failed {
+        return Err(io_err(e));
     }
     let report = Report {
         file: file.clone(),
-        frames: events.len() as u64,
+        frames: blocks,
         flows,
         ..Default::default()
     };

@@ -35,20 +35,43 @@ fn push_error(sum: &mut FlowSummary, m: &mut Message) {
 
 /// Decode a whole .qwd or .mvd (chosen by extension; anything not ending in `.mvd` is read as
 /// .qwd). Every block becomes one [`Event::Message`] with flow id 1; the summary counts blocks
-/// and errors. A truncated file ends with an error, never a panic.
+/// and errors. A truncated file ends with an error, never a panic. Holds every message: for
+/// a pass over a demo of any length, [`decode_demo_stream`].
 pub fn decode_demo_file(name: &str, data: &[u8], out: &mut Vec<Event>) -> Vec<FlowSummary> {
+    decode_demo_stream(name, data, &mut |m| {
+        out.push(Event::Message(m));
+        true
+    })
+}
+
+/// [`decode_demo_file`], each block's message handed to `emit` as it is decoded and then
+/// dropped, so memory does not grow with the file (holding them all took about 17 bytes per
+/// byte of .mvd). `emit` returns false to stop (its own error); the summary then covers the
+/// blocks read so far.
+pub fn decode_demo_stream(
+    name: &str,
+    data: &[u8],
+    emit: &mut dyn FnMut(Message) -> bool,
+) -> Vec<FlowSummary> {
     let mut sum = summary(name);
-    let before = out.len();
+    let mut facts = Facts::default();
+    let mut take = |sum: &mut FlowSummary, m: Message| {
+        facts.note(sum, &m);
+        emit(m)
+    };
     if name.to_ascii_lowercase().ends_with(".mvd") {
-        decode_mvd(data, &mut sum, out);
+        decode_mvd(data, &mut sum, &mut take);
     } else {
-        decode_qwd(data, &mut sum, out);
+        decode_qwd(data, &mut sum, &mut take);
     }
-    demo_facts(&mut sum, out.get(before..).unwrap_or(&[]));
+    sum.game_seconds = facts.span.map(|(a, b)| b - a);
     vec![sum]
 }
 
-fn decode_qwd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
+/// What a block's message hands on ([`decode_demo_stream`]'s `take`): false to stop.
+type Take<'a> = dyn FnMut(&mut FlowSummary, Message) -> bool + 'a;
+
+fn decode_qwd(data: &[u8], sum: &mut FlowSummary, out: &mut Take<'_>) {
     let mut r = Reader::new(data);
     let mut st = ServerState::new(false);
     let mut incoming: u32 = 0;
@@ -146,7 +169,7 @@ fn decode_qwd_read(st: &mut ServerState, incoming: &mut u32, body: &[u8], m: &mu
     m.error = err.map(|e| Box::new(Error::from(&e)));
 }
 
-fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
+fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Take<'_>) {
     let mut r = Reader::new(data);
     let mut st = ServerState::new(true);
     let mut time_ms: u64 = 0;
@@ -202,21 +225,25 @@ fn decode_mvd(data: &[u8], sum: &mut FlowSummary, out: &mut Vec<Event>) {
     }
 }
 
-/// The map (the model list's first entry, `maps/NAME.bsp`) and the demo time the blocks
-/// cover (their times are demo time in seconds).
-fn demo_facts(sum: &mut FlowSummary, events: &[Event]) {
-    let mut span: Option<(f64, f64)> = None;
-    // A .qwd's recording client: the slot serverdata gives it (.mvd has none).
-    let mut slot: Option<u8> = None;
-    for e in events {
-        let Event::Message(m) = e else { continue };
-        span = Some(span.map_or((m.time, m.time), |(a, b)| (a.min(m.time), b.max(m.time))));
+/// The map (the model list's first entry, `maps/NAME.bsp`), the players and the demo time
+/// the blocks cover (their times are demo time in seconds), gathered block by block.
+#[derive(Default)]
+struct Facts {
+    span: Option<(f64, f64)>,
+    /// A .qwd's recording client: the slot serverdata gives it (.mvd has none).
+    slot: Option<u8>,
+}
+
+impl Facts {
+    fn note(&mut self, sum: &mut FlowSummary, m: &Message) {
+        let t = m.time;
+        self.span = Some(self.span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
         for op in &m.ops {
             let OpKind::Server(op) = &op.kind else {
                 continue;
             };
             match op {
-                svc::ServerOp::Serverdata(sd) => slot = sd.playernum.map(|p| p & 0x7f),
+                svc::ServerOp::Serverdata(sd) => self.slot = sd.playernum.map(|p| p & 0x7f),
                 svc::ServerOp::Modellist(l) | svc::ServerOp::FteModellistshort(l) => {
                     if let Some(map) = l.map_name() {
                         sum.add_map(map);
@@ -226,7 +253,7 @@ fn demo_facts(sum: &mut FlowSummary, events: &[Event]) {
                     slot: s, userinfo, ..
                 } => {
                     let name = info_value(userinfo, "name").filter(|n| !n.is_empty());
-                    if Some(*s) == slot && sum.name.is_none() {
+                    if Some(*s) == self.slot && sum.name.is_none() {
                         sum.name.clone_from(&name);
                     }
                     let spectator = info_value(userinfo, "*spectator").is_some_and(|v| v != "0");
@@ -238,7 +265,6 @@ fn demo_facts(sum: &mut FlowSummary, events: &[Event]) {
             }
         }
     }
-    sum.game_seconds = span.map(|(a, b)| b - a);
 }
 
 /// The value of `key` in a `\\key\\value` userinfo string.
@@ -252,22 +278,22 @@ fn info_value(info: &str, key: &str) -> Option<String> {
     None
 }
 
-/// Count one decoded demo block on the summary and emit it; an unreadable block is recorded
-/// with its file offset and ends the file (its framing is lost). Returns false then.
+/// Count one decoded demo block on the summary and hand it on; an unreadable block is
+/// recorded with its file offset and ends the file (its framing is lost). Returns false then,
+/// or when the taker asks to stop.
 fn record_block(
     res: Result<Message, super::cursor::DecodeError>,
     block: u64,
     start: usize,
     sum: &mut FlowSummary,
-    out: &mut Vec<Event>,
+    out: &mut Take<'_>,
 ) -> bool {
     match res {
         Ok(mut m) => {
             *sum.packets.get_mut(m.dir) += 1;
             *sum.bytes.get_mut(m.dir) += m.size as u64;
             push_error(sum, &mut m);
-            out.push(Event::Message(m));
-            true
+            out(sum, m)
         }
         Err(e) => {
             // The block reader runs over the whole file: the byte is a file offset.

@@ -58,7 +58,7 @@ pub mod svc;
 mod tracker;
 pub mod usercmd;
 
-pub use demo::decode_demo_file;
+pub use demo::{decode_demo_file, decode_demo_stream};
 pub use message::{Message, NetchanStatus, Op, OpKind};
 pub use tracker::Tracker;
 
