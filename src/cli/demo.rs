@@ -534,8 +534,8 @@ fn cut_qw_demo_file(args: &DemoArgs, file: &Path) -> Result<i32> {
             return Err(NothingDone(format!("{}: no demo written: {e}", file.display())).into())
         }
     };
-    let mut events = Vec::new();
-    let sum = quakecap::qw::decode_demo_file(&name, &data, &mut events);
+    // Only the summary (map, recording player) is read: no message is kept.
+    let sum = quakecap::qw::decode_demo_stream(&name, &data, &mut |_| true);
     let first = sum.first();
     let map = first.and_then(|f| f.maps.first().cloned());
     let player = first.and_then(|f| f.name.clone());
