@@ -92,6 +92,10 @@ const F_OTHER2: usize = 30;
 /// One obituary as the entity carried it: victim, attacker, means of death.
 type Obituary = (i32, i32, i32);
 
+/// Events kept waiting for the first snapshot's game time (a gamestate's players, chat during
+/// a download): a real session has a few dozen.
+const MAX_UNTIMED: usize = 4096;
+
 /// Events of one connection (or demo file), built message by message.
 pub struct Extractor {
     demo: bool,
@@ -111,6 +115,8 @@ pub struct Extractor {
     flags: Flags,
     /// Events of the current message, timed once its snapshot (if any) is known.
     pending: Vec<(Kind, Detail, Option<i32>)>,
+    /// Of `pending`, those without a server time of their own (all but kills).
+    untimed: usize,
     /// Capture time of the latest message.
     last_time: f64,
     /// Problems found (malformed event or configstring, unknown mod), with their position.
@@ -134,6 +140,7 @@ impl Extractor {
             last_print: String::new(),
             flags: Flags::default(),
             pending: Vec::new(),
+            untimed: 0,
             last_time: 0.0,
             warnings: Default::default(),
             warned_mod: false,
@@ -204,7 +211,10 @@ impl Extractor {
         self.last_time = m.time;
         // Before the first snapshot (a gamestate's players) nothing gives the game time yet:
         // those events wait for the snapshot that follows.
-        if self.server_time.is_none() && self.pending.iter().any(|p| p.2.is_none()) {
+        // A capture whose snapshots never decode would gather every event here (and this
+        // test scanned them per message): past MAX_UNTIMED they go out without game time,
+        // as the input's end would give them.
+        if self.server_time.is_none() && self.untimed > 0 && self.pending.len() < MAX_UNTIMED {
             return;
         }
         // Most messages give no event: no call for them.
@@ -224,6 +234,7 @@ impl Extractor {
             return;
         }
         let level_start: Option<i64> = self.cs.get(CS_LEVEL_START_TIME).trim().parse().ok();
+        self.untimed = 0;
         for (kind, detail, st) in self.pending.drain(..) {
             let st = st.or(self.server_time);
             let time = if self.demo {
@@ -245,6 +256,7 @@ impl Extractor {
     }
 
     fn push(&mut self, kind: Kind, detail: Detail) {
+        self.untimed += 1;
         self.pending.push((kind, detail, None));
     }
 
@@ -837,6 +849,23 @@ mod tests {
             snapshot_head: None,
         });
         m
+    }
+
+    /// Chat with no snapshot ever decoding: the events waiting for a game time stay bounded,
+    /// and every one comes out.
+    #[test]
+    fn events_waiting_for_a_game_time_stay_bounded() {
+        let mut ex = Extractor::new(false);
+        let mut out = Vec::new();
+        ex.message(&gamestate_of("baseq3"), &mut out);
+        let n = 3 * MAX_UNTIMED + 5;
+        for _ in 0..n {
+            ex.message(&server_message(&["chat \"console: hi\""]), &mut out);
+            assert!(ex.pending.len() <= MAX_UNTIMED);
+        }
+        ex.finish(&mut out);
+        let chats = out.iter().filter(|e| e.kind == Kind::Chat).count();
+        assert_eq!(chats, n);
     }
 
     #[test]
