@@ -283,19 +283,7 @@ fn net_analysis(data: &[u8]) {
 /// them.
 pub fn analyses(data: &[u8]) {
     if CaptureReader::new(Cursor::new(data)).is_ok() {
-        let run = |opts: &Options, sink: &mut dyn Sink| {
-            let reader = CaptureReader::new(Cursor::new(data)).map_err(|e| {
-                pipeline::InputError::Capture {
-                    file: "fuzz".into(),
-                    source: e,
-                }
-            })?;
-            let opts = Options {
-                threads: Some(1),
-                ..opts.clone()
-            };
-            pipeline::run_reader(reader, "fuzz".into(), &opts, sink, &mut |_| {})
-        };
+        let run = |opts: &Options, sink: &mut dyn Sink| run_capture_bytes(data, opts, sink);
         check_outputs(crate::check::check_input("fuzz", false, run));
         events_outputs(run);
         report_outputs(run);
@@ -318,19 +306,30 @@ pub fn analyses(data: &[u8]) {
     diff_outputs(data, "mvd");
 }
 
+/// The capture `data` through the pipeline as the commands run it, on one thread (the
+/// analyses' and the export's harnesses).
+fn run_capture_bytes(
+    data: &[u8],
+    opts: &Options,
+    sink: &mut dyn Sink,
+) -> Result<pipeline::Report, pipeline::InputError> {
+    let reader =
+        CaptureReader::new(Cursor::new(data)).map_err(|e| pipeline::InputError::Capture {
+            file: "fuzz".into(),
+            source: e,
+        })?;
+    let opts = Options {
+        threads: Some(1),
+        ..opts.clone()
+    };
+    pipeline::run_reader(reader, "fuzz".into(), &opts, sink, &mut |_| {})
+}
+
 /// Bytes as `quakecap export` reads its inputs: a capture, else a Quake 3 demo, then a
 /// QuakeWorld .qwd and .mvd. See [`export_outputs`].
 pub fn export(data: &[u8]) {
     if CaptureReader::new(Cursor::new(data)).is_ok() {
-        export_outputs(|opts: &Options, sink: &mut dyn Sink| {
-            let reader = CaptureReader::new(Cursor::new(data)).map_err(|e| {
-                pipeline::InputError::Capture {
-                    file: "fuzz".into(),
-                    source: e,
-                }
-            })?;
-            pipeline::run_reader(reader, "fuzz".into(), opts, sink, &mut |_| {})
-        });
+        export_outputs(|opts: &Options, sink: &mut dyn Sink| run_capture_bytes(data, opts, sink));
         return;
     }
     export_outputs(|opts: &Options, sink: &mut dyn Sink| {

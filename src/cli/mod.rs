@@ -263,29 +263,25 @@ pub fn run_input(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Rep
 
 /// Print a report's file-level warnings to stderr.
 pub fn warn(report: &Report) {
-    for w in report.warnings.iter().take(20) {
-        eprintln!("quakecap: {}: warning: {w}", report.file);
-    }
-    // Only the first warnings are kept in the report; the total counts them all.
-    let total = report.warnings_total.max(report.warnings.len() as u64);
-    if total > 20 {
-        eprintln!(
-            "quakecap: {}: ... {} more warnings",
-            report.file,
-            total - 20
-        );
-    }
+    let prefix = format!("quakecap: {}: ", report.file);
+    print_warnings(&prefix, &report.warnings, report.warnings_total, "warnings");
 }
 
 /// The game events' warnings (malformed events, configstrings, unknown mods; each names its
-/// file and position) as [`warn`] prints an input's: the first 20, then how many more.
+/// file and position) as [`warn`] prints an input's.
 pub fn warn_events(kept: &[quakecap::error::Error], total: u64) {
+    print_warnings("quakecap: ", kept, total, "game-event warnings");
+}
+
+/// The first 20 of `kept`, then how many more of `total` (only the first warnings are kept;
+/// the total counts them all).
+fn print_warnings(prefix: &str, kept: &[quakecap::error::Error], total: u64, what: &str) {
     for w in kept.iter().take(20) {
-        eprintln!("quakecap: warning: {w}");
+        eprintln!("{prefix}warning: {w}");
     }
     let total = total.max(kept.len() as u64);
     if total > 20 {
-        eprintln!("quakecap: ... {} more game-event warnings", total - 20);
+        eprintln!("{prefix}... {} more {what}", total - 20);
     }
 }
 
