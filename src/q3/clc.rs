@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::bits::{BitError, BitReader};
+use super::cmdring::NO_VERSION;
 use super::usercmd::{hash_key, read_delta_usercmd, UserCmd};
 
 pub const CLC_BAD: u8 = 0;
@@ -207,16 +208,18 @@ pub struct KeyHashCache {
     /// The (at most 32) bytes `hash` belongs to; empty hashes to 0, the default.
     s: Vec<u8>,
     hash: i32,
+    /// The [`super::cmdring`] version of the text `s` was cut from ([`NO_VERSION`]: none).
+    version: u64,
 }
 
 impl KeyHashCache {
-    /// The string the hash belongs to (each use compares it: for [`crate::prefetch`]).
-    #[inline]
-    pub fn string(&self) -> *const u8 {
-        self.s.as_ptr()
-    }
-
-    pub fn get(&mut self, s: &[u8]) -> i32 {
+    /// The hash of `s`, whose [`super::cmdring`] version is `version` ([`NO_VERSION`]:
+    /// unknown): the same version as the last call's means the same text, not read again.
+    pub fn get(&mut self, s: &[u8], version: u64) -> i32 {
+        if version != NO_VERSION && version == self.version {
+            return self.hash;
+        }
+        self.version = version;
         let s = s.get(..32).unwrap_or(s);
         if self.s != s {
             self.s.clear();
@@ -556,7 +559,7 @@ mod tests {
             return (None, Vec::new(), 0);
         };
         let mut cmds = Vec::new();
-        let hash = KeyHashCache::default().get(ctx.acked_server_command);
+        let hash = KeyHashCache::default().get(ctx.acked_server_command, NO_VERSION);
         let error = walk_client_ops(&mut r, hdr, ctx, hash, scratch, |op| {
             if let OpView::ClientCommand { seq, text, new, .. } = op {
                 cmds.push((seq, ascii_string(text), new));
@@ -654,7 +657,38 @@ mod tests {
             &[b'q'; 40],
             &[b'q'; 33],
         ] {
-            assert_eq!(c.get(s), hash_key(s, 32));
+            assert_eq!(c.get(s, NO_VERSION), hash_key(s, 32));
         }
+    }
+
+    #[test]
+    fn key_hash_cache_follows_the_ring_versions() {
+        use super::super::cmdring::CommandRing;
+        let mut ring = CommandRing::default();
+        let mut c = KeyHashCache::default();
+        let check = |c: &mut KeyHashCache, ring: &CommandRing, seq: i32| {
+            let (text, v) = ring.keyed(seq);
+            assert_eq!(
+                c.get(text.as_bytes(), v),
+                hash_key(text.as_bytes(), 32),
+                "{text:?}"
+            );
+        };
+        check(&mut c, &ring, 3);
+        for (seq, text) in [
+            (3, "cs 1 x"),
+            (4, "print hi"),
+            (3, "cs 1 y"),
+            (3 + 64, "cs 1 y"),
+        ] {
+            check(&mut c, &ring, seq);
+            ring.set(seq, text.into());
+            check(&mut c, &ring, seq);
+            check(&mut c, &ring, seq);
+            check(&mut c, &ring, seq - 1);
+            check(&mut c, &ring, seq);
+        }
+        ring.set_lossy(3, b"a%\xff");
+        check(&mut c, &ring, 3);
     }
 }

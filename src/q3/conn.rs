@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use super::bits::BitReader;
 use super::c2ssearch;
 use super::clc::{self, ClcContext};
+use super::cmdring::CommandRing;
 use super::message::{Body, Message};
 use super::netchan::{
     checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,
@@ -234,7 +235,8 @@ impl DecodeLog {
 #[derive(Debug)]
 struct DecodeState {
     state: ClientState,
-    client_cmds: Vec<String>,
+    /// The client's reliable commands (`clc.reliableCommands`), by sequence.
+    client_cmds: CommandRing,
     /// The server's count of received client commands (`lastClientCommand`); `None`
     /// mid-session until a server message tells it.
     last_client_cmd: Option<i32>,
@@ -302,7 +304,7 @@ fn resume_mid68(
     let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
     let seen = (0..MAX_RELIABLE_COMMANDS)
         .filter(|&i| nums[i] != UNKNOWN_CMD)
-        .map(|i| cmds[i].as_str());
+        .map(|i| cmds.slot_text(i));
     let before = (st.relock.searches, st.relock.decodes);
     let found = st
         .relock
@@ -314,7 +316,7 @@ fn resume_mid68(
         return None;
     };
     log.resumed += 1;
-    st.client_cmds[slot] = text;
+    st.client_cmds.set(ack, text);
     st.client_cmd_nums[slot] = ack;
     Some(prior)
 }
@@ -337,7 +339,7 @@ impl Default for DecodeState {
     fn default() -> Self {
         DecodeState {
             state: ClientState::default(),
-            client_cmds: vec![String::new(); MAX_RELIABLE_COMMANDS],
+            client_cmds: CommandRing::default(),
             last_client_cmd: Some(0),
             client_cmds_all_acked: false,
             client_gone: false,
@@ -433,7 +435,7 @@ impl Decoder {
             Work::ClientCommand { seq, text } => {
                 let st = state_of(&mut self.st, true);
                 let slot = (seq as usize) & (MAX_RELIABLE_COMMANDS - 1);
-                st.client_cmds[slot] = text;
+                st.client_cmds.set(seq, text);
                 st.client_cmd_nums[slot] = seq;
                 None
             }
@@ -454,10 +456,11 @@ impl Decoder {
 
     /// Prefetch, `level` pointers deep, what decoding a message in `dir` will touch (see
     /// [`Connection::prefetch`]); a few lines per level, those a thousand live connections
-    /// made miss (sampled: the key-stream string compares, the snapshot state's head, the
-    /// frame a snapshot is built in): more fill the CPU's miss buffers and stall the
-    /// prefetches themselves. 0, the decode state's fields; 1, the slots of the rings
-    /// they head; 2, what those slots point to; 3, the entity lists.
+    /// made miss (sampled: the key streams, the snapshot state's head, the frame a snapshot
+    /// is built in): more fill the CPU's miss buffers and stall the prefetches themselves.
+    /// 0, the decode state's fields; 1, the slots of the rings they head (the acknowledged
+    /// command's slot: its version tells the key caches their text is unchanged, so the
+    /// texts are not read); 2, what those slots point to; 3, the entity lists.
     #[inline]
     fn prefetch(&self, level: u8, dir: Dir) {
         use crate::prefetch::read;
@@ -474,39 +477,23 @@ impl Decoder {
             (0, Dir::C2s) => {
                 read(&st.keys_c2s);
                 read(&st.key_hash);
-                read(&st.state.server_commands);
+                read(st.state.server_commands());
             }
             (1, Dir::S2c) => {
                 st.state.prefetch(1);
-                read(st.keys_s2c.string());
                 st.keys_s2c.prefetch_stream(256);
-                if let Some(cmd) = last_client_cmd_text(st) {
-                    read(cmd);
+                if let Some(slot) = last_client_cmd_slot(st) {
+                    read(slot);
                 }
             }
             (1, Dir::C2s) => {
-                read(st.keys_c2s.string());
                 st.keys_c2s.prefetch_stream(64);
-                read(st.key_hash.string());
                 // The client acknowledges the latest server command it received.
-                let seq = st.state.server_command_seq;
-                if let Some(cmd) = st
-                    .state
-                    .server_commands
-                    .get((seq as usize) & (MAX_RELIABLE_COMMANDS - 1))
-                {
-                    read(cmd);
-                }
-            }
-            (2, Dir::S2c) => {
-                st.state.prefetch(2);
-                if let Some(cmd) = last_client_cmd_text(st) {
-                    read(cmd.as_ptr());
-                }
-            }
-            (2, Dir::C2s) => {
-                let acked = st.state.server_command(st.state.server_command_seq);
-                read(acked.as_ptr());
+                read(
+                    st.state
+                        .server_commands()
+                        .slot_ptr(st.state.server_command_seq),
+                );
             }
             (n, Dir::S2c) => st.state.prefetch(n),
             _ => {}
@@ -601,9 +588,9 @@ impl Decoder {
                     }
                     st = state(&mut self.st, &a);
                 }
-                let s = &st.client_cmds[slot];
+                let (s, version) = st.client_cmds.keyed(ack);
                 st.keys_s2c
-                    .s2c(&mut a.body, a.challenge, a.seq, s.as_bytes());
+                    .s2c(&mut a.body, a.challenge, a.seq, (s.as_bytes(), version));
             }
         }
         if let (None, Some((ack, _))) = (st.last_client_cmd, ack) {
@@ -803,10 +790,11 @@ impl Decoder {
             plain = true;
             st = state(&mut self.st, &a);
         }
-        let acked = st.state.server_command(hdr.2).as_bytes();
+        let (acked, version) = st.state.server_command_keyed(hdr.2);
+        let acked = acked.as_bytes();
         if a.proto == Protocol::V68 && !plain {
             st.keys_c2s
-                .c2s(&mut a.body, a.challenge, hdr.0, hdr.1, acked);
+                .c2s(&mut a.body, a.challenge, (hdr.0, hdr.1), (acked, version));
         }
         let mut r = BitReader::new(&a.body);
         r.set_bit_pos(bit);
@@ -824,7 +812,7 @@ impl Decoder {
             // before the capture, even after a gamestate gave the checksumFeed.
             key_unknown: st.state.bases_unseen() || !st.state.server_command_known(hdr.2),
         };
-        let key_hash = st.key_hash.get(acked);
+        let key_hash = st.key_hash.get(acked, version);
         // The ops are only collected for the caller; the state needs the new commands.
         let mut ops = Vec::new();
         // The game events read a client message's commands only: with samples (the report)
@@ -849,12 +837,8 @@ impl Decoder {
             {
                 commands = true;
                 if new != Some(false) {
-                    let i = (cs as usize) & (MAX_RELIABLE_COMMANDS - 1);
-                    let slot = &mut cmds[i];
-                    slot.clear();
-                    slot.push_str(&String::from_utf8_lossy(text));
-                    *gone |= is_disconnect(slot);
-                    known[i] = cs;
+                    *gone |= is_disconnect(cmds.set_lossy(cs, text));
+                    known[(cs as usize) & (MAX_RELIABLE_COMMANDS - 1)] = cs;
                 }
                 if new == Some(true) {
                     *last = Some(cs);
@@ -906,12 +890,10 @@ impl Decoder {
     }
 }
 
-/// The text of the last client command the server received, which it acknowledges: it
-/// keys the next server message (for [`Decoder::prefetch`]).
-fn last_client_cmd_text(st: &DecodeState) -> Option<&String> {
-    let n = st.last_client_cmd?;
-    st.client_cmds
-        .get((n as usize) & (MAX_RELIABLE_COMMANDS - 1))
+/// The ring slot of the last client command the server received, which it acknowledges:
+/// it keys the next server message (for [`Decoder::prefetch`]).
+fn last_client_cmd_slot(st: &DecodeState) -> Option<*const u8> {
+    Some(st.client_cmds.slot_ptr(st.last_client_cmd?))
 }
 
 /// Whether the game events know the game time after server message `m`
@@ -1346,7 +1328,10 @@ impl Connection {
     ) {
         self.released = false;
         self.gone_probed = false;
-        if dir == Dir::C2s {
+        // The client's port is in the summary's list since its address was last set: the list
+        // (memory of its own, a cache miss per datagram with a thousand connections live) is
+        // read only when the address changes (NAT rebinding).
+        if dir == Dir::C2s && d.src != self.client {
             self.summary.add_client_port(d.src.port());
             self.client = d.src;
         }
@@ -1383,9 +1368,6 @@ impl Connection {
                 }
             }
             _ => {
-                if dir == Dir::C2s {
-                    crate::prefetch::read(self.summary.client_ports.as_ptr());
-                }
                 if let Some(dec) = &self.decoder {
                     dec.prefetch(level - 1, dir);
                 }

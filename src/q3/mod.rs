@@ -16,13 +16,15 @@
 //!   and its exact fallback, the readers ([`delta::read`]) and writers ([`delta::write`]);
 //!   [`delta::shownet_bits`] is the one `cl_shownet` `(N bits)` formula;
 //! * [`usercmd`], [`svc`], [`clc`], [`oob`], [`demo`]: messages and demo records;
-//! * [`netchan`], [`scramble`], [`state`], [`conn`], [`tracker`], [`message`]: connections.
+//! * [`netchan`], [`scramble`], [`cmdring`], [`state`], [`conn`], [`tracker`], [`message`]:
+//!   connections.
 
 pub mod baselines;
 pub mod bits;
 pub mod c2ssearch;
 pub mod cfloat;
 pub mod clc;
+pub mod cmdring;
 pub mod color;
 pub mod configstrings;
 pub mod conn;

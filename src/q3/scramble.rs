@@ -1,6 +1,8 @@
 //! XOR scrambling of protocol-68 message bodies (q3-protocol.md §3). The same routine
 //! scrambles and descrambles; keys are pure functions of tracked connection state.
 
+use super::cmdring::NO_VERSION;
+
 /// Body offset where server→client scrambling starts.
 pub const S2C_START: usize = 4;
 /// Body offset where client→server scrambling starts.
@@ -110,6 +112,9 @@ pub struct KeyCache {
     /// mapped string character used at body offset `j`; grown on demand, up to the cycle
     /// ([`Self::cycle`]).
     x: Vec<u8>,
+    /// The [`super::cmdring`] version `s` had when last checked ([`NO_VERSION`]: none):
+    /// while the acknowledged command's version is this one, its text is `s`.
+    version: u64,
     /// The string holds a NUL: such strings take [`xor_body`] (never seen in practice).
     has_nul: bool,
     /// False until the first use.
@@ -123,11 +128,15 @@ impl KeyCache {
         Self::default()
     }
 
-    /// Same as [`xor_body`]`(body, start, key0, s)`.
-    pub fn xor(&mut self, body: &mut [u8], start: usize, key0: i32, s: &[u8]) {
-        if !self.valid || self.start != start || self.s != s {
+    /// Same as [`xor_body`]`(body, start, key0, s)`. `version` is the [`super::cmdring`]
+    /// version of `s` ([`NO_VERSION`]: unknown, compare the text): the same version as
+    /// the last call's means the same text, and the text is not read.
+    pub fn xor(&mut self, body: &mut [u8], start: usize, key0: i32, s: &[u8], version: u64) {
+        let same_text = version != NO_VERSION && version == self.version;
+        if !self.valid || self.start != start || !(same_text || self.s == s) {
             self.reset(start, s);
         }
+        self.version = version;
         if self.has_nul {
             return xor_body(body, start, key0, s);
         }
@@ -157,13 +166,6 @@ impl KeyCache {
         }
     }
 
-    /// The string the key stream was computed for (each use compares it with the
-    /// acknowledged command: for [`crate::prefetch`]).
-    #[inline]
-    pub fn string(&self) -> *const u8 {
-        self.s.as_ptr()
-    }
-
     /// Prefetch the start of the key stream, `bytes` long at most (see
     /// [`crate::prefetch`]).
     #[inline]
@@ -171,24 +173,29 @@ impl KeyCache {
         crate::prefetch::range::<false>(self.x.as_ptr(), self.x.len().min(bytes), 4);
     }
 
-    /// Same as [`s2c`].
-    pub fn s2c(&mut self, body: &mut [u8], challenge: i32, sequence: i32, acked_client_cmd: &[u8]) {
+    /// Same as [`s2c`]; `version`: see [`Self::xor`].
+    pub fn s2c(
+        &mut self,
+        body: &mut [u8],
+        challenge: i32,
+        sequence: i32,
+        (acked_client_cmd, version): (&[u8], u64),
+    ) {
         if let Some((start, key0)) = s2c_key(body.len(), challenge, sequence) {
-            self.xor(body, start, key0, acked_client_cmd);
+            self.xor(body, start, key0, acked_client_cmd, version);
         }
     }
 
-    /// Same as [`c2s`].
+    /// Same as [`c2s`]; `version`: see [`Self::xor`].
     pub fn c2s(
         &mut self,
         body: &mut [u8],
         challenge: i32,
-        server_id: i32,
-        message_ack: i32,
-        acked_server_cmd: &[u8],
+        (server_id, message_ack): (i32, i32),
+        (acked_server_cmd, version): (&[u8], u64),
     ) {
         if let Some((start, key0)) = c2s_key(body.len(), challenge, server_id, message_ack) {
-            self.xor(body, start, key0, acked_server_cmd);
+            self.xor(body, start, key0, acked_server_cmd, version);
         }
     }
 
@@ -309,7 +316,7 @@ mod tests {
     /// One step of a cache-equivalence run: a body descrambled both ways.
     fn check_cached(cache: &mut KeyCache, body: &[u8], start: usize, key0: i32, s: &[u8]) {
         let (mut a, mut b) = (body.to_vec(), body.to_vec());
-        cache.xor(&mut a, start, key0, s);
+        cache.xor(&mut a, start, key0, s, NO_VERSION);
         xor_body(&mut b, start, key0, s);
         assert_eq!(a, b, "start {start} key0 {key0} s {s:?}");
     }
@@ -392,10 +399,10 @@ mod tests {
         let mut cache = KeyCache::new();
         for len in [0, 3, 4, 5, 12, 13, 200] {
             let (mut a, mut b) = (body[..len].to_vec(), body[..len].to_vec());
-            cache.s2c(&mut a, 0x55aa, 31, b"say hi");
+            cache.s2c(&mut a, 0x55aa, 31, (b"say hi", NO_VERSION));
             s2c(&mut b, 0x55aa, 31, b"say hi");
             assert_eq!(a, b);
-            cache.c2s(&mut a, 0x55aa, 7, 8, b"cs 1 x");
+            cache.c2s(&mut a, 0x55aa, (7, 8), (b"cs 1 x", NO_VERSION));
             c2s(&mut b, 0x55aa, 7, 8, b"cs 1 x");
             assert_eq!(a, b);
         }

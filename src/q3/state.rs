@@ -2,6 +2,7 @@
 //! configstring table, baselines, snapshot history (32 frames by message number) and the
 //! reliable server-command ring. The same state serves captures and demo files.
 use super::baselines::Baselines;
+use super::cmdring::CommandRing;
 use super::configstrings::Configstrings;
 pub use super::delta::PsKnown;
 use super::delta::{EntityState, PlayerState};
@@ -366,7 +367,8 @@ pub struct ClientState {
     pub parse_entities_num: u64,
     /// Highest server command received (`clc.serverCommandSequence`).
     pub server_command_seq: i32,
-    pub server_commands: Vec<String>,
+    /// The server commands received (`clc.serverCommands`), by sequence.
+    server_commands: CommandRing,
     pub client_num: i32,
     pub checksum_feed: i32,
     pub server_id: i32,
@@ -407,7 +409,7 @@ impl Default for ClientState {
             last_snap_time: None,
             parse_entities_num: 0,
             server_command_seq: 0,
-            server_commands: vec![String::new(); MAX_RELIABLE_COMMANDS],
+            server_commands: CommandRing::default(),
             client_num: 0,
             checksum_feed: 0,
             server_id: 0,
@@ -463,7 +465,17 @@ impl ClientState {
 
     /// The server command stored for `seq` (what the client keeps in its ring).
     pub fn server_command(&self, seq: i32) -> &str {
-        &self.server_commands[(seq as usize) & (MAX_RELIABLE_COMMANDS - 1)]
+        self.server_commands.text(seq)
+    }
+
+    /// [`Self::server_command`] with its [`CommandRing`] version (the key caches').
+    pub fn server_command_keyed(&self, seq: i32) -> (&str, u64) {
+        self.server_commands.keyed(seq)
+    }
+
+    /// The ring of server commands, for [`crate::prefetch`].
+    pub fn server_commands(&self) -> &CommandRing {
+        &self.server_commands
     }
 
     /// Store a received server command with the client's rule (only newer sequences) and
@@ -474,7 +486,7 @@ impl ClientState {
             return false;
         }
         self.server_command_seq = seq;
-        self.server_commands[(seq as usize) & (MAX_RELIABLE_COMMANDS - 1)] = text.to_string();
+        self.server_commands.set(seq, text.to_string());
         self.commands_seen |= 1u64 << ((seq as usize) & (MAX_RELIABLE_COMMANDS - 1));
         self.apply_command(text);
         true
