@@ -302,27 +302,33 @@ impl EntityPool {
 }
 
 /// A frame of the snapshot history (`cl.snapshots[]`): what a later snapshot deltas from.
+///
+/// `repr(C)`, the small fields first: a snapshot's parse checks its base frame's number,
+/// validity and entity count before anything else, and the prefetch of the likely base
+/// ([`ClientState::prefetch`]) brings in the frame's first two lines. In Rust's own order
+/// those fields came after the 448-byte playerstate, in lines nothing had prefetched.
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct HistFrame {
     pub message_num: i32,
     pub server_time: i32,
     pub delta_num: i32,
-    pub flags: u8,
-    areamask: [u8; MAX_AREAMASK],
-    areamask_len: u8,
-    pub ps: PlayerState,
-    /// Sorted by entity number (as the server sent them), states in the pool.
-    pub ents: Vec<EntRef>,
-    /// Running count of entities parsed before this frame (the engine's ring position).
-    pub parse_entities_num: u64,
     /// The client still holds it as valid.
     pub valid: bool,
-    /// See [`SnapFrame::ps_known`] and [`SnapFrame::ents_partial`] (entity masks: the pool).
-    pub ps_known: PsKnown,
+    pub flags: u8,
+    areamask_len: u8,
     pub ents_partial: bool,
     /// The frame may hold an entity of an event type (set only by the game-events decode,
     /// [`super::svc::Detail::Events`]: false is exact, true may be stale).
     pub maybe_events: bool,
+    /// Running count of entities parsed before this frame (the engine's ring position).
+    pub parse_entities_num: u64,
+    /// See [`SnapFrame::ps_known`] and [`SnapFrame::ents_partial`] (entity masks: the pool).
+    pub ps_known: PsKnown,
+    /// Sorted by entity number (as the server sent them), states in the pool.
+    pub ents: Vec<EntRef>,
+    areamask: [u8; MAX_AREAMASK],
+    pub ps: PlayerState,
 }
 
 /// An entity of an event type (`eType` past `ET_EVENTS`: temporary events such as
@@ -766,6 +772,24 @@ impl ClientState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frames_small_fields_are_in_its_first_two_lines() {
+        // What a snapshot parse reads of its base first, and the history's walks read of
+        // every frame, must lie in the two lines the lookahead prefetches: at least the
+        // first 80 bytes of a heap block (16-byte aligned).
+        use std::mem::{offset_of, size_of};
+        let ends = [
+            offset_of!(HistFrame, message_num) + 4,
+            offset_of!(HistFrame, valid) + 1,
+            offset_of!(HistFrame, parse_entities_num) + 8,
+            offset_of!(HistFrame, ps_known) + size_of::<PsKnown>(),
+            offset_of!(HistFrame, ents) + size_of::<Vec<EntRef>>(),
+        ];
+        assert!(ends.iter().all(|&e| e <= 128 - 48), "{ends:?}");
+        // The playerstate comes after them (448 bytes: before them, it pushed them out).
+        assert!(offset_of!(HistFrame, ps) >= offset_of!(HistFrame, ents));
+    }
 
     #[test]
     fn player_name_of_a_hostile_client_number_is_none() {
