@@ -104,12 +104,6 @@ impl CommandRing {
     pub fn slot_ptr(&self, seq: i32) -> *const u8 {
         (&self.slots[index(seq)] as *const Slot).cast()
     }
-
-    /// The slots' array, for [`crate::prefetch`].
-    #[inline]
-    pub fn slots_ptr(&self) -> *const u8 {
-        self.slots.as_ptr().cast()
-    }
 }
 
 #[cfg(test)]

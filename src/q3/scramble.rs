@@ -313,6 +313,38 @@ mod tests {
         let k6 = k5 ^ a;
         assert_eq!(&b[4..], &[k4, k5, k6]);
     }
+    #[test]
+    fn cached_key_stream_follows_the_ring_versions() {
+        use super::super::cmdring::CommandRing;
+        let mut ring = CommandRing::default();
+        let mut cache = KeyCache::new();
+        let body: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        let check = |cache: &mut KeyCache, ring: &CommandRing, seq: i32, start: usize| {
+            let (text, v) = ring.keyed(seq);
+            let (mut a, mut b) = (body.clone(), body.clone());
+            cache.xor(&mut a, start, 0x1234, text.as_bytes(), v);
+            xor_body(&mut b, start, 0x1234, text.as_bytes());
+            assert_eq!(a, b, "seq {seq} text {text:?}");
+        };
+        check(&mut cache, &ring, 1, C2S_START);
+        for (seq, text) in [
+            (1, "cs 5 abc"),
+            (2, "print x"),
+            (1, "cs 5 abd"),
+            (65, "cs 5 abd"),
+        ] {
+            check(&mut cache, &ring, seq, C2S_START);
+            ring.set(seq, text.into());
+            check(&mut cache, &ring, seq, C2S_START);
+            check(&mut cache, &ring, seq, C2S_START);
+            check(&mut cache, &ring, seq, S2C_START);
+            check(&mut cache, &ring, seq - 1, C2S_START);
+            check(&mut cache, &ring, seq, C2S_START);
+        }
+        ring.set_lossy(1, b"x\0y");
+        check(&mut cache, &ring, 1, C2S_START);
+    }
+
     /// One step of a cache-equivalence run: a body descrambled both ways.
     fn check_cached(cache: &mut KeyCache, body: &[u8], start: usize, key0: i32, s: &[u8]) {
         let (mut a, mut b) = (body.to_vec(), body.to_vec());
