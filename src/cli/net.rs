@@ -1,14 +1,17 @@
 //! `quakecap net` (network quality per connection, as a table or JSON) and `quakecap report`
 //! (the same analysis as one self-contained HTML file with plots).
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
+use quakecap::analysis::net::report::NetQuality;
 use quakecap::analysis::net::NetSink;
 use quakecap::pipeline::{self, Event, Options, Report, Sink};
 use quakecap::sink;
 use quakecap::sink::events::EventSink;
+use quakecap::sink::spool::{Spilled, Spool};
 
 use super::input::{NothingDone, EXIT_INPUT, EXIT_OK};
 
@@ -178,11 +181,18 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
             .with_strip()
             .with_max_points(sink::nethtml::MAX_POINTS),
         events: EventSink::new(),
+        // Without a spool (no scratch file can be made) the reports stay in memory.
+        spool: Spool::create_for(&args.out).ok(),
+        spilled: HashMap::new(),
+        looked_at: 0,
     };
     let report = super::run_input(file, &opts, &mut both)?;
     let ReportSink {
         net: ns,
         events: es,
+        mut spool,
+        spilled,
+        ..
     } = both;
     super::warn(&report);
     // The game events' own warnings (malformed events), as `quakecap events` prints them.
@@ -205,13 +215,22 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     } else {
         &[]
     };
-    sink::nethtml::render_to(
+    let mut full = |r: &NetQuality| -> io::Result<Option<NetQuality>> {
+        let (Some(sp), Some(at)) = (&mut spool, spilled.get(&spill_key(r))) else {
+            return Ok(None);
+        };
+        let mut whole = r.clone();
+        sp.restore(at, &mut whole)?;
+        Ok(Some(whole))
+    };
+    sink::nethtml::render_with(
         &mut part,
         &report.file,
         &shown,
         aggregates,
         &ns.reports,
         &es.events,
+        &mut full,
     )
     .map_err(|e| part.blame(e))?;
     part.commit()?;
@@ -222,9 +241,47 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
 /// decoded messages to the game events, a flow's end to both. Each event goes to the sinks
 /// that read it (a [`pipeline::Tee`] offers every event to both: two dynamic calls per
 /// event, one of them ignored, for a sample per datagram and a message per datagram).
+/// The reports of ended connections go to the spool as they are built, but for their heads.
 struct ReportSink {
     net: NetSink,
     events: EventSink,
+    spool: Option<Spool>,
+    /// Where each spilled report's series and strip are, by [`spill_key`].
+    spilled: HashMap<(u32, u64), Spilled>,
+    /// Reports of `net.reports` already offered to the spool.
+    looked_at: usize,
+}
+
+/// A report's key in the spool: its flow and first time (a flow that resumed after its
+/// end has a report per stretch).
+fn spill_key(r: &NetQuality) -> (u32, u64) {
+    (r.flow, r.first_time.to_bits())
+}
+
+impl ReportSink {
+    /// Spill the reports built since the last call. A report whose key is taken (never
+    /// for a real capture) stays whole in memory, as do all after a write error.
+    fn spill(&mut self) {
+        let Some(sp) = &mut self.spool else {
+            return;
+        };
+        for r in &mut self.net.reports[self.looked_at..] {
+            let key = spill_key(r);
+            if self.spilled.contains_key(&key) {
+                continue;
+            }
+            match sp.put(r) {
+                Ok(at) => {
+                    self.spilled.insert(key, at);
+                }
+                Err(_) => {
+                    self.spool = None;
+                    break;
+                }
+            }
+        }
+        self.looked_at = self.net.reports.len();
+    }
 }
 
 impl Sink for ReportSink {
@@ -236,6 +293,7 @@ impl Sink for ReportSink {
             }
             Event::FlowEnd(_) => {
                 self.net.event(e)?;
+                self.spill();
                 self.events.event(e)
             }
             e => self.events.event(e),
@@ -245,5 +303,66 @@ impl Sink for ReportSink {
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         self.net.finish(r)?;
         self.events.finish(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions one after another: every connection that ends before the input does goes
+    /// to the spool as it ends, and only its head stays in memory (the bytes of the report
+    /// itself are compared with one rendered from memory in `tests/net_flow_end.rs`).
+    #[test]
+    fn ended_connections_leave_only_their_heads_in_memory() {
+        const REPLAYS: usize = 5;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cap = std::fs::read(root.join("captures/q3-basic/capture.pcapng")).unwrap();
+        let bytes =
+            quakecap::flood::repeat_session(&cap, usize::MAX, REPLAYS, 300_000_000_000).unwrap();
+        let dir = std::env::temp_dir().join(format!("quakecap-spool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("many.pcapng");
+        std::fs::write(&input, bytes).unwrap();
+        let mut sink = ReportSink {
+            net: NetSink::new(1.0)
+                .with_strip()
+                .with_max_points(sink::nethtml::MAX_POINTS),
+            events: EventSink::new(),
+            spool: Some(Spool::create_for(&dir.join("r.html")).unwrap()),
+            spilled: HashMap::new(),
+            looked_at: 0,
+        };
+        let opts = Options {
+            emit: true,
+            events_only: true,
+            samples: true,
+            threads: Some(1),
+            ..Options::default()
+        };
+        pipeline::run_capture(&input, &opts, &mut sink, &mut |_| {}).unwrap();
+        let r = &sink.net.reports;
+        assert_eq!(r.len(), REPLAYS);
+        let spilled = r
+            .iter()
+            .filter(|q| sink.spilled.contains_key(&spill_key(q)));
+        assert_eq!(spilled.clone().count(), REPLAYS - 1, "all but the last");
+        assert!(spilled
+            .clone()
+            .all(|q| q.series.is_empty() && q.strip.is_none()));
+        let last = r.iter().find(|q| !sink.spilled.contains_key(&spill_key(q)));
+        assert!(last.is_some_and(|q| !q.series.is_empty() && q.strip.is_some()));
+        // And each comes back whole.
+        let sp = sink.spool.as_mut().unwrap();
+        for q in r
+            .iter()
+            .filter(|q| sink.spilled.contains_key(&spill_key(q)))
+        {
+            let mut whole = q.clone();
+            sp.restore(&sink.spilled[&spill_key(q)], &mut whole)
+                .unwrap();
+            assert!(!whole.series.is_empty() && whole.strip.is_some());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -12,6 +12,7 @@ pub mod nethtml;
 pub mod nettable;
 pub mod shownet;
 pub mod shownet_qw;
+pub mod spool;
 pub mod svg;
 pub mod table;
 pub mod text;

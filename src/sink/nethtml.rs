@@ -74,6 +74,22 @@ pub fn render_to<W: std::io::Write>(
     rows: &[NetQuality],
     events: &[GameEvent],
 ) -> std::io::Result<()> {
+    render_with(w, file, flows, aggregates, rows, events, &mut |_| Ok(None))
+}
+
+/// [`render_to`] with rows that may hold only their heads: `full` gives a row's whole
+/// report when its series and strip are kept elsewhere (`None`: the row is whole), and is
+/// asked for one row at a time as its section is written (the report's spool,
+/// [`super::spool`]).
+pub fn render_with<W: std::io::Write>(
+    w: &mut W,
+    file: &str,
+    flows: &[FlowSummary],
+    aggregates: &[FlowSummary],
+    rows: &[NetQuality],
+    events: &[GameEvent],
+    full: &mut dyn FnMut(&NetQuality) -> std::io::Result<Option<NetQuality>>,
+) -> std::io::Result<()> {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
     let _ = writeln!(
@@ -102,7 +118,10 @@ pub fn render_to<W: std::io::Write>(
         let seen = by_flow.get(&r.flow).map_or(&[][..], Vec::as_slice);
         let n = stretches.entry(r.flow).or_insert(0);
         *n += 1;
-        connection(&mut h, r, seen, *n);
+        match full(r)? {
+            Some(whole) => connection(&mut h, &whole, seen, *n),
+            None => connection(&mut h, r, seen, *n),
+        }
     }
     h.push_str("</body>\n</html>\n");
     w.write_all(h.as_bytes())
