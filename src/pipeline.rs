@@ -61,7 +61,7 @@ pub struct Options {
     /// With `emit`: Quake 3 snapshots carry their head only (time, delta base, flags,
     /// validity) and moves no usercmd list: the cost of `flows` plus the messages' frames.
     pub headers_only: bool,
-    /// With `emit`: Quake 3 snapshots carry only the event entities of their frame (no delta
+    /// With `emit`: Quake 3 snapshots carry only the obituary entities of their frame (no delta
     /// records, no playerstate) and moves no usercmd list: what the game events read.
     pub events_only: bool,
 }

@@ -41,7 +41,7 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
         emit: true,
         keep_raw: false,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
-        // The events read commands, gamestates and the frames' event entities only.
+        // The events read commands, gamestates and the frames' obituary entities only.
         events_only: true,
         ..Options::default()
     };

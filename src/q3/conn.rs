@@ -38,7 +38,7 @@ pub struct Options {
     /// With `emit`: snapshots carry their head only and client moves no usercmd list
     /// ([`svc::Detail::Headers`]; what `quakecap check` reads).
     pub headers_only: bool,
-    /// With `emit`: snapshots carry only their frame's event entities and client messages
+    /// With `emit`: snapshots carry only their frame's obituary entities and client messages
     /// no usercmd list ([`svc::Detail::Events`]; what `quakecap events` reads).
     pub events_only: bool,
 }
@@ -673,7 +673,7 @@ impl Decoder {
 
     /// A message the game events read nothing from but a snapshot's time, once they know
     /// the game time: not built. Such a message (most client messages, a snapshot without
-    /// event entities, an undecoded message) only times the events of earlier messages that
+    /// obituary entities, an undecoded message) only times the events of earlier messages that
     /// waited for the first snapshot after a gamestate ([`super::events::Extractor`]), and
     /// none wait once a snapshot has come; the next message handed out carries its
     /// snapshot's time. Building, queueing and handing out such messages was most of what

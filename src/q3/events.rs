@@ -172,7 +172,7 @@ impl Extractor {
                     _ => {}
                 }
             }
-            // A snapshot without event entities comes as its head only (`Detail::Events`).
+            // A snapshot without obituary entities comes as its head only (`Detail::Events`).
             if let Some(h) = s.snapshot_head.filter(|h| h.valid) {
                 snap_time = Some(h.server_time);
                 self.prev_obits.clear();
@@ -197,7 +197,7 @@ impl Extractor {
         self.flush(m, out);
     }
 
-    /// Snapshots without event entities, the latest at server time `t`, came before the
+    /// Snapshots without obituary entities, the latest at server time `t`, came before the
     /// message (left out by the decoder: [`Message::quiet_snapshot`]): what reading them
     /// would have done. No event waited for them: the decoder leaves messages out only once
     /// the game time is known.

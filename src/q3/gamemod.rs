@@ -71,6 +71,9 @@ pub const ET_EVENTS: i32 = 13;
 /// `EV_EVENT_BITS`: the two toggle bits above the event number on non-temporary entities.
 pub const EV_EVENT_BITS: i32 = 0x300;
 
+/// baseq3's `EV_OBITUARY`, kept by every mod known here ([`GameMod::obituary_event`]).
+pub const EV_OBITUARY: i32 = 60;
+
 impl GameMod {
     /// Detect the mod from the serverinfo (`gamename`) and systeminfo (`fs_game`) strings.
     pub fn detect(serverinfo: &str, systeminfo: &str) -> GameMod {
@@ -92,7 +95,7 @@ impl GameMod {
     /// the events before it are the engine-era list the mods did not renumber, and OpenArena's
     /// Team Arena events come after it.
     pub fn obituary_event(&self) -> i32 {
-        60
+        EV_OBITUARY
     }
 
     /// The name of means of death `n`, None when this mod's table has no such number.

@@ -83,7 +83,7 @@ pub struct Message {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,
     /// Decoding for the game events only: server messages that carried nothing but a
-    /// snapshot without event entities are left out, and the next message handed out gives
+    /// snapshot without obituary entities are left out, and the next message handed out gives
     /// the serverTime of the latest of them (the game clock of the events that follow).
     #[serde(skip)]
     pub quiet_snapshot: Option<i32>,

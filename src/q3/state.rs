@@ -318,9 +318,9 @@ pub struct HistFrame {
     pub flags: u8,
     areamask_len: u8,
     pub ents_partial: bool,
-    /// The frame may hold an entity of an event type (set only by the game-events decode,
+    /// The frame may hold an obituary entity (set only by the game-events decode,
     /// [`super::svc::Detail::Events`]: false is exact, true may be stale).
-    pub maybe_events: bool,
+    pub maybe_obituaries: bool,
     /// Running count of entities parsed before this frame (the engine's ring position).
     pub parse_entities_num: u64,
     /// See [`SnapFrame::ps_known`] and [`SnapFrame::ents_partial`] (entity masks: the pool).
@@ -331,10 +331,14 @@ pub struct HistFrame {
     pub ps: PlayerState,
 }
 
-/// An entity of an event type (`eType` past `ET_EVENTS`: temporary events such as
-/// obituaries and sounds).
-pub fn is_event_type(s: &EntityState) -> bool {
-    s.fields[super::fields::ENTITY_ETYPE] > super::gamemod::ET_EVENTS
+/// A temporary event entity carrying an obituary (`eType` past `ET_EVENTS` by
+/// `EV_OBITUARY`, toggle bits aside): the one entity event the game events read (kills).
+/// The other event entities (sounds, impacts, most of those in a firefight's snapshots)
+/// are not looked for.
+pub fn is_obituary(s: &EntityState) -> bool {
+    use super::gamemod::{ET_EVENTS, EV_EVENT_BITS, EV_OBITUARY};
+    let et = s.fields[super::fields::ENTITY_ETYPE];
+    et > ET_EVENTS && (et - ET_EVENTS) & !EV_EVENT_BITS == EV_OBITUARY
 }
 
 impl HistFrame {
@@ -623,16 +627,16 @@ impl ClientState {
         }
     }
 
-    /// The entities of `f` of an event type (`eType` past `ET_EVENTS`: obituaries, sounds,
-    /// ...), as game events read them, and whether it holds any such entity at all. An
-    /// entity whose event fields are not all known (mid-session, from a base the capture
-    /// missed) is left out: no event is better than a wrong one.
-    pub fn event_entities(&self, f: &HistFrame) -> (Vec<EntityState>, bool) {
+    /// The obituary entities of `f` ([`is_obituary`]), as game events read them, and
+    /// whether it holds any such entity at all. An entity whose event fields are not all
+    /// known (mid-session, from a base the capture missed) is left out: no event is better
+    /// than a wrong one.
+    pub fn obituary_entities(&self, f: &HistFrame) -> (Vec<EntityState>, bool) {
         let mut any = false;
         let mut out = Vec::new();
         for &e in &f.ents {
             let s = self.pool.get(e);
-            if is_event_type(s) {
+            if is_obituary(s) {
                 any = true;
                 if self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS {
                     out.push(s.clone());

@@ -16,7 +16,7 @@ use super::delta::{
 use super::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
 pub use super::state::MAX_AREAMASK;
 use super::state::{
-    is_event_type, ClientState, EntRef, EntityPool, HistFrame, PsKnown, SnapFrame, ENT_ALL_KNOWN,
+    is_obituary, ClientState, EntRef, EntityPool, HistFrame, PsKnown, SnapFrame, ENT_ALL_KNOWN,
     MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES,
 };
 
@@ -284,10 +284,10 @@ pub enum Detail {
     /// Every op but EOF; a snapshot as [`ServerMessage::snapshot_head`] only (time, delta
     /// base, flags, validity): no playerstate or entity records, no frame (`quakecap check`).
     Headers,
-    /// Every op but EOF; a snapshot with its head and, as its frame, only the entities of
-    /// an event type (obituaries and the like): no delta records (`quakecap events`). A
-    /// snapshot without such entities is its head only ([`ServerMessage::snapshot_head`]);
-    /// a gamestate without its baselines.
+    /// Every op but EOF; a snapshot with its head and, as its frame, only its obituary
+    /// entities ([`super::state::is_obituary`], the one entity event the game events read):
+    /// no delta records (`quakecap events`). A snapshot without such entities is its head
+    /// only ([`ServerMessage::snapshot_head`]); a gamestate without its baselines.
     Events,
     /// What the network samples read (`quakecap net`), and nothing more: no op is recorded,
     /// and a snapshot is read only up to its playerstate's commandTime, its first field
@@ -867,8 +867,8 @@ fn parse_snapshot(
     Ok(snapshot_op(bit, &h, playerstate, entities, areamask, frame))
 }
 
-/// A snapshot for [`Detail::Events`]: the head, and a frame holding only the entities of an
-/// event type (`eType` past `ET_EVENTS`), without delta records or playerstate. Most frames
+/// A snapshot for [`Detail::Events`]: the head, and a frame holding only its obituary
+/// entities, without delta records or playerstate. Most frames
 /// hold none: such a snapshot is only its head (as with [`Detail::Headers`]), which spares
 /// building and boxing a snapshot op per message.
 fn parse_snapshot_events(
@@ -936,9 +936,9 @@ fn snapshot_op(
     }
 }
 
-/// The records of a snapshot parsed with [`Detail::Events`]: the frame's event entities.
-/// A frame can only hold one when its base did or one was transmitted: the others (most)
-/// are not searched ([`HistFrame::maybe_events`]).
+/// The records of a snapshot parsed with [`Detail::Events`]: the frame's obituary
+/// entities. A frame can only hold one when its base did or one was transmitted: the others
+/// (most) are not searched ([`HistFrame::maybe_obituaries`]).
 #[derive(Default)]
 struct EventFrame {
     base_events: bool,
@@ -951,17 +951,17 @@ struct EventFrame {
 impl Recorder for EventFrame {
     type Changes = ();
     fn base(&mut self, old: Option<&HistFrame>) {
-        self.base_events = old.is_some_and(|o| o.maybe_events);
+        self.base_events = old.is_some_and(|o| o.maybe_obituaries);
     }
     fn entity(&mut self, _e: EntityWire<()>, state: Option<(&EntityState, u64)>) {
-        self.sent_events |= state.is_some_and(|(s, _)| is_event_type(s));
+        self.sent_events |= state.is_some_and(|(s, _)| is_obituary(s));
     }
     fn frame(&mut self, st: &ClientState, f: &mut HistFrame) {
-        f.maybe_events = false;
+        f.maybe_obituaries = false;
         if self.base_events || self.sent_events {
-            let (entities, any) = st.event_entities(f);
+            let (entities, any) = st.obituary_entities(f);
             self.entities = entities;
-            f.maybe_events = any;
+            f.maybe_obituaries = any;
         }
         self.parse_entities_num = f.parse_entities_num;
         self.ents_partial = f.ents_partial;
