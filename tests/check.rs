@@ -234,7 +234,10 @@ fn check_datagrams(name: &str, dgs: &[Dg]) -> check::FileCheck {
         )
         .unwrap();
     }
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("check-{name}.pcapng"));
+    // The process's id too: two runs of the tests at once (a debug and a release build
+    // share this directory) must not write each other's files.
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("check-{name}-{}.pcapng", std::process::id()));
     std::fs::write(&path, w.finish().unwrap()).unwrap();
     let r = check::check_file(&path).unwrap();
     std::fs::remove_file(&path).ok();

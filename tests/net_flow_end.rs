@@ -546,7 +546,7 @@ fn check_report_from_the_spool(base: &str) {
     let bytes = repeat_session(&capture(base), usize::MAX, REPLAYS, SPACING_NS).unwrap();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("net_flow_end")
-        .join(format!("spool-{base}"));
+        .join(format!("spool-{base}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("many.pcapng");
