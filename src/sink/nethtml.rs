@@ -557,7 +557,7 @@ fn series(
         match y(i).filter(|v| v.is_finite()) {
             Some(v) => {
                 if let Some(run) = runs.last_mut() {
-                    run.push((x(i), v));
+                    level_push(run, (x(i), v));
                 }
             }
             None if runs.last().is_some_and(|r| !r.is_empty()) => runs.push(Vec::new()),
@@ -566,6 +566,17 @@ fn series(
     }
     runs.retain(|r| !r.is_empty());
     Line { runs, color, label }
+}
+
+/// Append `p` to a line's points; a level stretch keeps only its two ends. Its inner points
+/// draw nothing the straight segment between the ends does not, and most of a connection's
+/// series are level for long stretches (no loss, a steady snapshot rate): each point is
+/// mapped, laid out and written.
+fn level_push(run: &mut Vec<(f64, f64)>, p: (f64, f64)) {
+    match run.as_mut_slice() {
+        [.., a, b] if a.1 == p.1 && b.1 == p.1 => *b = p,
+        _ => run.push(p),
+    }
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {
@@ -812,7 +823,11 @@ fn skylines(
         };
         match runs.last_mut() {
             Some((pts, rc)) if open && *rc == c && pts.last().is_some_and(|p| p.0 == a) => {
-                pts.extend([(a, h), (z, h)]);
+                // A column as high as the one before only carries its roof on.
+                match pts.as_mut_slice() {
+                    [.., l] if l.1 == h => l.0 = z,
+                    _ => pts.extend([(a, h), (z, h)]),
+                }
             }
             _ => runs.push((vec![(a, 0.0), (a, h), (z, h)], c)),
         }
@@ -828,7 +843,50 @@ fn skylines(
 
 #[cfg(test)]
 mod tests {
-    use super::{lines, skylines, Line, Marks, C2S, LAG_DROP, LAG_OK};
+    use super::{level_push, lines, skylines, Line, Marks, C2S, LAG_DROP, LAG_OK};
+
+    #[test]
+    fn a_level_stretch_keeps_its_ends() {
+        let mut run = Vec::new();
+        let ys = [1.0, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0, 1.0, 1.0, 1.0];
+        for (x, y) in ys.into_iter().enumerate() {
+            level_push(&mut run, (x as f64, y));
+        }
+        assert_eq!(
+            run,
+            [
+                (0.0, 1.0),
+                (1.0, 2.0),
+                (4.0, 2.0),
+                (5.0, 3.0),
+                (6.0, 3.0),
+                (7.0, 1.0),
+                (9.0, 1.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn touching_columns_of_one_height_share_one_roof() {
+        let bars = [
+            Some((0.0, 1.0, 5.0, LAG_OK)),
+            Some((1.0, 2.0, 5.0, LAG_OK)),
+            Some((2.0, 3.0, 5.0, LAG_OK)),
+            Some((3.0, 4.0, 7.0, LAG_OK)),
+        ];
+        let runs: Vec<_> = skylines(bars.into_iter()).collect();
+        assert_eq!(
+            runs[0].0,
+            vec![
+                (0.0, 0.0),
+                (0.0, 5.0),
+                (3.0, 5.0),
+                (3.0, 7.0),
+                (4.0, 7.0),
+                (4.0, 0.0)
+            ]
+        );
+    }
 
     #[test]
     fn touching_columns_of_one_colour_are_one_outline() {
