@@ -39,6 +39,8 @@ struct Probe {
     ended: Vec<u32>,
     /// Samples that came for a flow after its end (a broken promise of the event).
     late: Vec<u32>,
+    /// Flows whose summary says they were decoded mid-session (a note of that kind).
+    mid_session: Vec<u32>,
 }
 
 impl Sink for Probe {
@@ -58,6 +60,17 @@ impl Sink for Probe {
         Ok(())
     }
     fn finish(&mut self, r: &Report) -> std::io::Result<()> {
+        use quakecap::error::ErrorKind;
+        self.mid_session = r
+            .flows
+            .iter()
+            .filter(|f| {
+                f.error_details
+                    .iter()
+                    .any(|e| e.kind == ErrorKind::MidSession)
+            })
+            .map(|f| f.id)
+            .collect();
         self.net.finish(r)?;
         self.events.finish(r)?;
         self.events_at_end.finish(r)
@@ -88,6 +101,7 @@ fn run(bytes: Vec<u8>, name: &str) -> Probe {
         most_extractors: 0,
         ended: Vec::new(),
         late: Vec::new(),
+        mid_session: Vec::new(),
     };
     pipeline::run_capture(&path, &opts, &mut p, &mut |_| {}).expect("capture reads");
     let _ = std::fs::remove_file(path);
@@ -500,15 +514,22 @@ fn a_connection_that_resumes_after_its_end_is_reported_per_stretch() {
     assert_eq!(r.len(), 2, "one report per stretch");
     assert_eq!(r[0].flow, r[1].flow, "one flow");
     assert_eq!(gap.ended, [r[0].flow], "the flow ended once");
+    assert!(before.mid_session.is_empty());
+    assert_eq!(
+        gap.mid_session,
+        [r[0].flow],
+        "the flow's row notes the resumption"
+    );
     assert!(r[0].last_time + 200.0 < r[1].first_time, "in order");
     assert_eq!(
         timeless(&r[0]),
         timeless(&before.net.reports[0]),
         "first stretch"
     );
-    // The second stretch's path figures are those of the frames alone. (Its snapshots and
-    // usercmds are not: a flow that resumes after its state was released is not
-    // re-synchronised as a capture starting there is, so its messages stay undecoded.)
+    // The second stretch's path figures are those of the frames alone, and it is decoded
+    // again as a capture starting there is (mid-session): the same usercmds, and at least
+    // the snapshots that capture decodes (the flow still knows its challenge, so it locks
+    // on sooner). Before, its decode state stayed released: nothing was decoded.
     let (a, b) = (timeless(&r[1]), timeless(&after.net.reports[0]));
     for k in [
         "bytes_per_second",
@@ -526,6 +547,17 @@ fn a_connection_that_resumes_after_its_end_is_reported_per_stretch() {
     for k in ["median", "p95", "max"] {
         assert_eq!(a["ping"][k], b["ping"][k], "second stretch: ping {k}");
     }
+    for k in ["fps", "usercmds_per_packet", "rate_delayed"] {
+        assert!(b[k].is_number(), "the frames alone decode: {k}");
+        assert_eq!(a[k], b[k], "second stretch: {k}");
+    }
+    let rate = |v: &Value| v["snapshot_rate"].as_f64().unwrap_or(0.0);
+    assert!(
+        rate(&a) >= rate(&b) && rate(&b) > 15.0,
+        "second stretch: snapshots decoded, {} against {}",
+        rate(&a),
+        rate(&b)
+    );
     // The HTML report: a section per stretch, each with an id of its own.
     let text = report_html(frames_of(base, 0..end, cut, SPACING_NS), "resumed");
     let ids: Vec<&str> = text

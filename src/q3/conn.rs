@@ -969,6 +969,9 @@ pub struct Connection {
     gone_probed: bool,
     /// The capture started after the handshake: challenge and reliable commands unknown.
     mid_session: bool,
+    /// The flow came back after its decode state was released for idleness, without a new
+    /// handshake: decoded from there as mid-session (the challenge is still known).
+    resumed: bool,
     /// Mid-session protocol 68 until the key search locks on (then `None` again).
     lock68: Option<Box<Lock68>>,
 }
@@ -1222,7 +1225,7 @@ impl Connection {
             fragmented,
             challenge,
             proto: self.proto,
-            mid_session: self.mid_session,
+            mid_session: self.mid_session || self.resumed,
         }
     }
 
@@ -1250,6 +1253,7 @@ impl Connection {
             released: false,
             gone_probed: false,
             mid_session: false,
+            resumed: false,
             lock68: None,
         }
     }
@@ -1326,7 +1330,9 @@ impl Connection {
         out: &mut Vec<Message>,
         work: &mut WorkQueue,
     ) {
-        self.released = false;
+        if self.released {
+            self.resume_after_release(d.frame);
+        }
         self.gone_probed = false;
         // The client's port is in the summary's list since its address was last set: the list
         // (memory of its own, a cache miss per datagram with a thousand connections live) is
@@ -1428,6 +1434,7 @@ impl Connection {
                 // A new netchan starts: both ends reset their sequences and rings (§3.4);
                 // from here the capture holds the whole connection.
                 self.mid_session = false;
+                self.resumed = false;
                 self.rx_server.reset();
                 self.rx_client.reset();
                 self.dispatch(Work::Reset, out, work);
@@ -1752,6 +1759,29 @@ impl Connection {
             m.fragmented = fragmented;
             out.push(m);
         }
+    }
+
+    /// Traffic again after the decode state was released for idleness ([`IDLE_RELEASE_NS`]
+    /// of silence: a capture with a gap, or merged from parts) and no new handshake: the
+    /// decode state is made anew as for a capture starting here. The netchan sequences,
+    /// the challenge and the protocol are still known; the reliable commands sent before are
+    /// not (protocol 68 searches each acknowledged one, as mid-session), nor the gamestate.
+    #[cold]
+    fn resume_after_release(&mut self, frame: u64) {
+        self.released = false;
+        if !self.connected || self.resumed || self.mid_session {
+            return;
+        }
+        self.resumed = true;
+        let id = self.summary.id;
+        self.summary.push_error(
+            Error::new(
+                ErrorKind::MidSession,
+                "the connection was silent past the idle release (its decode state let go) and came back without a new handshake: decoded from here as a capture starting mid-session (reliable commands sent before unknown; until a gamestate the values of snapshot bases, entity baselines and the usercmd key are unknown: deltas from them give null values)",
+            )
+            .flow(id)
+            .frame(frame),
+        );
     }
 
     /// The capture missed this connection's handshake: the netchan is followed, but protocol
