@@ -77,6 +77,17 @@ impl Sink for Probe {
     }
 }
 
+/// What `quakecap report` asks of the pass (on one thread).
+fn report_options() -> Options {
+    Options {
+        samples: true,
+        emit: true,
+        events_only: true,
+        threads: Some(1),
+        ..Options::default()
+    }
+}
+
 fn run(bytes: Vec<u8>, name: &str) -> Probe {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("net_flow_end");
     std::fs::create_dir_all(&dir).unwrap();
@@ -85,14 +96,7 @@ fn run(bytes: Vec<u8>, name: &str) -> Probe {
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = dir.join(format!("{n}-{name}"));
     std::fs::write(&path, bytes).unwrap();
-    // What `quakecap report` asks for.
-    let opts = Options {
-        samples: true,
-        emit: true,
-        events_only: true,
-        threads: Some(1),
-        ..Options::default()
-    };
+    let opts = report_options();
     let mut p = Probe {
         net: NetSink::new(1.0),
         events: EventSink::new(),
@@ -595,13 +599,7 @@ fn check_report_from_the_spool(base: &str) {
             self.1.finish(r)
         }
     }
-    let opts = Options {
-        samples: true,
-        emit: true,
-        events_only: true,
-        threads: Some(1),
-        ..Options::default()
-    };
+    let opts = report_options();
     let max = quakecap::sink::nethtml::MAX_POINTS;
     let mut both = Both(
         NetSink::new(1.0).with_strip().with_max_points(max),
