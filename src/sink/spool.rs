@@ -196,8 +196,12 @@ fn put_interval(b: &mut Vec<u8>, i: &Interval) {
 struct Fields<'a>(&'a [u8]);
 
 impl Fields<'_> {
+    /// The next `N` bytes (zeros past the record's end, which the fixed record sizes rule
+    /// out: `record_sizes_are_what_is_written`).
     fn take<const N: usize>(&mut self) -> [u8; N] {
-        let (a, rest) = self.0.split_at(N);
+        let Some((a, rest)) = self.0.split_at_checked(N) else {
+            return [0; N];
+        };
         self.0 = rest;
         a.try_into().unwrap_or([0; N])
     }
