@@ -28,10 +28,9 @@ mod quakecap_cli;
 /// pages and free lists: at 980 live on two decode threads (three threads, three arenas) the
 /// peak RSS was 94.8–98.0 MB (median 97.5) against the 100 MB goal, with two arenas
 /// 93.2–96.1 MB (median 94.3), in the same CPU and wall time (nine alternated runs each;
-/// 2 cores). The decode threads
-/// allocate little per datagram (message buffers go back to the reader), so sharing an
-/// arena's lock costs them little. (glibc 2.36 applies the arena cap but leaves it out of
-/// the `GLIBC_TUNABLES` the process then shows.)
+/// 2 cores). The decode threads allocate little per datagram (message buffers go back to
+/// the reader), so sharing an arena's lock costs them little. (glibc 2.36 applies the arena
+/// cap but leaves it out of the `GLIBC_TUNABLES` the process then shows.)
 mod huge_pages {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     pub fn start_with_huge_pages() {
