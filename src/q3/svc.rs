@@ -868,9 +868,9 @@ fn parse_snapshot(
 }
 
 /// A snapshot for [`Detail::Events`]: the head, and a frame holding only its obituary
-/// entities, without delta records or playerstate. Most frames
-/// hold none: such a snapshot is only its head (as with [`Detail::Headers`]), which spares
-/// building and boxing a snapshot op per message.
+/// entities, without delta records or playerstate. Most frames hold none: such a snapshot
+/// is only its head (as with [`Detail::Headers`]), which spares building and boxing a
+/// snapshot op per message.
 fn parse_snapshot_events(
     r: &mut BitReader<'_>,
     bit: usize,
