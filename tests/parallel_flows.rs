@@ -90,7 +90,9 @@ fn worker_threads_give_the_inline_table() {
     let errors: u64 = flows(&broken, 2).flows.iter().map(|f| f.errors).sum();
     assert_eq!(
         errors,
-        2620 + 13, // 13 damaged sequence words read as a sender going back
+        // 13 damaged sequence words read as a sender going back; 90 damaged client messages
+        // whose usercmds reach their very end are whole, as the server takes them.
+        2620 + 13 - 90,
         "the damaged capture exercises the error merge"
     );
     let _ = std::fs::remove_file(broken);

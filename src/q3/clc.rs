@@ -252,10 +252,15 @@ pub fn walk_client_ops(
 ) -> Option<ClcError> {
     let mut last_cmd = ctx.last_client_command;
     let base_key = ctx.checksum_feed ^ hdr.1 ^ key_hash;
+    let mut moved = false;
     loop {
+        if moved && ends_here(r) {
+            return None;
+        }
         match parse_op(r, ctx, base_key, &mut last_cmd, scratch) {
             Ok(op) => {
                 let end = matches!(op, OpView::Eof { .. });
+                moved = matches!(op, OpView::Move { .. });
                 visit(op);
                 if end {
                     return None;
@@ -264,6 +269,17 @@ pub fn walk_client_ops(
             Err(e) => return Some(e),
         }
     }
+}
+
+/// The message ends right after the usercmds, without `clc_EOF` (an aimbot proxy writes
+/// them so): the server reads nothing after the usercmds (`SV_ExecuteClientMessage` stops
+/// at the move), so it takes such a message whole, and so does the decoder. Anything else
+/// after the usercmds is read on as before.
+fn ends_here(r: &mut BitReader<'_>) -> bool {
+    let at = r.bit_pos();
+    let end = r.read_byte().is_err();
+    r.set_bit_pos(at);
+    end
 }
 
 #[inline(always)]
@@ -391,6 +407,15 @@ mod tests {
         };
         let mut last = ctx.last_client_command;
         loop {
+            // The server's end: a message may stop right after its usercmds.
+            if matches!(m.ops.last(), Some(ClientOp::Move { .. })) {
+                let at = r.bit_pos();
+                if r.read_byte().is_err() {
+                    r.set_bit_pos(at);
+                    break;
+                }
+                r.set_bit_pos(at);
+            }
             match reference_op(r, &m, ctx, &mut last) {
                 Ok(op) => {
                     let end = matches!(op, ClientOp::Eof { .. });
