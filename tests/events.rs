@@ -1335,3 +1335,71 @@ fn events_only_decode_gives_the_full_decodes_events() {
     }
     assert!(compared >= 10, "only {compared} inputs gave events");
 }
+
+/// A folder holding a session's captures and its clients' demos is one session: `events`
+/// gives one timeline whose kills, chat lines and scores are those of the capture alone
+/// (which the tests above hold to server.log), each once, not once per file. (A demo of a
+/// level without kills or chat, the map-change session's second, shares nothing to tell its
+/// session by: it stays a timeline of its own, with its joins.)
+#[test]
+fn a_folder_of_one_session_gives_each_event_once() {
+    let count = |out: &str, kind: &str| {
+        out.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["kind"] == kind)
+            .count()
+    };
+    let sessions = |out: &str| {
+        let mut s: Vec<String> = out
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["kind"] == "kill" || v["kind"] == "chat")
+            .map(|v| v["session"].as_str().unwrap_or("").to_string())
+            .collect();
+        s.dedup();
+        s.len()
+    };
+    let mut checked = 0;
+    for dir in sessions_of("q3-") {
+        let folder = quakecap_out(&["events", "--json", dir.to_str().unwrap()]);
+        let cap = quakecap_out(&[
+            "events",
+            "--json",
+            dir.join("capture.pcapng").to_str().unwrap(),
+        ]);
+        assert_eq!(
+            sessions(&folder),
+            1,
+            "{}: the folder's files were not taken as one session",
+            dir.display()
+        );
+        for kind in ["kill", "chat", "score"] {
+            assert_eq!(
+                count(&folder, kind),
+                count(&cap, kind),
+                "{}: {kind} events of the folder and of its capture",
+                dir.display()
+            );
+        }
+        assert!(count(&cap, "kill") > 0, "{}: no kill", dir.display());
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} sessions");
+}
+
+/// Two sessions' captures are two timelines, each with its own summary.
+#[test]
+fn two_sessions_are_two_timelines() {
+    let a = Path::new(SHARED).join("q3-events/capture.pcapng");
+    let b = Path::new(SHARED).join("q3-aimbot/capture.pcapng");
+    let out = quakecap_out(&["events", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.lines().filter(|l| l.starts_with("== ")).count(), 2);
+    assert_eq!(out.lines().filter(|l| l.starts_with("player ")).count(), 2);
+    // No one was in the game longer than the capture lasted (hours, not epochs).
+    for l in out.lines().skip_while(|l| !l.starts_with("player ")) {
+        if let Some(t) = l.split_whitespace().nth(6) {
+            let min: u64 = t.split(':').next().unwrap().parse().unwrap_or(0);
+            assert!(min < 60, "{l}");
+        }
+    }
+}

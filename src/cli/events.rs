@@ -64,28 +64,76 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
         }
     }
     super::warn_events(&sink.warnings, sink.warnings_total);
-    let first = sink
-        .events
-        .iter()
-        .map(|e| e.time)
-        .fold(f64::INFINITY, f64::min);
-    let shown: Vec<&GameEvent> = sink
-        .events
-        .iter()
-        .filter(|e| kinds.as_ref().is_none_or(|k| k.contains(&e.kind)))
-        .filter(|e| in_window(e, &window, first))
-        .filter(|e| {
-            args.select
-                .player
-                .as_deref()
-                .is_none_or(|p| e.names().iter().any(|n| super::filter::same_player(n, p)))
-        })
-        .collect();
     // No input could be read: each said why; an empty table would read as "no events".
     if !args.merge && failed == files.len() {
         return Ok(super::input::EXIT_INPUT);
     }
-    if shown.is_empty() {
+    // One timeline and summary per game session: inputs that report one session (a capture
+    // and its clients' demos) are one timeline, each event once; others stay apart.
+    let sessions = sink.sessions();
+    let several = sessions.len() > 1;
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut shown_any = false;
+    for (files, events) in &sessions {
+        let first = events.iter().map(|e| e.time).fold(f64::INFINITY, f64::min);
+        let shown: Vec<&GameEvent> = events
+            .iter()
+            .filter(|e| kinds.as_ref().is_none_or(|k| k.contains(&e.kind)))
+            .filter(|e| in_window(e, &window, first))
+            .filter(|e| names_player(e, args))
+            .collect();
+        if shown.is_empty() {
+            continue;
+        }
+        if args.json {
+            for e in &shown {
+                if several {
+                    serde_json::to_writer(
+                        &mut out,
+                        &InSession {
+                            session: files[0].as_str(),
+                            event: e,
+                        },
+                    )?;
+                } else {
+                    serde_json::to_writer(&mut out, e)?;
+                }
+                writeln!(out)?;
+            }
+            shown_any = true;
+            continue;
+        }
+        if shown_any {
+            writeln!(out)?;
+        }
+        shown_any = true;
+        if several {
+            writeln!(out, "== {}", files.join(" + "))?;
+        }
+        for e in &shown {
+            writeln!(out, "{}", timeline_line(e))?;
+        }
+        writeln!(out)?;
+        // The summary covers the time window and --player (not --kind: frags need the kills,
+        // and a player's line needs the others' kills of them).
+        let kept: Vec<GameEvent> = events
+            .iter()
+            .filter(|e| in_window(e, &window, first))
+            .cloned()
+            .collect();
+        let summary: Vec<PlayerSummary> = summarize(&kept)
+            .into_iter()
+            .filter(|p| {
+                args.select
+                    .player
+                    .as_deref()
+                    .is_none_or(|want| super::filter::same_player(&p.name, want))
+            })
+            .collect();
+        write_summary(&mut out, &summary)?;
+    }
+    if !shown_any {
+        drop(out);
         eprintln!("quakecap: {}", nothing_shown(args, &sink.events));
         // An input without game events is an answer (as `net` on a capture without
         // connections); a selection that matched nothing is not.
@@ -101,32 +149,6 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
             super::input::EXIT_OK
         });
     }
-    let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
-        for e in &shown {
-            serde_json::to_writer(&mut out, e)?;
-            writeln!(out)?;
-        }
-    } else {
-        for e in &shown {
-            writeln!(out, "{}", timeline_line(e))?;
-        }
-        writeln!(out)?;
-        // The summary covers the time window (not --kind or --player: frags need the kills,
-        // and a player's line needs the others' kills of them).
-        let summary = if window.is_open() {
-            summarize(&sink.events)
-        } else {
-            let kept: Vec<GameEvent> = sink
-                .events
-                .iter()
-                .filter(|e| in_window(e, &window, first))
-                .cloned()
-                .collect();
-            summarize(&kept)
-        };
-        write_summary(&mut out, &summary)?;
-    }
     out.flush()?;
     // A missing file among good ones is still a failure.
     Ok(if failed > 0 {
@@ -134,6 +156,22 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
     } else {
         super::input::EXIT_OK
     })
+}
+
+/// An event of one of several sessions, with the session's first file (`session`).
+#[derive(serde::Serialize)]
+struct InSession<'a> {
+    session: &'a str,
+    #[serde(flatten)]
+    event: &'a GameEvent,
+}
+
+/// The event names `--player` (every event without one).
+fn names_player(e: &GameEvent, args: &EventsArgs) -> bool {
+    args.select
+        .player
+        .as_deref()
+        .is_none_or(|p| e.names().iter().any(|n| super::filter::same_player(n, p)))
 }
 
 /// Why no event is shown: the inputs hold none (of the asked flows), nobody of that name, or
@@ -220,27 +258,40 @@ fn timeline_line(e: &GameEvent) -> String {
     format!("{}  {:<11} {}", clock(e), e.kind.name(), e.describe())
 }
 
-/// The table; CTF columns (flags taken, captured, returned) only when a player has one.
+/// The table, fitted to 80 columns: names past 20 characters are cut (with `~`); CTF
+/// columns (flags taken, captured, returned) only when a player has one.
 fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<()> {
+    const NAME: usize = 20;
     let ctf = players
         .iter()
         .any(|p| p.flag_takes + p.flag_captures + p.flag_returns > 0);
+    let width = players
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, NAME);
     write!(
         out,
-        "{:<24} {:>6} {:>6} {:>8} {:>9} {:>5} {:>9} {:>6}",
-        "player", "frags", "deaths", "suicides", "teamkills", "chat", "time", "score"
+        "{:<width$} {:>5} {:>6} {:>4} {:>3} {:>4} {:>6} {:>5}",
+        "player", "frags", "deaths", "suic", "tk", "chat", "time", "score"
     )?;
     if ctf {
-        write!(out, " {:>5} {:>5} {:>7}", "takes", "caps", "returns")?;
+        write!(out, " {:>5} {:>4} {:>3}", "takes", "caps", "ret")?;
     }
     writeln!(out)?;
     for p in players {
         let score = p.final_score.map_or("-".to_string(), |s| s.to_string());
         let t = p.time_in_game.round() as u64;
+        let name: String = if p.name.chars().count() > width {
+            p.name.chars().take(width - 1).chain(['~']).collect()
+        } else {
+            p.name.clone()
+        };
         write!(
             out,
-            "{:<24} {:>6} {:>6} {:>8} {:>9} {:>5} {:>6}:{:02} {:>6}",
-            p.name,
+            "{:<width$} {:>5} {:>6} {:>4} {:>3} {:>4} {:>3}:{:02} {:>5}",
+            name,
             p.frags,
             p.deaths,
             p.suicides,
@@ -253,7 +304,7 @@ fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<
         if ctf {
             write!(
                 out,
-                " {:>5} {:>5} {:>7}",
+                " {:>5} {:>4} {:>3}",
                 p.flag_takes, p.flag_captures, p.flag_returns
             )?;
         }

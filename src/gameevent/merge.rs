@@ -1,7 +1,11 @@
 //! One timeline from the events of several connections (and both directions of each): an
 //! event several flows saw is kept once, with every flow that saw it. Kills, chat and match
-//! flow merge by server, content and game time; player events merge by the player slot's
-//! state (a join of a player already in is a repeat, whoever reports it).
+//! flow merge by server, content and game time, each report by its source: one connection
+//! (or demo) reports an event once from what the server sent it (one reliable command, one
+//! event entity) and once at most from its own command (its chat as it sent it), so two
+//! reports of one source are two events however alike (a repeated kill, a chat line said
+//! twice), and a kept event takes at most one report of each source. Player events merge by
+//! the player slot's state (a join of a player already in is a repeat, whoever reports it).
 use std::collections::HashMap;
 
 use super::{Detail, GameEvent, Kind};
@@ -17,14 +21,30 @@ const WINDOW_S: f64 = 3.0;
 /// Player slot state per (server, client number): name and team.
 type Slots = HashMap<(Option<String>, i32), (String, Option<String>)>;
 
-/// Merge and order events (any order in, time order out).
-pub fn merge(mut events: Vec<GameEvent>) -> Vec<GameEvent> {
-    events.sort_by(|a, b| a.time.total_cmp(&b.time));
+/// Who reported an event: its input, its flow (0 for a demo file: one source) and whether
+/// it came from the client's own command.
+type Source = (usize, u32, bool);
+
+fn source(input: usize, e: &GameEvent) -> Source {
+    (input, e.flows.first().copied().unwrap_or(0), e.from_client)
+}
+
+/// Merge and order the events of one input (any order in, time order out).
+pub fn merge(events: Vec<GameEvent>) -> Vec<GameEvent> {
+    merge_sources(events.into_iter().map(|e| (0, e)).collect())
+}
+
+/// Merge and order events tagged with their input.
+fn merge_sources(mut events: Vec<(usize, GameEvent)>) -> Vec<GameEvent> {
+    events.sort_by(|a, b| a.1.time.total_cmp(&b.1.time));
     let mut out: Vec<GameEvent> = Vec::with_capacity(events.len());
+    // Per kept event, the sources whose reports it holds.
+    let mut sources: Vec<Vec<Source>> = Vec::with_capacity(events.len());
     let mut slots: Slots = HashMap::new();
     let mut maps: HashMap<Option<String>, String> = HashMap::new();
-    for e in events {
-        if let Some(i) = find_same(&out, &e) {
+    for (input, e) in events {
+        if let Some(i) = find_same(&out, &sources, &e, source(input, &e)) {
+            sources[i].push(source(input, &e));
             absorb(&mut out[i], e);
             continue;
         }
@@ -36,6 +56,7 @@ pub fn merge(mut events: Vec<GameEvent>) -> Vec<GameEvent> {
             _ => true,
         };
         if keep {
+            sources.push(vec![source(input, &e)]);
             out.push(e);
         } else if let Some(i) = last_of_player(&out, &e) {
             // A repeat still tells which flows saw the player.
@@ -45,8 +66,14 @@ pub fn merge(mut events: Vec<GameEvent>) -> Vec<GameEvent> {
     out
 }
 
-/// Index of an earlier event with the same content within the window.
-fn find_same(out: &[GameEvent], e: &GameEvent) -> Option<usize> {
+/// Index of an earlier event with the same content within the window that holds no report
+/// of `e`'s source yet.
+fn find_same(
+    out: &[GameEvent],
+    sources: &[Vec<Source>],
+    e: &GameEvent,
+    from: Source,
+) -> Option<usize> {
     if matches!(e.detail, Detail::Player(_)) {
         return None;
     }
@@ -57,7 +84,13 @@ fn find_same(out: &[GameEvent], e: &GameEvent) -> Option<usize> {
         .enumerate()
         .rev()
         .take_while(|(_, o)| e.time - o.time <= WINDOW_S * 4.0)
-        .find(|(_, o)| o.kind == e.kind && o.server == e.server && close(o, e) && same(o, e))
+        .find(|(i, o)| {
+            o.kind == e.kind
+                && o.server == e.server
+                && close(o, e)
+                && same(o, e)
+                && !sources[*i].contains(&from)
+        })
         .map(|(i, _)| i)
 }
 
@@ -78,16 +111,82 @@ fn same(a: &GameEvent, b: &GameEvent) -> bool {
             x.name == y.name && x.text == y.text && x.team == y.team && x.mode == y.mode
         }
         (Detail::Score(x), Detail::Score(y)) => (x.num, x.score) == (y.num, y.score),
-        // A connection that missed the take does not know who dropped the flag. A flag is
-        // taken and dropped again and again: one connection's (or one demo's) two reports
-        // are two events, even at one game time (a demo whose snapshots stopped decoding).
+        // A connection that missed the take does not know who dropped the flag.
         (Detail::Flag(x), Detail::Flag(y)) => {
-            b.flows.iter().any(|f| !a.flows.contains(f))
-                && (&x.team, &x.action) == (&y.team, &y.action)
+            (&x.team, &x.action) == (&y.team, &y.action)
                 && (x.num.is_none() || y.num.is_none() || x.num == y.num)
         }
         (x, y) => x == y,
     }
+}
+
+/// Events that two inputs' reports of one session share: kills and chat on the server's
+/// clock (Quake 3 captures and demos, QuakeWorld MVDs).
+fn shared_kind(e: &GameEvent) -> bool {
+    e.server_clock && e.game_time.is_some() && matches!(e.kind, Kind::Kill | Kind::Chat)
+}
+
+/// When `b` is a report of the session `a` reports (a capture and a client's demo of it, two
+/// clients' demos, the two sides of a relay), the offset from `b`'s clock to `a`'s: at least
+/// 3 of their kills and chat lines, and half of the fewer's, pair up one to one by content
+/// within [`WINDOW_MS`] of game time. Two sessions share no such run of frags at the same
+/// game times.
+pub fn session_offset(a: &[GameEvent], b: &[GameEvent]) -> Option<f64> {
+    let xs: Vec<&GameEvent> = a.iter().filter(|e| shared_kind(e)).collect();
+    let ys: Vec<&GameEvent> = b.iter().filter(|e| shared_kind(e)).collect();
+    let mut used = vec![false; xs.len()];
+    let mut offsets = Vec::new();
+    for y in &ys {
+        let hit = xs
+            .iter()
+            .enumerate()
+            .position(|(i, x)| !used[i] && x.kind == y.kind && close(x, y) && same(x, y));
+        if let Some(i) = hit {
+            used[i] = true;
+            offsets.push(xs[i].time - y.time);
+        }
+    }
+    let fewer = xs.len().min(ys.len());
+    if offsets.len() < 3 || offsets.len() * 2 < fewer {
+        return None;
+    }
+    offsets.sort_by(f64::total_cmp);
+    Some(offsets[offsets.len() / 2])
+}
+
+/// One timeline from several inputs' events that report one session (see
+/// [`session_offset`]): `inputs[0]` gives the clock and the server; each event the inputs
+/// share is kept once, with what each report knows.
+pub fn merge_session(mut inputs: Vec<Vec<GameEvent>>) -> Vec<GameEvent> {
+    let Some(base) = inputs.first() else {
+        return Vec::new();
+    };
+    // The session's server: another vantage names it by another address (a relay's, a
+    // proxy's), a demo by none. A base of several servers keeps the others' addresses.
+    let server = base.iter().find_map(|e| e.server.clone());
+    let one_server = base
+        .iter()
+        .all(|e| e.server.is_none() || e.server == server);
+    // Session time as the base counts it (captures: from its first packet).
+    let zero = base.iter().find_map(|e| e.session_time.map(|s| e.time - s));
+    let offsets: Vec<f64> = inputs
+        .iter()
+        .map(|b| session_offset(base, b).unwrap_or(0.0))
+        .collect();
+    let mut all = Vec::new();
+    for (i, offset) in offsets.into_iter().enumerate() {
+        for mut e in std::mem::take(&mut inputs[i]) {
+            e.time += offset;
+            if i > 0 && (one_server || e.server.is_none()) {
+                e.server.clone_from(&server);
+            }
+            if let Some(z) = zero {
+                e.session_time = Some(e.time - z);
+            }
+            all.push((i, e));
+        }
+    }
+    merge_sources(all)
 }
 
 /// Fold a repeat into the kept event: its flows, and what only it knows.
@@ -100,6 +199,14 @@ fn absorb(kept: &mut GameEvent, e: GameEvent) {
             }
             if k.num.is_none() {
                 k.num = n.num;
+            }
+        }
+        (Detail::Kill(k), Detail::Kill(n)) => {
+            if k.killer.is_none() {
+                k.killer = n.killer;
+            }
+            if k.victim.is_none() {
+                k.victim = n.victim;
             }
         }
         (Detail::Flag(k), Detail::Flag(n)) if k.num.is_none() => {
@@ -168,6 +275,7 @@ mod tests {
             flows: vec![flow],
             server: Some("127.0.0.1:27960".into()),
             server_clock: true,
+            from_client: false,
             detail: Detail::Flag(Flag {
                 team: "red".into(),
                 action: "dropped".into(),
@@ -175,6 +283,68 @@ mod tests {
                 num,
             }),
         }
+    }
+
+    fn kill(flow: Option<u32>, game_time: i64) -> GameEvent {
+        let mut e = flag(flow.unwrap_or(0), game_time, None);
+        e.flows = flow.into_iter().collect();
+        e.kind = Kind::Kill;
+        e.detail = Detail::Kill(crate::gameevent::Kill {
+            killer: Some("A".into()),
+            victim: Some("B".into()),
+            killer_num: Some(1),
+            victim_num: Some(2),
+            means: "MOD_RAILGUN".into(),
+            suicide: false,
+            team_kill: false,
+        });
+        e
+    }
+
+    fn chat(flow: u32, game_time: i64, from_client: bool) -> GameEvent {
+        let mut e = flag(flow, game_time, None);
+        e.kind = Kind::Chat;
+        e.from_client = from_client;
+        e.detail = Detail::Chat(crate::gameevent::Chat {
+            name: Some("A".into()),
+            num: None,
+            text: "gg".into(),
+            text_raw: "gg".into(),
+            team: false,
+            to: None,
+            mode: "say",
+        });
+        e
+    }
+
+    #[test]
+    fn repeated_events_of_one_source_are_kept_and_copies_merge_by_source() {
+        // The same frag twice within a second, seen by one connection: two kills.
+        assert_eq!(
+            merge(vec![kill(Some(1), 5000), kill(Some(1), 5800)]).len(),
+            2
+        );
+        // ... and by a demo (no flow): two kills.
+        assert_eq!(merge(vec![kill(None, 5000), kill(None, 5800)]).len(), 2);
+        // Two connections saw both: still two, each with both flows.
+        let out = merge(vec![
+            kill(Some(1), 5000),
+            kill(Some(2), 5050),
+            kill(Some(1), 5800),
+            kill(Some(2), 5850),
+        ]);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|e| e.flows == [1, 2]));
+        // A chat line said twice: each command and its echo are one line.
+        let out = merge(vec![
+            chat(1, 1000, true),
+            chat(1, 1050, false),
+            chat(2, 1060, false),
+            chat(1, 1500, true),
+            chat(1, 1550, false),
+            chat(2, 1560, false),
+        ]);
+        assert_eq!(out.len(), 2, "{out:#?}");
     }
 
     #[test]

@@ -136,6 +136,11 @@ pub struct GameEvent {
     /// compares capture times instead.
     #[serde(skip)]
     pub server_clock: bool,
+    /// Read from the client's own command (its chat as it sent it), not from what the server
+    /// sent: a connection's command and the server's echo of it to that connection are one
+    /// event, two commands or two echoes are two ([`merge`]).
+    #[serde(skip)]
+    pub from_client: bool,
     #[serde(flatten)]
     pub detail: Detail,
 }

@@ -114,7 +114,8 @@ pub struct Extractor {
     /// CTF flags: this message's flag prints and status changes, each flag's carrier.
     flags: Flags,
     /// Events of the current message, timed once its snapshot (if any) is known.
-    pending: Vec<(Kind, Detail, Option<i32>)>,
+    /// (kind, detail, server time of its own, read from the client's command)
+    pending: Vec<(Kind, Detail, Option<i32>, bool)>,
     /// Of `pending`, those without a server time of their own (all but kills).
     untimed: usize,
     /// Capture time of the latest message.
@@ -235,7 +236,7 @@ impl Extractor {
         }
         let level_start: Option<i64> = self.cs.get(CS_LEVEL_START_TIME).trim().parse().ok();
         self.untimed = 0;
-        for (kind, detail, st) in self.pending.drain(..) {
+        for (kind, detail, st, from_client) in self.pending.drain(..) {
             let st = st.or(self.server_time);
             let time = if self.demo {
                 st.map_or(0.0, |t| f64::from(t) / 1000.0)
@@ -250,6 +251,7 @@ impl Extractor {
                 flows: Vec::new(),
                 server: None,
                 server_clock: true,
+                from_client,
                 detail,
             });
         }
@@ -257,7 +259,7 @@ impl Extractor {
 
     fn push(&mut self, kind: Kind, detail: Detail) {
         self.untimed += 1;
-        self.pending.push((kind, detail, None));
+        self.pending.push((kind, detail, None, false));
     }
 
     fn gamestate(&mut self, g: &Gamestate, m: &Message) {
@@ -494,6 +496,13 @@ impl Extractor {
     }
 
     /// The player's clean name from its configstring.
+    /// A team game (`g_gametype` from GT_TEAM, 3, on).
+    fn team_game(&self) -> bool {
+        info_value(self.cs.get(CS_SERVERINFO), "g_gametype")
+            .and_then(|g| g.parse::<i32>().ok())
+            .is_some_and(|g| g >= 3)
+    }
+
     fn name(&self, num: i32) -> Option<String> {
         let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
         info_value(self.cs.player(n), "n").map(plain)
@@ -538,10 +547,7 @@ impl Extractor {
                 ),
             ));
         }
-        let team_game = info_value(self.cs.get(CS_SERVERINFO), "g_gametype")
-            .and_then(|g| g.parse::<i32>().ok())
-            .is_some_and(|g| g >= 3);
-        let team_kill = team_game
+        let team_kill = self.team_game()
             && killer_num.is_some_and(|k| {
                 k != victim && self.team(k).is_some() && self.team(k) == self.team(victim)
             });
@@ -560,7 +566,7 @@ impl Extractor {
             team_kill,
         };
         self.pending
-            .push((Kind::Kill, Detail::Kill(kill), Some(server_time)));
+            .push((Kind::Kill, Detail::Kill(kill), Some(server_time), false));
     }
 
     /// The client's own commands: its chat (with a tell's target) and its disconnect.
@@ -587,8 +593,16 @@ impl Extractor {
             }
             _ => return,
         };
+        // Outside team games the game says a `say_team` to everyone (`G_Say`: below
+        // GT_TEAM it is SAY_ALL), as every receiver sees it.
+        let mode = if mode == "say_team" && !self.team_game() {
+            "say"
+        } else {
+            mode
+        };
         let raw = words.join(" ");
-        self.push(
+        self.untimed += 1;
+        self.pending.push((
             Kind::Chat,
             Detail::Chat(Chat {
                 name,
@@ -599,7 +613,9 @@ impl Extractor {
                 to,
                 mode,
             }),
-        );
+            None,
+            true,
+        ));
     }
 }
 

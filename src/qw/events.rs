@@ -134,6 +134,7 @@ impl Extractor {
             flows: Vec::new(),
             server: None,
             server_clock: self.demo && self.mvd,
+            from_client: false,
             detail,
         }
     }
@@ -462,7 +463,9 @@ impl Extractor {
             to: None,
             mode: if team { "say_team" } else { "say" },
         };
-        out.push(self.event(Kind::Chat, Detail::Chat(chat), m));
+        let mut e = self.event(Kind::Chat, Detail::Chat(chat), m);
+        e.from_client = true;
+        out.push(e);
     }
 
     /// An obituary print, if `line` is one.

@@ -8,7 +8,7 @@ use std::io;
 
 use crate::error::Error;
 use crate::flow::FlowMap;
-use crate::gameevent::{merge::merge, GameEvent, Warnings};
+use crate::gameevent::{merge, merge::merge, GameEvent, Warnings};
 use crate::pipeline::{Event, Report, Sink, MAX_WARNINGS};
 use crate::q3;
 use crate::qw;
@@ -65,6 +65,8 @@ pub struct EventSink {
     scratch: Vec<GameEvent>,
     /// Merged events of every finished input, in time order per input.
     pub events: Vec<GameEvent>,
+    /// Each finished input: its file and where its events end in `events`.
+    pub inputs: Vec<(String, usize)>,
     /// Problems found while extracting (malformed events or configstrings, unknown mods),
     /// with their file and position: the first [`MAX_WARNINGS`] of all inputs.
     pub warnings: Vec<Error>,
@@ -134,6 +136,45 @@ impl EventSink {
     /// Flows with an extractor held now (those with decoded messages and not ended yet).
     pub fn open(&self) -> usize {
         self.index.len()
+    }
+
+    /// The timelines of the finished inputs, one per game session: inputs that report one
+    /// session (a capture and its clients' demos, say) are merged into one timeline, each
+    /// event once ([`crate::gameevent::merge::merge_session`]); others stay apart. Each with
+    /// the files it comes from, the first giving its clock.
+    pub fn sessions(&self) -> Vec<(Vec<String>, Vec<GameEvent>)> {
+        let mut start = 0;
+        let mut inputs = Vec::new();
+        for (file, end) in &self.inputs {
+            inputs.push((file.clone(), self.events[start..*end].to_vec()));
+            start = *end;
+        }
+        // A capture (its events name flows) gives the clock before a demo.
+        inputs.sort_by_key(|(_, ev)| !ev.iter().any(|e| !e.flows.is_empty()));
+        let mut groups: Vec<(Vec<String>, Vec<Vec<GameEvent>>)> = Vec::new();
+        for (file, ev) in inputs {
+            let g = groups
+                .iter()
+                .position(|g| merge::session_offset(&g.1[0], &ev).is_some());
+            match g {
+                Some(g) => {
+                    groups[g].0.push(file);
+                    groups[g].1.push(ev);
+                }
+                None => groups.push((vec![file], vec![ev])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(files, evs)| {
+                let merged = if evs.len() == 1 {
+                    evs.into_iter().next().unwrap_or_default()
+                } else {
+                    merge::merge_session(evs)
+                };
+                (files, merged)
+            })
+            .collect()
     }
 
     /// A flow's decoder let it go: no message of it can follow but those of the same client
@@ -243,6 +284,7 @@ impl Sink for EventSink {
             events.push(e);
         }
         self.events.extend(merge(events));
+        self.inputs.push((report.file.clone(), self.events.len()));
         Ok(())
     }
 }
