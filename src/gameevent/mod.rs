@@ -203,6 +203,9 @@ impl GameEvent {
                 if m.restart { " restart" } else { "" },
                 m.mod_name
             ),
+            Detail::Score(s) if s.name.is_empty() => {
+                format!("#{} {} ping {}", s.num, s.score, s.ping)
+            }
             Detail::Score(s) => format!("{} (#{}) {} ping {}", s.name, s.num, s.score, s.ping),
             Detail::Match(m) => m.reason.clone(),
             Detail::Flag(f) => match &f.name {

@@ -36,15 +36,16 @@ pub fn summarize(events: &[GameEvent]) -> Vec<PlayerSummary> {
     for e in events {
         match (&e.kind, &e.detail) {
             (Kind::Kill, Detail::Kill(k)) => {
-                if let Some(victim) = &k.victim {
-                    let v = get(&mut by, victim);
+                if let Some(victim) = or_number(k.victim.as_deref(), k.victim_num) {
+                    let v = get(&mut by, &victim);
                     v.deaths += 1;
                     if k.suicide {
                         v.suicides += 1;
                     }
                 }
-                if let (false, Some(killer)) = (k.suicide, &k.killer) {
-                    let p = get(&mut by, killer);
+                let killer = or_number(k.killer.as_deref(), k.killer_num);
+                if let (false, Some(killer)) = (k.suicide, killer) {
+                    let p = get(&mut by, &killer);
                     if k.team_kill {
                         p.team_kills += 1;
                     } else {
@@ -70,7 +71,8 @@ pub fn summarize(events: &[GameEvent]) -> Vec<PlayerSummary> {
             }
             (Kind::Leave, Detail::Player(p)) => close_stint(get(&mut by, &p.name), e.time),
             (Kind::Score, Detail::Score(s)) if s.is_final => {
-                get(&mut by, &s.name).final_score = Some(s.score);
+                let name = or_number(Some(&s.name), Some(s.num)).unwrap_or_default();
+                get(&mut by, &name).final_score = Some(s.score);
             }
             (Kind::Flag, Detail::Flag(f)) => {
                 if let Some(n) = &f.name {
@@ -91,6 +93,16 @@ pub fn summarize(events: &[GameEvent]) -> Vec<PlayerSummary> {
         close_stint(p, end);
     }
     v
+}
+
+/// A player's name, or `#N` by client number when the input never named him (a capture
+/// that began mid-session): his frags still count.
+fn or_number(name: Option<&str>, num: Option<i32>) -> Option<String> {
+    match (name.filter(|n| !n.is_empty()), num) {
+        (Some(n), _) => Some(n.to_string()),
+        (None, Some(n)) => Some(format!("#{n}")),
+        (None, None) => None,
+    }
 }
 
 fn get<'a>(by: &'a mut BTreeMap<String, PlayerSummary>, name: &str) -> &'a mut PlayerSummary {

@@ -10,7 +10,14 @@ pub fn plain(s: &str) -> String {
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '^' && chars.peek().is_some_and(|n| *n != '^') {
-            chars.next();
+            let code = chars.next();
+            // OSP's extended colour: `^x` (or `^X`) and six hex digits, `^xfff000Name`.
+            if matches!(code, Some('x' | 'X')) {
+                let ahead = chars.clone();
+                if ahead.take(6).filter(char::is_ascii_hexdigit).count() == 6 {
+                    chars.nth(5);
+                }
+            }
             continue;
         }
         if c == '\n' || c == '\t' || !c.is_control() {
@@ -36,4 +43,19 @@ pub fn command_json<S: Serializer, N: serde::Serialize>(
     st.serialize_field("plain", &plain(text))?;
     st.serialize_field("new", new)?;
     st.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    #[test]
+    fn colour_codes_go_osp_extended_ones_too() {
+        assert_eq!(plain("^1Red^7Name"), "RedName");
+        assert_eq!(plain("^xfff000Name"), "Name");
+        assert_eq!(plain("^XA0b1C2x^7y"), "xy");
+        // Not six hex digits: an ordinary code.
+        assert_eq!(plain("^xyz"), "yz");
+        assert_eq!(plain("^^7"), "^");
+    }
 }

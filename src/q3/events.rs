@@ -105,6 +105,8 @@ pub struct Extractor {
     gamemod: GameMod,
     have_gamestate: bool,
     client_num: Option<i32>,
+    /// The name each slot had when its player left (until another joins in it).
+    departed: Vec<Option<String>>,
     server_time: Option<i32>,
     /// Obituary entities of the previous snapshot: an event entity stays in consecutive
     /// snapshots for a while but happened once (the client fires it when it first appears).
@@ -135,6 +137,7 @@ impl Extractor {
             gamemod: GameMod::BaseQ3,
             have_gamestate: false,
             client_num: None,
+            departed: vec![None; MAX_CLIENTS],
             server_time: None,
             prev_obits: Vec::new(),
             final_scores_sent: false,
@@ -266,6 +269,7 @@ impl Extractor {
         let old: Vec<String> = self.cs.players().to_vec();
         let first = !self.have_gamestate;
         self.cs.clear();
+        self.departed.iter_mut().for_each(|d| *d = None);
         for c in &g.configstrings {
             self.cs.set(usize::from(c.index), &c.value);
         }
@@ -315,8 +319,14 @@ impl Extractor {
             old_team: None,
         };
         match (name0, name1) {
-            (None, Some(n1)) => self.push(Kind::Join, Detail::Player(player(n1, team1))),
-            (Some(n0), None) => self.push(Kind::Leave, Detail::Player(player(n0, team0))),
+            (None, Some(n1)) => {
+                self.departed[n % MAX_CLIENTS] = None;
+                self.push(Kind::Join, Detail::Player(player(n1, team1)));
+            }
+            (Some(n0), None) => {
+                self.departed[n % MAX_CLIENTS] = Some(plain(n0));
+                self.push(Kind::Leave, Detail::Player(player(n0, team0)));
+            }
             (Some(n0), Some(n1)) => {
                 if n0 != n1 {
                     let mut p = player(n1, team1);
@@ -503,9 +513,13 @@ impl Extractor {
             .is_some_and(|g| g >= 3)
     }
 
+    /// The player's clean name; a slot its player just left names him still (the game
+    /// clears his configstring before the snapshot that carries his last death).
     fn name(&self, num: i32) -> Option<String> {
         let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
-        info_value(self.cs.player(n), "n").map(plain)
+        info_value(self.cs.player(n), "n")
+            .map(plain)
+            .or_else(|| self.departed[n].clone())
     }
 
     fn team(&self, num: i32) -> Option<&str> {
