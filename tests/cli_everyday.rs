@@ -338,6 +338,59 @@ fn closed_pipe_ends_quietly() {
     }
 }
 
+/// `CMD | head -1` on every command that prints, each output far larger than a pipe holds
+/// (inputs repeated), so the command is still writing when the reader goes: exit 0, nothing
+/// on stderr. JSON is written through serde_json, whose error hid the closed pipe.
+#[test]
+fn closed_pipe_after_one_line_ends_quietly() {
+    use std::io::BufRead;
+    let many = |args: &[&str], input: &[&str], times: usize| -> Vec<String> {
+        let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        for _ in 0..times {
+            v.extend(input.iter().map(|i| i.to_string()));
+        }
+        v
+    };
+    let mut cases = vec![
+        many(&["net", "--json"], &[TWO], 6),
+        many(&["net"], &[TWO], 80),
+        many(&["events", "--json"], &[TWO], 60),
+        many(&["events"], &[TWO], 100),
+        many(&["flows", "--json"], &[QW], 40),
+        many(&["flows"], &[QW], 100),
+        many(&["decode", "--json"], &[BASIC], 1),
+        many(&["decode"], &[BASIC], 1),
+    ];
+    let broken = [
+        q3common::shared("demos/q3/truncated.dm_68"),
+        q3common::shared("demos/q3/invalid_command_byte.dm_68"),
+    ];
+    if broken.iter().all(|b| b.exists()) {
+        let b: Vec<String> = broken.iter().map(|p| p.display().to_string()).collect();
+        let b: Vec<&str> = b.iter().map(String::as_str).collect();
+        cases.push(many(&["check", "--json"], &b, 150));
+        cases.push(many(&["check"], &b, 300));
+    } else {
+        eprintln!("check cases skipped: ../shared/demos is missing");
+    }
+    for args in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let what = args[..2].join(" ");
+        let mut child = spawn(&args);
+        let mut first = String::new();
+        {
+            let out = child.stdout.take().expect("stdout");
+            let mut r = std::io::BufReader::new(out);
+            r.read_line(&mut first).expect("read a line");
+            // `r` dropped: the pipe is closed, as `head -1` closes it.
+        }
+        assert!(!first.is_empty(), "{what}: no line");
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
+        assert!(o.stderr.is_empty(), "{what}: {}", stderr(&o));
+    }
+}
+
 // ---- item 10: every input ----
 
 fn run_stdin(args: &[&str], input: &[u8]) -> Output {
