@@ -391,6 +391,49 @@ fn closed_pipe_after_one_line_ends_quietly() {
     }
 }
 
+/// `check … | head` keeps the status: the first line says PASS or FAIL with the counts,
+/// the findings follow (as many as the JSON Lines hold).
+#[test]
+fn check_status_comes_first() {
+    let clean = quakecap(&["check", BASIC]);
+    assert_eq!(clean.status.code(), Some(0), "{}", stderr(&clean));
+    let first = stdout(&clean)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        first.starts_with("PASS: 1 files, 1 connections/demos checked, 0 findings"),
+        "{first}"
+    );
+    let broken = q3common::shared("demos/q3/truncated.dm_68");
+    if !broken.exists() {
+        eprintln!("skipped: {} is missing", broken.display());
+        return;
+    }
+    let broken = broken.display().to_string();
+    let mut args = vec!["check", BASIC];
+    for _ in 0..50 {
+        args.push(&broken);
+    }
+    let o = quakecap(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some("FAIL: 51 files, 51 connections/demos checked, 50 findings"),
+        "{out}"
+    );
+    args.insert(1, "--json");
+    let json = stdout(&quakecap(&args));
+    assert_eq!(lines.len() - 1, json.lines().count(), "{out}");
+    assert!(
+        lines[1..].iter().all(|l| l.contains("demo.truncated")),
+        "{out}"
+    );
+}
+
 // ---- item 10: every input ----
 
 fn run_stdin(args: &[&str], input: &[u8]) -> Output {
