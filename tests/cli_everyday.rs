@@ -94,6 +94,49 @@ fn flows_table_fits_80_columns() {
     assert!(out.contains("1384/747"), "packets c→s/s→c:\n{out}");
 }
 
+/// `net` fits `COLUMNS` as `flows` does, with every cell and line of the full table.
+#[test]
+fn net_table_fits_80_columns() {
+    let lagswitch = q3common::shared("captures/q3-lagswitch/capture.pcapng");
+    let mut caps = vec![
+        TWO.to_string(),
+        "captures/q3-netquality/capture.pcapng".into(),
+    ];
+    if lagswitch.exists() {
+        // Two players, and a lag event listed under the table.
+        caps.push(lagswitch.display().to_string());
+    }
+    for cap in &caps {
+        let full = quakecap(&["net", cap]);
+        assert_eq!(full.status.code(), Some(0), "{}", stderr(&full));
+        let full = stdout(&full);
+        let o = quakecap_env(&["net", cap], &[("COLUMNS", "80")]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{cap}: {widest} columns:\n{out}");
+        // The same data: every cell of the boxed table's rows, every line under it.
+        let words: Vec<&str> = out.split_whitespace().collect();
+        let flat = words.join(" ");
+        let mut rows = 0;
+        for l in full.lines() {
+            if let Some(row) = l.strip_prefix("│") {
+                if row.contains("flow") {
+                    continue;
+                }
+                rows += 1;
+                for cell in row.trim_end_matches('│').split('┆').map(str::trim) {
+                    assert!(words.contains(&cell), "{cap}: {cell:?} missing:\n{out}");
+                }
+            } else if !l.starts_with(['┌', '╞', '└']) {
+                let line = l.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(flat.contains(&line), "{cap}: {line:?} missing:\n{out}");
+            }
+        }
+        assert!(rows >= 2, "{cap}: a multi-player capture:\n{full}");
+    }
+}
+
 #[test]
 fn flows_wide_has_every_column() {
     let o = quakecap(&["flows", "--wide", BASIC]);

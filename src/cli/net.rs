@@ -128,11 +128,14 @@ pub fn run(args: &NetArgs) -> Result<i32> {
         serde_json::to_writer_pretty(&mut out, &all)?;
         writeln!(out)?;
     } else {
+        // Fit the terminal (`COLUMNS`) as `flows` does; a pipe without `COLUMNS` keeps the
+        // 118 columns the table always had.
+        let width = super::table_width().or(Some(118));
         for (file, rows) in tables.iter().filter(|(_, r)| !r.is_empty()) {
             if tables.len() > 1 {
                 writeln!(out, "{file}")?;
             }
-            writeln!(out, "{}", sink::nettable::render(rows))?;
+            writeln!(out, "{}", sink::nettable::render_fit(rows, width))?;
         }
     }
     // A missing file among good ones is still a failure; `--flow` naming no flow of any
