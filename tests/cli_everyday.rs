@@ -477,6 +477,33 @@ fn check_status_comes_first() {
     );
 }
 
+/// `-o` and `--out` name the output of `report`, `export` and `demo` alike (and `demo`'s
+/// older `--output` still works).
+#[test]
+fn o_and_out_on_every_writing_command() {
+    let dir = scratch("o-and-out");
+    for flag in ["-o", "--out"] {
+        let html = dir.join(format!("r{flag}.html"));
+        let o = quakecap(&["report", flag, &html.to_string_lossy(), BASIC]);
+        assert_eq!(o.status.code(), Some(0), "report {flag}: {}", stderr(&o));
+        assert!(html.is_file(), "report {flag}");
+        let pq = dir.join(format!("pq{flag}"));
+        let o = quakecap(&["export", flag, &pq.to_string_lossy(), BASIC]);
+        assert_eq!(o.status.code(), Some(0), "export {flag}: {}", stderr(&o));
+        assert!(
+            pq.join("flows").is_dir(),
+            "export {flag}: {:?}",
+            files_in(&pq)
+        );
+    }
+    for flag in ["-o", "--out", "--output"] {
+        let demo = dir.join(format!("d{flag}.dm_68"));
+        let o = quakecap(&["demo", flag, &demo.to_string_lossy(), BASIC]);
+        assert_eq!(o.status.code(), Some(0), "demo {flag}: {}", stderr(&o));
+        assert!(demo.is_file(), "demo {flag}");
+    }
+}
+
 // ---- item 10: every input ----
 
 fn run_stdin(args: &[&str], input: &[u8]) -> Output {

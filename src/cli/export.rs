@@ -21,7 +21,7 @@ pub struct ExportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output folder: `<table>/source=<input name>/part-0.parquet` under it.
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: PathBuf,
     /// The partition name of the one input (`source=NAME`) instead of its file stem: for
     /// drivers that run one export per input (scripts/spark_export.py).
