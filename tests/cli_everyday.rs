@@ -477,6 +477,119 @@ fn check_status_comes_first() {
     );
 }
 
+/// The connection sections of a report: (heading, section with its flow ids blanked).
+fn report_sections(html: &str) -> Vec<(String, String)> {
+    let ids = |s: &str| {
+        let mut out = String::new();
+        let mut rest = s;
+        // `flow-N`, `flow N`, `data-flow="N"`: the ids differ between reports.
+        while let Some(i) = rest.find("flow") {
+            let (head, tail) = rest.split_at(i + 4);
+            out.push_str(head);
+            let tail = tail
+                .strip_prefix(['-', ' '])
+                .or_else(|| tail.strip_prefix("=\""))
+                .unwrap_or(tail);
+            let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            out.push_str(if digits > 0 { "#" } else { "" });
+            rest = &tail[digits..];
+        }
+        out.push_str(rest);
+        out
+    };
+    html.split("<section class=\"player\"")
+        .skip(1)
+        .map(|s| {
+            let s = s.split("</section>").next().unwrap_or_default();
+            let h = s
+                .split("<h2>")
+                .nth(1)
+                .and_then(|h| h.split("</h2>").next())
+                .unwrap_or_default();
+            (h.to_string(), ids(s))
+        })
+        .collect()
+}
+
+/// `report` takes INPUT... as every command does: a folder walked, a gzip'd capture, several
+/// files, in one report whose title names each input with its flows; each connection's
+/// section is the one its input's own report has, under an id that continues across inputs.
+/// The first input ends its sessions one after another, so its reports go to the spool.
+#[test]
+fn report_takes_several_inputs_and_folders() {
+    use std::io::Write;
+    let dir = scratch("report-inputs");
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let replays = quakecap::flood::repeat_session(&read(BASIC), usize::MAX, 3, 300_000_000_000)
+        .expect("replays");
+    let many = folder.join("a-replays.pcapng");
+    std::fs::write(&many, replays).expect("write");
+    let gz = folder.join("b-qw.pcapng.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).expect("create"),
+        flate2::Compression::fast(),
+    );
+    e.write_all(&read(QW)).expect("gzip");
+    e.finish().expect("finish");
+    let one = |input: &str, name: &str| -> String {
+        let out = dir.join(name);
+        let o = quakecap(&["report", "-o", &out.to_string_lossy(), input]);
+        assert_eq!(o.status.code(), Some(0), "{input}: {}", stderr(&o));
+        std::fs::read_to_string(&out).expect("report")
+    };
+    let mut want = Vec::new();
+    for (input, name) in [
+        (many.to_string_lossy().into_owned(), "a.html"),
+        (gz.to_string_lossy().into_owned(), "b.html"),
+        (TWO.to_string(), "c.html"),
+    ] {
+        want.extend(report_sections(&one(&input, name)));
+    }
+    let all = dir.join("all.html");
+    let o = quakecap(&[
+        "report",
+        "--out",
+        &all.to_string_lossy(),
+        &folder.to_string_lossy(),
+        TWO,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&all).expect("report");
+    let h1 = html
+        .split("<h1>")
+        .nth(1)
+        .and_then(|h| h.split("</h1>").next())
+        .unwrap_or_default();
+    let many_name = many.to_string_lossy();
+    let gz_name = dir
+        .join("folder/b-qw.pcapng")
+        .to_string_lossy()
+        .into_owned();
+    assert!(h1.contains(&format!("{many_name} (flows 1–")), "{h1}");
+    assert!(h1.contains(&format!(", {gz_name} (flows ")), "{h1}");
+    assert!(h1.contains(&format!(", {TWO} (flows ")), "{h1}");
+    let got = report_sections(&html);
+    assert_eq!(got.len(), want.len(), "{h1}");
+    assert_eq!(got.len(), 3 + 1 + 2, "{h1}");
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            g.1 == w.1,
+            "section {} differs from its input's own report",
+            g.0
+        );
+    }
+    // Ids continue across the inputs: each section its own flow.
+    let mut ids: Vec<&str> = got
+        .iter()
+        .filter_map(|(h, _)| h.split("— flow ").nth(1))
+        .collect();
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "{got:?}");
+}
+
 /// `-o` and `--out` name the output of `report`, `export` and `demo` alike (and `demo`'s
 /// older `--output` still works).
 #[test]
