@@ -94,6 +94,49 @@ fn flows_table_fits_80_columns() {
     assert!(out.contains("1384/747"), "packets c→s/s→c:\n{out}");
 }
 
+/// `net` fits `COLUMNS` as `flows` does, with every cell and line of the full table.
+#[test]
+fn net_table_fits_80_columns() {
+    let lagswitch = q3common::shared("captures/q3-lagswitch/capture.pcapng");
+    let mut caps = vec![
+        TWO.to_string(),
+        "captures/q3-netquality/capture.pcapng".into(),
+    ];
+    if lagswitch.exists() {
+        // Two players, and a lag event listed under the table.
+        caps.push(lagswitch.display().to_string());
+    }
+    for cap in &caps {
+        let full = quakecap(&["net", cap]);
+        assert_eq!(full.status.code(), Some(0), "{}", stderr(&full));
+        let full = stdout(&full);
+        let o = quakecap_env(&["net", cap], &[("COLUMNS", "80")]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{cap}: {widest} columns:\n{out}");
+        // The same data: every cell of the boxed table's rows, every line under it.
+        let words: Vec<&str> = out.split_whitespace().collect();
+        let flat = words.join(" ");
+        let mut rows = 0;
+        for l in full.lines() {
+            if let Some(row) = l.strip_prefix("│") {
+                if row.contains("flow") {
+                    continue;
+                }
+                rows += 1;
+                for cell in row.trim_end_matches('│').split('┆').map(str::trim) {
+                    assert!(words.contains(&cell), "{cap}: {cell:?} missing:\n{out}");
+                }
+            } else if !l.starts_with(['┌', '╞', '└']) {
+                let line = l.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(flat.contains(&line), "{cap}: {line:?} missing:\n{out}");
+            }
+        }
+        assert!(rows >= 2, "{cap}: a multi-player capture:\n{full}");
+    }
+}
+
 #[test]
 fn flows_wide_has_every_column() {
     let o = quakecap(&["flows", "--wide", BASIC]);
@@ -335,6 +378,242 @@ fn closed_pipe_ends_quietly() {
         let o = child.wait_with_output().expect("wait");
         assert_eq!(o.status.code(), Some(0), "{args:?}");
         assert!(o.stderr.is_empty(), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// `CMD | head -1` on every command that prints, each output far larger than a pipe holds
+/// (inputs repeated), so the command is still writing when the reader goes: exit 0, nothing
+/// on stderr. JSON is written through serde_json, whose error hid the closed pipe.
+#[test]
+fn closed_pipe_after_one_line_ends_quietly() {
+    use std::io::BufRead;
+    let many = |args: &[&str], input: &[&str], times: usize| -> Vec<String> {
+        let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        for _ in 0..times {
+            v.extend(input.iter().map(|i| i.to_string()));
+        }
+        v
+    };
+    let mut cases = vec![
+        many(&["net", "--json"], &[TWO], 6),
+        many(&["net"], &[TWO], 80),
+        many(&["events", "--json"], &[TWO], 60),
+        many(&["events"], &[TWO], 100),
+        many(&["flows", "--json"], &[QW], 40),
+        many(&["flows"], &[QW], 100),
+        many(&["decode", "--json"], &[BASIC], 1),
+        many(&["decode"], &[BASIC], 1),
+    ];
+    let broken = [
+        q3common::shared("demos/q3/truncated.dm_68"),
+        q3common::shared("demos/q3/invalid_command_byte.dm_68"),
+    ];
+    if broken.iter().all(|b| b.exists()) {
+        let b: Vec<String> = broken.iter().map(|p| p.display().to_string()).collect();
+        let b: Vec<&str> = b.iter().map(String::as_str).collect();
+        cases.push(many(&["check", "--json"], &b, 150));
+        cases.push(many(&["check"], &b, 300));
+    } else {
+        eprintln!("check cases skipped: ../shared/demos is missing");
+    }
+    for args in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let what = args[..2].join(" ");
+        let mut child = spawn(&args);
+        let mut first = String::new();
+        {
+            let out = child.stdout.take().expect("stdout");
+            let mut r = std::io::BufReader::new(out);
+            r.read_line(&mut first).expect("read a line");
+            // `r` dropped: the pipe is closed, as `head -1` closes it.
+        }
+        assert!(!first.is_empty(), "{what}: no line");
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", stderr(&o));
+        assert!(o.stderr.is_empty(), "{what}: {}", stderr(&o));
+    }
+}
+
+/// `check … | head` keeps the status: the first line says PASS or FAIL with the counts,
+/// the findings follow (as many as the JSON Lines hold).
+#[test]
+fn check_status_comes_first() {
+    let clean = quakecap(&["check", BASIC]);
+    assert_eq!(clean.status.code(), Some(0), "{}", stderr(&clean));
+    let first = stdout(&clean)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        first.starts_with("PASS: 1 files, 1 connections/demos checked, 0 findings"),
+        "{first}"
+    );
+    let broken = q3common::shared("demos/q3/truncated.dm_68");
+    if !broken.exists() {
+        eprintln!("skipped: {} is missing", broken.display());
+        return;
+    }
+    let broken = broken.display().to_string();
+    let mut args = vec!["check", BASIC];
+    for _ in 0..50 {
+        args.push(&broken);
+    }
+    let o = quakecap(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some("FAIL: 51 files, 51 connections/demos checked, 50 findings"),
+        "{out}"
+    );
+    args.insert(1, "--json");
+    let json = stdout(&quakecap(&args));
+    assert_eq!(lines.len() - 1, json.lines().count(), "{out}");
+    assert!(
+        lines[1..].iter().all(|l| l.contains("demo.truncated")),
+        "{out}"
+    );
+}
+
+/// The connection sections of a report: (heading, section with its flow ids blanked).
+fn report_sections(html: &str) -> Vec<(String, String)> {
+    let ids = |s: &str| {
+        let mut out = String::new();
+        let mut rest = s;
+        // `flow-N`, `flow N`, `data-flow="N"`: the ids differ between reports.
+        while let Some(i) = rest.find("flow") {
+            let (head, tail) = rest.split_at(i + 4);
+            out.push_str(head);
+            let tail = tail
+                .strip_prefix(['-', ' '])
+                .or_else(|| tail.strip_prefix("=\""))
+                .unwrap_or(tail);
+            let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            out.push_str(if digits > 0 { "#" } else { "" });
+            rest = &tail[digits..];
+        }
+        out.push_str(rest);
+        out
+    };
+    html.split("<section class=\"player\"")
+        .skip(1)
+        .map(|s| {
+            let s = s.split("</section>").next().unwrap_or_default();
+            let h = s
+                .split("<h2>")
+                .nth(1)
+                .and_then(|h| h.split("</h2>").next())
+                .unwrap_or_default();
+            (h.to_string(), ids(s))
+        })
+        .collect()
+}
+
+/// `report` takes INPUT... as every command does: a folder walked, a gzip'd capture, several
+/// files, in one report whose title names each input with its flows; each connection's
+/// section is the one its input's own report has, under an id that continues across inputs.
+/// The first input ends its sessions one after another, so its reports go to the spool.
+#[test]
+fn report_takes_several_inputs_and_folders() {
+    use std::io::Write;
+    let dir = scratch("report-inputs");
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let replays = quakecap::flood::repeat_session(&read(BASIC), usize::MAX, 3, 300_000_000_000)
+        .expect("replays");
+    let many = folder.join("a-replays.pcapng");
+    std::fs::write(&many, replays).expect("write");
+    let gz = folder.join("b-qw.pcapng.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).expect("create"),
+        flate2::Compression::fast(),
+    );
+    e.write_all(&read(QW)).expect("gzip");
+    e.finish().expect("finish");
+    let one = |input: &str, name: &str| -> String {
+        let out = dir.join(name);
+        let o = quakecap(&["report", "-o", &out.to_string_lossy(), input]);
+        assert_eq!(o.status.code(), Some(0), "{input}: {}", stderr(&o));
+        std::fs::read_to_string(&out).expect("report")
+    };
+    let mut want = Vec::new();
+    for (input, name) in [
+        (many.to_string_lossy().into_owned(), "a.html"),
+        (gz.to_string_lossy().into_owned(), "b.html"),
+        (TWO.to_string(), "c.html"),
+    ] {
+        want.extend(report_sections(&one(&input, name)));
+    }
+    let all = dir.join("all.html");
+    let o = quakecap(&[
+        "report",
+        "--out",
+        &all.to_string_lossy(),
+        &folder.to_string_lossy(),
+        TWO,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&all).expect("report");
+    let h1 = html
+        .split("<h1>")
+        .nth(1)
+        .and_then(|h| h.split("</h1>").next())
+        .unwrap_or_default();
+    let many_name = many.to_string_lossy();
+    let gz_name = dir
+        .join("folder/b-qw.pcapng")
+        .to_string_lossy()
+        .into_owned();
+    assert!(h1.contains(&format!("{many_name} (flows 1–")), "{h1}");
+    assert!(h1.contains(&format!(", {gz_name} (flows ")), "{h1}");
+    assert!(h1.contains(&format!(", {TWO} (flows ")), "{h1}");
+    let got = report_sections(&html);
+    assert_eq!(got.len(), want.len(), "{h1}");
+    assert_eq!(got.len(), 3 + 1 + 2, "{h1}");
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            g.1 == w.1,
+            "section {} differs from its input's own report",
+            g.0
+        );
+    }
+    // Ids continue across the inputs: each section its own flow.
+    let mut ids: Vec<&str> = got
+        .iter()
+        .filter_map(|(h, _)| h.split("— flow ").nth(1))
+        .collect();
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "{got:?}");
+}
+
+/// `-o` and `--out` name the output of `report`, `export` and `demo` alike (and `demo`'s
+/// older `--output` still works).
+#[test]
+fn o_and_out_on_every_writing_command() {
+    let dir = scratch("o-and-out");
+    for flag in ["-o", "--out"] {
+        let html = dir.join(format!("r{flag}.html"));
+        let o = quakecap(&["report", flag, &html.to_string_lossy(), BASIC]);
+        assert_eq!(o.status.code(), Some(0), "report {flag}: {}", stderr(&o));
+        assert!(html.is_file(), "report {flag}");
+        let pq = dir.join(format!("pq{flag}"));
+        let o = quakecap(&["export", flag, &pq.to_string_lossy(), BASIC]);
+        assert_eq!(o.status.code(), Some(0), "export {flag}: {}", stderr(&o));
+        assert!(
+            pq.join("flows").is_dir(),
+            "export {flag}: {:?}",
+            files_in(&pq)
+        );
+    }
+    for flag in ["-o", "--out", "--output"] {
+        let demo = dir.join(format!("d{flag}.dm_68"));
+        let o = quakecap(&["demo", flag, &demo.to_string_lossy(), BASIC]);
+        assert_eq!(o.status.code(), Some(0), "demo {flag}: {}", stderr(&o));
+        assert!(demo.is_file(), "demo {flag}");
     }
 }
 

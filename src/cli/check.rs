@@ -36,12 +36,11 @@ pub fn run(args: &CheckArgs) -> Result<i32> {
         pb.finish_and_clear();
         match checked {
             Ok(r) => {
-                for g in &r.findings {
-                    if args.json {
+                // JSON Lines stream as each input is checked; the text waits for its status.
+                if args.json {
+                    for g in &r.findings {
                         serde_json::to_writer(&mut out, g)?;
                         writeln!(out)?;
-                    } else {
-                        writeln!(out, "{}", check::line(g))?;
                     }
                 }
                 results.push(r);
@@ -55,9 +54,16 @@ pub fn run(args: &CheckArgs) -> Result<i32> {
     let findings: usize = results.iter().map(|r| r.findings.len()).sum();
     let units: usize = results.iter().map(|r| r.units.len()).sum();
     if !args.json {
+        // The status first, then the findings: `check … | head` (or a pager quit early)
+        // still shows whether the inputs passed and how many findings there are.
         writeln!(
             out,
-            "{} files, {units} connections/demos checked, {findings} findings{}",
+            "{}: {} files, {units} connections/demos checked, {findings} findings{}",
+            if findings > 0 || unusable > 0 {
+                "FAIL"
+            } else {
+                "PASS"
+            },
             results.len(),
             if unusable > 0 {
                 format!(", {unusable} files unusable")
@@ -65,6 +71,9 @@ pub fn run(args: &CheckArgs) -> Result<i32> {
                 String::new()
             }
         )?;
+        for g in results.iter().flat_map(|r| &r.findings) {
+            writeln!(out, "{}", check::line(g))?;
+        }
     }
     out.flush()?;
     if let Some(path) = &args.junit {

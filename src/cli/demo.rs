@@ -25,8 +25,8 @@ pub struct DemoArgs {
     /// Directory for the written demos (created when missing).
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
-    /// One output file (only when a single demo is written).
-    #[arg(short = 'o', long)]
+    /// One output file (only when a single demo is written). `--output` is the old spelling.
+    #[arg(short = 'o', long = "out", visible_alias = "output")]
     pub output: Option<PathBuf>,
     /// One file per map is the default; kept so older command lines still run.
     #[arg(long, hide = true, conflicts_with = "one_file")]

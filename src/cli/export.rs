@@ -2,6 +2,7 @@
 //! input (`DIR/<table>/source=<name>/part-0.parquet`), inputs exported in parallel (one per
 //! core). An input that cannot be read is reported and skipped (exit 2); the others are
 //! exported. Each source replaces its older partitions only when all its tables are complete.
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -20,7 +21,7 @@ pub struct ExportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output folder: `<table>/source=<input name>/part-0.parquet` under it.
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: PathBuf,
     /// The partition name of the one input (`source=NAME`) instead of its file stem: for
     /// drivers that run one export per input (scripts/spark_export.py).
@@ -96,11 +97,18 @@ pub fn run(args: &ExportArgs) -> Result<i32> {
     partition::remove_staging(&args.out);
     let results = results.into_inner().unwrap_or_default();
     let (mut bad_input, mut bad_output) = (0, 0);
+    // The first failed write to stdout: no more lines there, but every input's failure is
+    // still said on stderr (`println!` would panic on a closed pipe).
+    let mut stdout = io::stdout().lock();
+    let mut stdout_err: Option<io::Error> = None;
     for ((file, name), r) in files.iter().zip(&names).zip(results) {
         match r {
             Some(Outcome::Done(counts)) => {
                 let parts: Vec<String> = counts.iter().map(|(t, n)| format!("{n} {t}")).collect();
-                println!("{} -> source={name}: {}", file.display(), parts.join(", "));
+                if stdout_err.is_none() {
+                    let line = format!("{} -> source={name}: {}", file.display(), parts.join(", "));
+                    stdout_err = writeln!(stdout, "{line}").err();
+                }
             }
             Some(Outcome::Input(e)) => {
                 eprintln!("quakecap: {e} (skipped)");
@@ -115,6 +123,10 @@ pub fn run(args: &ExportArgs) -> Result<i32> {
                 bad_output += 1;
             }
         }
+    }
+    // A closed pipe is no failure (the exports are done); another write error is one.
+    if let Some(e) = stdout_err.filter(|e| e.kind() != io::ErrorKind::BrokenPipe) {
+        return Err(e.into());
     }
     Ok(if bad_output > 0 {
         EXIT_FAILURE

@@ -215,14 +215,8 @@ pub fn run(cli: Cli) -> i32 {
     match res {
         Ok(code) => code,
         Err(e) => {
-            // A closed pipe (`| head`) is not an error.
-            let broken_pipe = |c: &(dyn std::error::Error + 'static)| {
-                c.downcast_ref::<io::Error>()
-                    .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-                    || matches!(c.downcast_ref::<InputError>(), Some(InputError::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe)
-            };
-            if e.chain().any(broken_pipe) {
-                return 0;
+            if is_broken_pipe(&e) {
+                return EXIT_OK;
             }
             // Our errors already carry their causes in their text: print them once.
             eprintln!("quakecap: {e}");
@@ -235,6 +229,27 @@ pub fn run(cli: Cli) -> i32 {
             }
         }
     }
+}
+
+/// A closed stdout (`| head`, a pager quit early): the reader has what it wanted, so the
+/// run ends quietly with exit 0, as the usual command-line tools do.
+///
+/// Handled here, on the error that comes back, rather than by putting SIGPIPE back to its
+/// default at start: a process killed by the signal exits 141 (no status at all for a
+/// caller that waits on it), and dies before its outputs written whole or not at all
+/// (`demo`, `report`, `export`, `--junit`) can remove their partial files. The closed pipe
+/// reaches here wrapped in several ways: a plain `io::Error`, an input's
+/// [`InputError::Io`] (a sink's write failed inside the pipeline), or a `serde_json`
+/// error (JSON written straight to stdout), whose `source()` skips the `io::Error` itself.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    let pipe = |k: io::ErrorKind| k == io::ErrorKind::BrokenPipe;
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>().is_some_and(|io| pipe(io.kind()))
+            || matches!(c.downcast_ref::<InputError>(), Some(InputError::Io { source, .. }) if pipe(source.kind()))
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                .is_some_and(pipe)
+    })
 }
 
 /// A progress bar on stderr when it is a terminal and the file is large, hidden otherwise.

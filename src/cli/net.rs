@@ -37,8 +37,11 @@ pub struct NetArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A pcap / pcapng capture (`-` reads stdin, gzip/zstd are undone).
-    pub file: PathBuf,
+    /// Captures (pcap/pcapng; demo files hold no packets); `-` reads stdin, gzip/zstd are
+    /// undone, a folder is walked. Several inputs make one report: flow ids continue across
+    /// inputs, and the report's title names each input with its flows.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
     /// The HTML file to write (written whole or not at all).
     #[arg(short = 'o', long = "out")]
     pub out: PathBuf,
@@ -128,11 +131,14 @@ pub fn run(args: &NetArgs) -> Result<i32> {
         serde_json::to_writer_pretty(&mut out, &all)?;
         writeln!(out)?;
     } else {
+        // Fit the terminal (`COLUMNS`) as `flows` does; a pipe without `COLUMNS` keeps the
+        // 118 columns the table always had.
+        let width = super::table_width().or(Some(118));
         for (file, rows) in tables.iter().filter(|(_, r)| !r.is_empty()) {
             if tables.len() > 1 {
                 writeln!(out, "{file}")?;
             }
-            writeln!(out, "{}", sink::nettable::render(rows))?;
+            writeln!(out, "{}", sink::nettable::render_fit(rows, width))?;
         }
     }
     // A missing file among good ones is still a failure; `--flow` naming no flow of any
@@ -163,60 +169,114 @@ fn say_missing_or_empty(asked: &[u32], report: &Report, ns: &NetSink) -> bool {
     }
 }
 
-/// `quakecap report`: the HTML report of one capture, written whole or not at all.
+/// One input's part of a report: its flows, analyses and spool.
+struct ReportPart {
+    /// The input's name, the ids of all its flows (its own), and the report's ids of its
+    /// flows (first and last).
+    file: String,
+    present: Vec<u32>,
+    ids: Option<(u32, u32)>,
+    flows: Vec<quakecap::flow::FlowSummary>,
+    aggregates: Vec<quakecap::flow::FlowSummary>,
+    net: Vec<NetQuality>,
+    events: Vec<quakecap::gameevent::GameEvent>,
+    spool: Option<Spool>,
+    spilled: HashMap<(u32, u64), Spilled>,
+}
+
+/// `quakecap report`: the HTML report of the inputs, written whole or not at all. Each input
+/// is analysed on its own (as `net` does); their flows then take ids that continue across
+/// the inputs (the report keys its sections, events and plots by flow id).
 pub fn report(args: &ReportArgs) -> Result<i32> {
-    let file = &args.file;
-    super::input::check_not_empty(file)?;
-    if is_refused_demo(file) {
-        return Ok(EXIT_INPUT);
-    }
+    let files = super::input::expand(&args.files)?;
+    let several = files.len() > 1;
     // The game events of `quakecap events` come from the same pass.
     let opts = Options {
         emit: true,
         events_only: true,
         ..options(&args.flows)
     };
-    let mut both = ReportSink {
-        net: NetSink::new(1.0)
-            .with_strip()
-            .with_max_points(sink::nethtml::MAX_POINTS),
-        events: EventSink::new(),
-        // Without a spool (no scratch file can be made) the reports stay in memory.
-        spool: Spool::create_for(&args.out).ok(),
-        spilled: HashMap::new(),
-        looked_at: 0,
+    let mut parts: Vec<ReportPart> = Vec::new();
+    let mut present: Vec<u32> = Vec::new();
+    let mut failed = 0;
+    let mut next_id = 0u32;
+    for file in &files {
+        let one = super::input::check_not_empty(file)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                if is_refused_demo(file) {
+                    return Ok(None);
+                }
+                // A spool is an open file: past a few hundred inputs the reports stay in
+                // memory, so that the report itself can still be opened.
+                let spool = parts.len() < MAX_SPOOLS;
+                report_part(file, &opts, &args.out, spool).map(Some)
+            });
+        let mut part = match one {
+            Ok(Some(p)) => p,
+            Ok(None) if several => {
+                failed += 1;
+                continue;
+            }
+            Ok(None) => return Ok(EXIT_INPUT),
+            Err(e) if several => {
+                eprintln!("quakecap: {e}");
+                failed += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        present.extend(&part.present);
+        if several {
+            next_id = renumber(&mut part, next_id);
+        }
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        return Ok(EXIT_INPUT);
+    }
+    let name = if several {
+        "the inputs".to_string()
+    } else {
+        parts[0].file.clone()
     };
-    let report = super::run_input(file, &opts, &mut both)?;
-    let ReportSink {
-        net: ns,
-        events: es,
-        mut spool,
-        spilled,
-        ..
-    } = both;
-    super::warn(&report);
-    // The game events' own warnings (malformed events), as `quakecap events` prints them.
-    super::warn_events(&es.warnings, es.warnings_total);
-    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
-    if let Some(m) = super::input::missing_flows(&args.flows, &present, &report.file) {
+    if let Some(m) = super::input::missing_flows(&args.flows, &present, &name) {
         return Err(NothingDone(m).into());
     }
-    say_if_empty(&ns, &report.file);
-    let shown: Vec<_> = report
-        .flows
-        .iter()
-        .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
-        .cloned()
-        .collect();
-    let mut part = super::demo::PartFile::create_for(args.out.clone(), "report")?;
-    // Traffic past the flow limits is the capture's, not a chosen flow's.
-    let aggregates = if opts.flows.is_none() {
-        &report.aggregates[..]
+    let title = if several {
+        let named: Vec<String> = parts
+            .iter()
+            .map(|p| match p.ids {
+                Some((a, z)) if a == z => format!("{} (flow {a})", p.file),
+                Some((a, z)) => format!("{} (flows {a}–{z})", p.file),
+                None => format!("{} (no flow)", p.file),
+            })
+            .collect();
+        named.join(", ")
     } else {
-        &[]
+        parts[0].file.clone()
     };
+    let mut shown = Vec::new();
+    let mut aggregates = Vec::new();
+    let mut rows = Vec::new();
+    let mut events = Vec::new();
+    // Where each spilled report's series and strip are: its input's spool, and the place.
+    let mut spools = Vec::new();
+    let mut spilled: HashMap<(u32, u64), (usize, Spilled)> = HashMap::new();
+    for (i, p) in parts.into_iter().enumerate() {
+        shown.extend(p.flows);
+        aggregates.extend(p.aggregates);
+        rows.extend(p.net);
+        events.extend(p.events);
+        spilled.extend(p.spilled.into_iter().map(|(k, at)| (k, (i, at))));
+        spools.push(p.spool);
+    }
+    let mut out = super::demo::PartFile::create_for(args.out.clone(), "report")?;
     let mut full = |r: &NetQuality| -> io::Result<Option<NetQuality>> {
-        let (Some(sp), Some(at)) = (&mut spool, spilled.get(&spill_key(r))) else {
+        let Some((i, at)) = spilled.get(&spill_key(r)) else {
+            return Ok(None);
+        };
+        let Some(sp) = spools.get_mut(*i).and_then(Option::as_mut) else {
             return Ok(None);
         };
         let mut whole = r.clone();
@@ -224,17 +284,103 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         Ok(Some(whole))
     };
     sink::nethtml::render_with(
-        &mut part,
-        &report.file,
+        &mut out,
+        &title,
         &shown,
-        aggregates,
-        &ns.reports,
-        &es.events,
+        &aggregates,
+        &rows,
+        &events,
         &mut full,
     )
-    .map_err(|e| part.blame(e))?;
-    part.commit()?;
-    Ok(EXIT_OK)
+    .map_err(|e| out.blame(e))?;
+    out.commit()?;
+    // A missing file among good ones is still a failure (the report covers the others).
+    Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+}
+
+/// Inputs of a report that get a spool each (see [`report`]).
+const MAX_SPOOLS: usize = 256;
+
+/// Analyse one input for the report: warnings said, a spool beside `out` for the series
+/// (when `spool`).
+fn report_part(file: &Path, opts: &Options, out: &Path, spool: bool) -> Result<ReportPart> {
+    let mut both = ReportSink {
+        net: NetSink::new(1.0)
+            .with_strip()
+            .with_max_points(sink::nethtml::MAX_POINTS),
+        events: EventSink::new(),
+        // Without a spool (no scratch file can be made) the reports stay in memory.
+        spool: spool.then(|| Spool::create_for(out).ok()).flatten(),
+        spilled: HashMap::new(),
+        looked_at: 0,
+    };
+    let report = super::run_input(file, opts, &mut both)?;
+    let ReportSink {
+        net: ns,
+        events: es,
+        spool,
+        spilled,
+        ..
+    } = both;
+    super::warn(&report);
+    // The game events' own warnings (malformed events), as `quakecap events` prints them.
+    super::warn_events(&es.warnings, es.warnings_total);
+    let present: Vec<u32> = report.flows.iter().map(|f| f.id).collect();
+    // An input without the `--flow` ids asked for is no input without connections.
+    if opts
+        .flows
+        .as_ref()
+        .is_none_or(|w| w.iter().all(|id| present.contains(id)))
+    {
+        say_if_empty(&ns, &report.file);
+    }
+    let ids = present.iter().min().zip(present.iter().max());
+    Ok(ReportPart {
+        ids: ids.map(|(a, z)| (*a, *z)),
+        present,
+        file: report.file,
+        // The flows chosen by their own ids, before they take the report's.
+        flows: report
+            .flows
+            .into_iter()
+            .filter(|f| opts.flows.as_ref().is_none_or(|w| w.contains(&f.id)))
+            .collect(),
+        // Traffic past the flow limits is the capture's, not a chosen flow's.
+        aggregates: if opts.flows.is_none() {
+            report.aggregates
+        } else {
+            Vec::new()
+        },
+        net: ns.reports,
+        events: es.events,
+        spool,
+        spilled,
+    })
+}
+
+/// Give an input's flows the ids after `last` (the highest id of the inputs before it):
+/// its flows, connection reports, their spool keys and the game events'
+/// flows. Returns the highest id now taken.
+fn renumber(p: &mut ReportPart, last: u32) -> u32 {
+    let id = |f: u32| f.saturating_add(last);
+    // Aggregate rows have no id (0): they are no flow.
+    for f in &mut p.flows {
+        f.id = id(f.id);
+    }
+    p.ids = p.ids.map(|(a, z)| (id(a), id(z)));
+    for r in &mut p.net {
+        r.flow = id(r.flow);
+    }
+    for e in &mut p.events {
+        for f in &mut e.flows {
+            *f = id(*f);
+        }
+    }
+    p.spilled = std::mem::take(&mut p.spilled)
+        .into_iter()
+        .map(|((f, t), at)| ((id(f), t), at))
+        .collect();
+    p.ids.map_or(last, |(_, z)| z)
 }
 
 /// The report's two analyses fed by one pass: network samples to the network analysis,

@@ -51,23 +51,12 @@ pub fn render_rows(flows: &[&FlowSummary], opts: &TableOptions<'_>) -> String {
     let mut t = Table::new();
     if opts.wide {
         t.load_preset(UTF8_FULL_CONDENSED);
-    } else {
-        // No outer border and one-character padding: the narrow table is meant for 80 columns.
-        t.load_preset(NARROW_PRESET);
-    }
-    if let Some(w) = opts.width {
-        t.set_content_arrangement(ContentArrangement::Dynamic);
-        t.set_width(w);
-    }
-    if opts.wide {
         t.set_header(wide_header());
     } else {
         t.set_header(narrow_header());
-        // Blank separators already part the columns: no padding on the left.
-        for c in t.column_iter_mut() {
-            c.set_padding((0, 1));
-        }
+        narrow(&mut t);
     }
+    fit(&mut t, opts.width);
     for f in flows {
         let row = if opts.wide {
             wide_row(f, opts)
@@ -111,6 +100,57 @@ fn kind(f: &FlowSummary) -> &'static str {
 
 /// No borders: columns separated by blanks, `─` under the header (tshark-like, fits 80).
 const NARROW_PRESET: &str = "     ─             ";
+
+/// Lay a table out as the narrow `flows` table is: no borders, the columns parted by one
+/// blank, `─` under the header. Call it after the header is set (the padding is set per
+/// column). Shared by the tables meant to fit 80 columns (`flows`, `net`).
+pub fn narrow(t: &mut Table) {
+    // No outer border and one-character padding: the narrow table is meant for 80 columns.
+    t.load_preset(NARROW_PRESET);
+    // Blank separators already part the columns: no padding on the left.
+    for c in t.column_iter_mut() {
+        c.set_padding((0, 1));
+    }
+}
+
+/// Wrap a table's cells to fit `width` columns (the terminal, `COLUMNS`); None: no limit.
+/// The helper every table of the command line fits its width with.
+pub fn fit(t: &mut Table, width: Option<u16>) {
+    if let Some(w) = width {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(w);
+    }
+}
+
+/// The widest line of a rendered text, in characters (what a terminal shows of
+/// box-drawing and plain text alike).
+pub fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// A line of text broken at blanks to fit `width` columns, the lines after the first
+/// indented by `indent`; a word longer than the width stays whole. None: the line as it is.
+pub fn wrap_line(line: &str, width: Option<u16>, indent: &str) -> String {
+    let Some(width) = width.map(usize::from) else {
+        return line.to_string();
+    };
+    let mut out = String::new();
+    let mut len = 0;
+    for word in line.split(' ').filter(|w| !w.is_empty()) {
+        let n = word.chars().count();
+        if len > 0 && len + 1 + n > width {
+            out.push('\n');
+            out.push_str(indent);
+            len = indent.chars().count();
+        } else if len > 0 {
+            out.push(' ');
+            len += 1;
+        }
+        out.push_str(word);
+        len += n;
+    }
+    out
+}
 
 fn narrow_header() -> Vec<&'static str> {
     vec![
@@ -476,6 +516,23 @@ mod tests {
                 n + 2,
                 n
             )
+        );
+    }
+
+    #[test]
+    fn lines_wrap_at_blanks_to_the_width() {
+        let l = "flow 12: 1.0–2.0 s: 40% of server packets lost (worst half-second 90%)";
+        assert_eq!(super::wrap_line(l, None, "  "), l);
+        let w = super::wrap_line(l, Some(30), "  ");
+        assert!(w.lines().all(|x| x.chars().count() <= 30), "{w}");
+        assert!(w.lines().skip(1).all(|x| x.starts_with("  ")), "{w}");
+        assert_eq!(
+            w.split_whitespace().collect::<Vec<_>>(),
+            l.split(' ').collect::<Vec<_>>()
+        );
+        assert_eq!(
+            super::wrap_line("averyveryverylongword x", Some(5), ""),
+            "averyveryverylongword\nx"
         );
     }
 
