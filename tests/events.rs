@@ -372,6 +372,8 @@ fn check_except(
     let mut problems = Vec::new();
     let kills: Vec<&GameEvent> = ev.iter().filter(|e| e.kind == Kind::Kill).collect();
     let mut used = vec![false; kills.len()];
+    // Chat events matched to a logged line (one each).
+    let mut chat_used = vec![false; ev.len()];
     for (i, l) in r.lines.iter().enumerate() {
         match l {
             Line::Kill {
@@ -432,9 +434,10 @@ fn check_except(
                     before.remove(k);
                     continue;
                 }
-                let found = ev.iter().any(|e| match &e.detail {
+                let found = ev.iter().enumerate().position(|(j, e)| match &e.detail {
                     Detail::Chat(c) => {
-                        c.name.as_deref() == Some(name.as_str())
+                        !chat_used[j]
+                            && c.name.as_deref() == Some(name.as_str())
                             && &c.text == text
                             && c.team == *team
                             && (to.is_some() == (c.mode == "tell"))
@@ -442,8 +445,9 @@ fn check_except(
                     }
                     _ => false,
                 });
-                if !found {
-                    problems.push(format!("chat not found: {l:?}"));
+                match found {
+                    Some(j) => chat_used[j] = true,
+                    None => problems.push(format!("chat not found: {l:?}")),
                 }
             }
             Line::Console { text } if visible(&r, i, who, false) => {
@@ -462,6 +466,16 @@ fn check_except(
         }
     }
     problems.extend(check_flags(&r, &ev, who));
+    // Every player's chat line reported is a logged one (none invented, none doubled: a
+    // `say_team` outside team games is one `say`).
+    for (j, e) in ev.iter().enumerate() {
+        if matches!(&e.detail, Detail::Chat(c) if c.mode != "console") && !chat_used[j] {
+            problems.push(format!(
+                "chat not in server.log (or repeated): {:?}",
+                e.detail
+            ));
+        }
+    }
     // Every kill reported is a Kill line (none invented, none doubled).
     for (j, e) in kills.iter().enumerate() {
         if !used[j] {
@@ -1521,4 +1535,18 @@ fn real_demos_agree_with_uber_demo_tools() {
         "recall {recall:.3} precision {precision:.3}"
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `--player` keeps that player's events and his line of the summary only.
+#[test]
+fn player_selection_limits_the_summary() {
+    let cap = Path::new(SHARED).join("q3-events/capture.pcapng");
+    let out = quakecap_out(&["events", "--player", "LabPlayer1", cap.to_str().unwrap()]);
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("player "))
+        .skip(1)
+        .collect();
+    assert_eq!(table.len(), 1, "{out}");
+    assert!(table[0].starts_with("LabPlayer1 "), "{out}");
 }
