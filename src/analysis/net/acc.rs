@@ -137,7 +137,15 @@ pub struct FlowAcc {
     /// Capture time of the first sample past the bins' budget ([`FREE_BINS`]): counted in
     /// the totals, in no bin (none for a real connection).
     pub binned_until: Option<f64>,
+    /// Quake 3 server packets with a snapshot: (sequence, snapshot serverTime, capture time).
+    q3_snaps: Vec<(i64, i32, f64)>,
+    /// Quake 3 client packets: (messageAcknowledge, last usercmd serverTime).
+    q3_acks: Vec<(i64, i32)>,
 }
+
+/// At most this many Quake 3 packets of each direction are kept for the server packets' fate
+/// ([`FlowAcc::q3_s2c_fate`]): about 14 hours of snapshots at 20 a second (24 MB).
+const MAX_Q3_FATE: usize = 1_000_000;
 
 /// At most this many round trips wait for the measuring side's next packet.
 const MAX_AWAITING: usize = 64;
@@ -257,6 +265,14 @@ impl FlowAcc {
         }
         if let Some(snap) = s.snapshot {
             self.snapshot(s, snap, bi);
+            if s.dir == Dir::S2c && self.q3_snaps.len() < MAX_Q3_FATE {
+                self.q3_snaps.push((s.seq, snap.server_time, s.time));
+            }
+        }
+        if let (Dir::C2s, Some(a), Some(ct)) = (s.dir, s.ack, s.cmds.and_then(|c| c.last_time)) {
+            if self.q3_acks.len() < MAX_Q3_FATE {
+                self.q3_acks.push((a, ct));
+            }
         }
         if let (Dir::S2c, Some(st)) = (s.dir, &mut self.strip) {
             st.packet(
@@ -441,6 +457,96 @@ impl FlowAcc {
             self.acks[d].finish(&mut self.settled);
             self.record_settled(d);
         }
+        self.q3_s2c_fate();
+    }
+
+    /// Quake 3: which server packets never reached the client, from the client's own
+    /// packets. An acknowledgement names only the newest server message the client had when
+    /// it sent; a server message no client packet acknowledges either never arrived, or
+    /// arrived together with the next one before the client sent again, or the client packets
+    /// that acknowledged it were lost or held on the way back (a lag switch). Only the first
+    /// is loss. The client stamps each packet with its last usercmd's serverTime, which runs
+    /// a steady distance behind the newest snapshot it holds: normally at most `hi` (the
+    /// 90th percentile of usercmd serverTime minus the acknowledged snapshot's serverTime).
+    /// A client packet that still acknowledges a message before `n` when its usercmd time is
+    /// past snapshot `n`'s serverTime + (`hi` - one snapshot interval) was sent when `n`
+    /// should long have been there: `n` was lost. Replaces the acknowledgement table's
+    /// settling for server packets (which read every skipped acknowledgement as loss).
+    fn q3_s2c_fate(&mut self) {
+        if self.q3_snaps.len() < 20 || self.q3_acks.is_empty() {
+            return;
+        }
+        let mut snaps = std::mem::take(&mut self.q3_snaps);
+        let mut acks = std::mem::take(&mut self.q3_acks);
+        snaps.sort_by_key(|x| x.0);
+        snaps.dedup_by_key(|x| x.0);
+        acks.sort_unstable();
+        let st_of = |seq: i64| {
+            snaps
+                .binary_search_by_key(&seq, |x| x.0)
+                .ok()
+                .map(|i| snaps[i].1)
+        };
+        let mut excess: Vec<i64> = acks
+            .iter()
+            .filter_map(|&(a, ct)| st_of(a).map(|st| i64::from(ct) - i64::from(st)))
+            .collect();
+        let mut steps: Vec<i64> = snaps
+            .windows(2)
+            .map(|w| i64::from(w[1].1) - i64::from(w[0].1))
+            .filter(|&d| d > 0 && d < 5_000)
+            .collect();
+        if excess.len() < 20 || steps.is_empty() {
+            return;
+        }
+        excess.sort_unstable();
+        steps.sort_unstable();
+        let hi = excess[excess.len() * 9 / 10];
+        let frame = steps[steps.len() / 2];
+        let margin = hi - frame;
+        // Highest usercmd time among client packets acknowledging at most each message.
+        let mut pmax = Vec::with_capacity(acks.len());
+        let mut m = i64::MIN;
+        for &(_, ct) in &acks {
+            m = m.max(i64::from(ct));
+            pmax.push(m);
+        }
+        let last_ack = acks.last().map_or(i64::MIN, |x| x.0);
+        let d = 1;
+        for b in &mut self.bins {
+            let x = &mut b.dir[d];
+            x.expected_ack = 0;
+            x.lost_ack = 0;
+            if x.lost_gap == 0 {
+                x.first_loss = None;
+                x.last_loss = None;
+            }
+        }
+        let (mut delivered, mut lost) = (0u64, 0u64);
+        for &(n, st, time) in &snaps {
+            let i = acks.partition_point(|x| x.0 < n);
+            let was_acked = acks.get(i).is_some_and(|x| x.0 == n);
+            if !was_acked && n > last_ack {
+                continue; // the capture ends before the client could tell
+            }
+            let gone = !was_acked && i > 0 && pmax[i - 1] - i64::from(st) > margin;
+            if gone {
+                lost += 1;
+            } else {
+                delivered += 1;
+            }
+            if let Some(b) = self.bin(time, Cache::Settled) {
+                let x = &mut b.dir[d];
+                x.expected_ack += 1;
+                if gone {
+                    x.lost_ack += 1;
+                    x.first_loss = Some(x.first_loss.map_or(time, |f| f.min(time)));
+                    x.last_loss = Some(x.last_loss.map_or(time, |l| l.max(time)));
+                }
+            }
+        }
+        self.dir[d].acked = delivered;
+        self.dir[d].unacked = lost;
     }
 
     /// True once the far side acknowledged packets of direction `d`.
