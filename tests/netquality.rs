@@ -960,3 +960,24 @@ fn report_renders_in_headless_chromium() {
     assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// On loopback the server's own `status` ping is a few ms (ioq3's SV_CalcPings: the frame
+/// time at the message's last acknowledgement less its frame time when sent), not one server
+/// frame. Truth: q3-events' server.log status tables.
+#[test]
+fn loopback_ping_is_the_servers_status_ping() {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures/q3-events");
+    if !d.join("capture.pcapng").exists() {
+        eprintln!("skipped: {} is missing", d.display());
+        return;
+    }
+    let rows = net(&d.join("capture.pcapng"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        let who = r.name.clone().unwrap_or_default();
+        let server = server_ping_of(&d, &who).expect("status ping");
+        let ours = r.ping.median.expect("a ping");
+        println!("q3-events {who}: ping ours {ours:.1} server {server:.0}");
+        assert!((ours - server).abs() <= 10.0, "{who}: {ours} vs {server}");
+    }
+}

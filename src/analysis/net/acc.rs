@@ -141,7 +141,15 @@ pub struct FlowAcc {
     q3_snaps: Vec<(i64, i32, f64)>,
     /// Quake 3 client packets: (messageAcknowledge, last usercmd serverTime).
     q3_acks: Vec<(i64, i32)>,
+    /// Quake 3 server packets with a snapshot, newest last: (sequence, capture time).
+    q3_sent: VecDeque<(i64, f64)>,
+    /// The server message the client acknowledges now, as SV_CalcPings keeps it: (sequence,
+    /// its send time, the server's frame (send) time at its latest acknowledgement).
+    q3_acking: Option<(i64, f64, f64)>,
 }
+
+/// Quake 3 server packets remembered for the engine's ping (PACKET_BACKUP).
+const Q3_SENT: usize = 32;
 
 /// At most this many Quake 3 packets of each direction are kept for the server packets' fate
 /// ([`FlowAcc::q3_s2c_fate`]): about 14 hours of snapshots at 20 a second (24 MB).
@@ -265,8 +273,14 @@ impl FlowAcc {
         }
         if let Some(snap) = s.snapshot {
             self.snapshot(s, snap, bi);
-            if s.dir == Dir::S2c && self.q3_snaps.len() < MAX_Q3_FATE {
-                self.q3_snaps.push((s.seq, snap.server_time, s.time));
+            if s.dir == Dir::S2c {
+                if self.q3_snaps.len() < MAX_Q3_FATE {
+                    self.q3_snaps.push((s.seq, snap.server_time, s.time));
+                }
+                if self.q3_sent.len() >= Q3_SENT {
+                    self.q3_sent.pop_front();
+                }
+                self.q3_sent.push_back((s.seq, s.time));
             }
         }
         if let (Dir::C2s, Some(a), Some(ct)) = (s.dir, s.ack, s.cmds.and_then(|c| c.last_time)) {
@@ -313,10 +327,56 @@ impl FlowAcc {
         }
     }
 
+    /// Quake 3, a client packet acknowledging server message `a`: the ping as ioq3's
+    /// SV_CalcPings has it. The server stamps a message with its frame time when it sends
+    /// it (messageSent), and each client packet acknowledging it with the frame time current
+    /// when the packet is read (messageAcked, overwritten by every later acknowledgement of
+    /// the same message); the ping is messageAcked - messageSent. A server frame's time is
+    /// when it sends: so the round trip runs from the message's send to the last server send
+    /// before the message's last acknowledgement (0 on loopback, not one server frame).
+    fn q3_engine_ack(&mut self, a: i64, now: f64) {
+        let frame = self
+            .q3_sent
+            .iter()
+            .rev()
+            .find(|x| x.1 <= now)
+            .map_or(now, |x| x.1);
+        match self.q3_acking {
+            Some((seq, _, ref mut acked)) if seq == a => *acked = frame,
+            Some((seq, ..)) if a < seq => {}
+            cur => {
+                if let Some((seq, sent, acked)) = cur {
+                    self.q3_engine_rtt(seq, sent, acked);
+                }
+                let sent = self.q3_sent.iter().find(|x| x.0 == a).map(|x| x.1);
+                self.q3_acking = sent.map(|t| (a, t, frame.max(t)));
+            }
+        }
+    }
+
+    fn q3_engine_rtt(&mut self, seq: i64, sent: f64, acked: f64) {
+        let ms = (acked - sent) * 1000.0;
+        if !(0.0..f64::INFINITY).contains(&ms) {
+            return;
+        }
+        self.rtt_sample(RttMethod::AckS2c, sent, ms);
+        if let Some(st) = &mut self.strip {
+            st.latency(RttMethod::AckS2c, Some(seq), ms);
+        }
+    }
+
     /// Acknowledgement `a` of the far direction's packets.
     fn far_ack(&mut self, s: &Sample, a: i64) {
         let far = 1 - di(s.dir);
+        let q3 = !self.q3_sent.is_empty();
+        if q3 && far == 1 {
+            self.q3_engine_ack(a, s.time);
+        }
         if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut self.settled) {
+            if q3 && far == 1 {
+                self.record_settled(far);
+                return;
+            }
             let (m, side, seq) = if far == 1 {
                 (RttMethod::AckS2c, Dir::S2c, Some(a))
             } else {
@@ -453,6 +513,9 @@ impl FlowAcc {
 
     /// End of the capture: settle what the acknowledgements can still tell.
     pub fn finish(&mut self) {
+        if let Some((seq, sent, acked)) = self.q3_acking.take() {
+            self.q3_engine_rtt(seq, sent, acked);
+        }
         for d in 0..2 {
             self.acks[d].finish(&mut self.settled);
             self.record_settled(d);
