@@ -137,7 +137,51 @@ pub struct FlowAcc {
     /// Capture time of the first sample past the bins' budget ([`FREE_BINS`]): counted in
     /// the totals, in no bin (none for a real connection).
     pub binned_until: Option<f64>,
+    /// Quake 3 server packets with a snapshot: (sequence, snapshot serverTime, capture time).
+    q3_snaps: Vec<(i64, i32, f64)>,
+    /// Quake 3 client packets: (messageAcknowledge, last usercmd serverTime).
+    q3_acks: Vec<(i64, i32)>,
+    /// Quake 3 server packets with a snapshot, newest last: (sequence, capture time).
+    q3_sent: VecDeque<(i64, f64)>,
+    /// The server message the client acknowledges now, as SV_CalcPings keeps it: (sequence,
+    /// its send time, the server's frame (send) time at its latest acknowledgement).
+    q3_acking: Option<(i64, f64, f64)>,
+    /// Windows (capture time) where the client's packets did not reach the server or the
+    /// server ran none of its commands while it kept sending: a c2s stall (a held upstream).
+    /// The third value: client packets with new commands seen within the window (none reach
+    /// a server-side capture while the upstream is held; loopback sees them all).
+    pub stalls: Vec<(f64, f64, u32)>,
+    /// Client packets with new commands since the commandTime last advanced that a snapshot
+    /// with the same commandTime followed (the server had them and ran none), and those no
+    /// snapshot followed yet (they may be the ones it runs next).
+    c2s_in_stall: u32,
+    c2s_pending: u32,
+    /// Arrival of the first of `c2s_pending`.
+    c2s_pending_since: f64,
+    /// Quake 3: the highest usercmd serverTime the client's packets carried.
+    max_cmd_time: Option<i32>,
+    /// Quake 3: (highest playerstate commandTime, when it last advanced, snapshots since).
+    cmd_advance: Option<(i32, f64, u32)>,
 }
+
+/// The client's upstream stalled when the server heard nothing from it, or ran none of its
+/// commands, this long (s) while still sending to it.
+const STALL_S: f64 = 1.0;
+/// Snapshots that must have left within such a window (the server kept sending).
+const STALL_MIN_S2C: u32 = 5;
+/// Client packets a second a stall's window must have carried (clients send 20 and more).
+const STALL_MIN_RATE: f64 = 5.0;
+/// A held upstream's packets reach the server within this long (s) of each other.
+const STALL_BURST_S: f64 = 0.25;
+/// At most this many stalls are kept per connection.
+const MAX_STALLS: usize = 10_000;
+
+/// Quake 3 server packets remembered for the engine's ping (PACKET_BACKUP).
+const Q3_SENT: usize = 32;
+
+/// At most this many Quake 3 packets of each direction are kept for the server packets' fate
+/// ([`FlowAcc::q3_s2c_fate`]): about 14 hours of snapshots at 20 a second (24 MB).
+const MAX_Q3_FATE: usize = 1_000_000;
 
 /// At most this many round trips wait for the measuring side's next packet.
 const MAX_AWAITING: usize = 64;
@@ -239,6 +283,7 @@ impl FlowAcc {
         }
         if s.arrival == Arrival::Accepted {
             self.accepted(s, d, bi);
+            self.stall_watch(s);
         }
         if let Some(a) = s.ack {
             self.far_ack(s, a);
@@ -257,6 +302,20 @@ impl FlowAcc {
         }
         if let Some(snap) = s.snapshot {
             self.snapshot(s, snap, bi);
+            if s.dir == Dir::S2c {
+                if self.q3_snaps.len() < MAX_Q3_FATE {
+                    self.q3_snaps.push((s.seq, snap.server_time, s.time));
+                }
+                if self.q3_sent.len() >= Q3_SENT {
+                    self.q3_sent.pop_front();
+                }
+                self.q3_sent.push_back((s.seq, s.time));
+            }
+        }
+        if let (Dir::C2s, Some(a), Some(ct)) = (s.dir, s.ack, s.cmds.and_then(|c| c.last_time)) {
+            if self.q3_acks.len() < MAX_Q3_FATE {
+                self.q3_acks.push((a, ct));
+            }
         }
         if let (Dir::S2c, Some(st)) = (s.dir, &mut self.strip) {
             st.packet(
@@ -297,10 +356,126 @@ impl FlowAcc {
         }
     }
 
+    /// Watch for c2s stalls: snapshots whose playerstate commandTime stands still while the
+    /// client made commands (the server ran none of them: seen at both sides, the client's
+    /// packets held or lost on the way up).
+    fn stall_watch(&mut self, s: &Sample) {
+        let mut found = None;
+        match s.dir {
+            Dir::C2s => {
+                if s.cmds.is_some_and(|c| c.new > 0) {
+                    if self.c2s_pending == 0 {
+                        self.c2s_pending_since = s.time;
+                    }
+                    self.c2s_pending = self.c2s_pending.saturating_add(1);
+                }
+                if let Some(ct) = s.cmds.and_then(|c| c.last_time) {
+                    self.max_cmd_time = Some(self.max_cmd_time.map_or(ct, |m| m.max(ct)));
+                }
+            }
+            Dir::S2c => {
+                if let Some(snap) = s.snapshot {
+                    let ct = snap.command_time;
+                    match &mut self.cmd_advance {
+                        Some((top, at, n)) if ct > *top => {
+                            // The client made commands over the window (a client loading,
+                            // or not sending at all, stalls nothing).
+                            let made = self
+                                .max_cmd_time
+                                .map_or(0.0, |m| f64::from(m) - f64::from(*top));
+                            let wait = s.time - *at;
+                            // And sent them on (a client hitch sends one packet after it:
+                            // a held upstream every packet of the window, at once).
+                            let seen = f64::from(self.c2s_in_stall);
+                            let burst = f64::from(self.c2s_pending);
+                            let sent = seen >= wait * STALL_MIN_RATE
+                                || (burst >= wait * STALL_MIN_RATE
+                                    && s.time - self.c2s_pending_since <= STALL_BURST_S);
+                            if wait > STALL_S && *n >= STALL_MIN_S2C && made >= wait * 500.0 && sent
+                            {
+                                found = Some((*at, s.time, self.c2s_in_stall));
+                            }
+                            (*top, *at, *n) = (ct, s.time, 0);
+                            self.c2s_in_stall = 0;
+                            self.c2s_pending = 0;
+                        }
+                        // The same commandTime, or an older one after a map restart.
+                        Some((top, at, n)) => {
+                            if ct < *top {
+                                (*top, *at, *n) = (ct, s.time, 0);
+                                self.c2s_in_stall = 0;
+                            } else {
+                                *n = n.saturating_add(1);
+                                self.c2s_in_stall =
+                                    self.c2s_in_stall.saturating_add(self.c2s_pending);
+                            }
+                            self.c2s_pending = 0;
+                        }
+                        None => {
+                            self.cmd_advance = Some((ct, s.time, 0));
+                            self.c2s_in_stall = 0;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(st) = found {
+            if self.stalls.len() < MAX_STALLS {
+                self.stalls.push(st);
+            }
+        }
+    }
+
+    /// Quake 3, a client packet acknowledging server message `a`: the ping as ioq3's
+    /// SV_CalcPings has it. The server stamps a message with its frame time when it sends
+    /// it (messageSent), and each client packet acknowledging it with the frame time current
+    /// when the packet is read (messageAcked, overwritten by every later acknowledgement of
+    /// the same message); the ping is messageAcked - messageSent. A server frame's time is
+    /// when it sends: so the round trip runs from the message's send to the last server send
+    /// before the message's last acknowledgement (0 on loopback, not one server frame).
+    fn q3_engine_ack(&mut self, a: i64, now: f64) {
+        let frame = self
+            .q3_sent
+            .iter()
+            .rev()
+            .find(|x| x.1 <= now)
+            .map_or(now, |x| x.1);
+        match self.q3_acking {
+            Some((seq, _, ref mut acked)) if seq == a => *acked = frame,
+            Some((seq, ..)) if a < seq => {}
+            cur => {
+                if let Some((seq, sent, acked)) = cur {
+                    self.q3_engine_rtt(seq, sent, acked);
+                }
+                let sent = self.q3_sent.iter().find(|x| x.0 == a).map(|x| x.1);
+                self.q3_acking = sent.map(|t| (a, t, frame.max(t)));
+            }
+        }
+    }
+
+    fn q3_engine_rtt(&mut self, seq: i64, sent: f64, acked: f64) {
+        let ms = (acked - sent) * 1000.0;
+        if !(0.0..f64::INFINITY).contains(&ms) {
+            return;
+        }
+        self.rtt_sample(RttMethod::AckS2c, sent, ms);
+        if let Some(st) = &mut self.strip {
+            st.latency(RttMethod::AckS2c, Some(seq), ms);
+        }
+    }
+
     /// Acknowledgement `a` of the far direction's packets.
     fn far_ack(&mut self, s: &Sample, a: i64) {
         let far = 1 - di(s.dir);
+        let q3 = !self.q3_sent.is_empty();
+        if q3 && far == 1 {
+            self.q3_engine_ack(a, s.time);
+        }
         if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut self.settled) {
+            if q3 && far == 1 {
+                self.record_settled(far);
+                return;
+            }
             let (m, side, seq) = if far == 1 {
                 (RttMethod::AckS2c, Dir::S2c, Some(a))
             } else {
@@ -437,10 +612,103 @@ impl FlowAcc {
 
     /// End of the capture: settle what the acknowledgements can still tell.
     pub fn finish(&mut self) {
+        if let Some((seq, sent, acked)) = self.q3_acking.take() {
+            self.q3_engine_rtt(seq, sent, acked);
+        }
         for d in 0..2 {
             self.acks[d].finish(&mut self.settled);
             self.record_settled(d);
         }
+        self.q3_s2c_fate();
+    }
+
+    /// Quake 3: which server packets never reached the client, from the client's own
+    /// packets. An acknowledgement names only the newest server message the client had when
+    /// it sent; a server message no client packet acknowledges either never arrived, or
+    /// arrived together with the next one before the client sent again, or the client packets
+    /// that acknowledged it were lost or held on the way back (a lag switch). Only the first
+    /// is loss. The client stamps each packet with its last usercmd's serverTime, which runs
+    /// a steady distance behind the newest snapshot it holds: normally at most `hi` (the
+    /// 90th percentile of usercmd serverTime minus the acknowledged snapshot's serverTime).
+    /// A client packet that still acknowledges a message before `n` when its usercmd time is
+    /// past snapshot `n`'s serverTime + (`hi` - one snapshot interval) was sent when `n`
+    /// should long have been there: `n` was lost. Replaces the acknowledgement table's
+    /// settling for server packets (which read every skipped acknowledgement as loss).
+    fn q3_s2c_fate(&mut self) {
+        if self.q3_snaps.len() < 20 || self.q3_acks.is_empty() {
+            return;
+        }
+        let mut snaps = std::mem::take(&mut self.q3_snaps);
+        let mut acks = std::mem::take(&mut self.q3_acks);
+        snaps.sort_by_key(|x| x.0);
+        snaps.dedup_by_key(|x| x.0);
+        acks.sort_unstable();
+        let st_of = |seq: i64| {
+            snaps
+                .binary_search_by_key(&seq, |x| x.0)
+                .ok()
+                .map(|i| snaps[i].1)
+        };
+        let mut excess: Vec<i64> = acks
+            .iter()
+            .filter_map(|&(a, ct)| st_of(a).map(|st| i64::from(ct) - i64::from(st)))
+            .collect();
+        let mut steps: Vec<i64> = snaps
+            .windows(2)
+            .map(|w| i64::from(w[1].1) - i64::from(w[0].1))
+            .filter(|&d| d > 0 && d < 5_000)
+            .collect();
+        if excess.len() < 20 || steps.is_empty() {
+            return;
+        }
+        excess.sort_unstable();
+        steps.sort_unstable();
+        let hi = excess[excess.len() * 9 / 10];
+        let frame = steps[steps.len() / 2];
+        let margin = hi - frame;
+        // Highest usercmd time among client packets acknowledging at most each message.
+        let mut pmax = Vec::with_capacity(acks.len());
+        let mut m = i64::MIN;
+        for &(_, ct) in &acks {
+            m = m.max(i64::from(ct));
+            pmax.push(m);
+        }
+        let last_ack = acks.last().map_or(i64::MIN, |x| x.0);
+        let d = 1;
+        for b in &mut self.bins {
+            let x = &mut b.dir[d];
+            x.expected_ack = 0;
+            x.lost_ack = 0;
+            if x.lost_gap == 0 {
+                x.first_loss = None;
+                x.last_loss = None;
+            }
+        }
+        let (mut delivered, mut lost) = (0u64, 0u64);
+        for &(n, st, time) in &snaps {
+            let i = acks.partition_point(|x| x.0 < n);
+            let was_acked = acks.get(i).is_some_and(|x| x.0 == n);
+            if !was_acked && n > last_ack {
+                continue; // the capture ends before the client could tell
+            }
+            let gone = !was_acked && i > 0 && pmax[i - 1] - i64::from(st) > margin;
+            if gone {
+                lost += 1;
+            } else {
+                delivered += 1;
+            }
+            if let Some(b) = self.bin(time, Cache::Settled) {
+                let x = &mut b.dir[d];
+                x.expected_ack += 1;
+                if gone {
+                    x.lost_ack += 1;
+                    x.first_loss = Some(x.first_loss.map_or(time, |f| f.min(time)));
+                    x.last_loss = Some(x.last_loss.map_or(time, |l| l.max(time)));
+                }
+            }
+        }
+        self.dir[d].acked = delivered;
+        self.dir[d].unacked = lost;
     }
 
     /// True once the far side acknowledged packets of direction `d`.

@@ -25,11 +25,13 @@ pub fn find(
     m: Option<RttMethod>,
     median: Option<f64>,
     lm: &Both<&'static str>,
+    client_side: bool,
 ) -> Vec<LagEvent> {
     let mut v = Vec::new();
     if let (Some(m), Some(med)) = (m, median) {
         v.extend(ping_events(acc, m, med));
     }
+    stall_events(acc, median, client_side, &mut v);
     for (d, dir, method) in [(0, Dir::C2s, lm.c2s), (1, Dir::S2c, lm.s2c)] {
         if method.is_some() {
             v.extend(loss_events(acc, d, dir, method));
@@ -88,6 +90,38 @@ fn ping_events(acc: &FlowAcc, m: RttMethod, median: f64) -> Vec<LagEvent> {
             baseline: median,
         })
         .collect()
+}
+
+/// The client's upstream stalled (held, or lost whole): every command sent in the window
+/// waited for the window's end before the server ran it. A ping event over the same time
+/// takes the direction; else the stall is a ping event of its own, its peak the wait. Only
+/// a capture at the clients' side sees their packets leave in a stall: anywhere else client
+/// packets seen in the window reached the server, and the server ran none of them for
+/// reasons of its own (no network stall).
+fn stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &mut Vec<LagEvent>) {
+    for &(a, z, seen) in &acc.stalls {
+        if seen > 0 && !client_side {
+            continue;
+        }
+        let hit = v
+            .iter_mut()
+            .find(|e| e.kind == "ping" && e.start <= z && e.end >= a);
+        if let Some(e) = hit {
+            e.dir = Some(Dir::C2s);
+            e.start = e.start.min(a);
+            e.end = e.end.max(z);
+            e.peak = e.peak.max((z - a) * 1000.0);
+        } else {
+            v.push(LagEvent {
+                kind: "ping",
+                start: a,
+                end: z,
+                dir: Some(Dir::C2s),
+                peak: (z - a) * 1000.0,
+                baseline: median.unwrap_or(0.0),
+            });
+        }
+    }
 }
 
 fn loss_events(acc: &FlowAcc, d: usize, dir: Dir, method: Option<&'static str>) -> Vec<LagEvent> {

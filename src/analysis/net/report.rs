@@ -302,7 +302,7 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
     let span = (acc.t_last - acc.t0).max(1e-3);
     let (c, s) = (&acc.dir[0], &acc.dir[1]);
     let ping = ping(acc, m);
-    let lag_events = super::events::find(acc, m, ping.median, &lm);
+    let lag_events = super::events::find(acc, m, ping.median, &lm, v == Vantage::Client);
     let jitter = jitter(acc, v, m);
     let jd = both(jitter.c2s.map(|_| ()), jitter.s2c.map(|_| ()));
     let per = ((interval / BIN_S).round() as usize).max(1);
