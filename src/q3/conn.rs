@@ -810,17 +810,24 @@ impl Decoder {
         let acked_known = st.state.server_command_known(hdr.2);
         // Mid-session before a gamestate: the low 16 bits of the checksumFeed, all a
         // usercmd value depends on, once recovered from the snapshots (feedsearch.rs).
-        let feed_low = match &st.feed {
-            Some(f) if st.state.bases_unseen() && acked_known => f.found(),
-            _ => None,
+        let (feed_low, feed_byte) = match &st.feed {
+            Some(f) if st.state.bases_unseen() && acked_known => (f.found(), f.low_byte()),
+            _ => (None, None),
         };
+        // Only the low byte known: the 8-bit values are, the 16-bit ones not.
+        let byte_only = feed_low.is_none() && feed_byte.is_some();
+        let feed_used = feed_low.unwrap_or(feed_byte.map_or(0, u16::from));
         let learn = keep_usercmds
             && feed_low.is_none()
             && acked_known
             && st.state.bases_unseen()
             && st.feed.as_ref().is_none_or(|f| f.active());
         let ctx = ClcContext {
-            checksum_feed: feed_low.map_or(st.state.checksum_feed, i32::from),
+            checksum_feed: if feed_low.is_some() || byte_only {
+                i32::from(feed_used)
+            } else {
+                st.state.checksum_feed
+            },
             acked_server_command: acked,
             last_client_command: match (st.last_client_cmd, st.client_cmds_all_acked) {
                 (None, true) => Some(i32::MIN),
@@ -888,7 +895,7 @@ impl Decoder {
             if let clc::OpView::Move { cmds, .. } = op {
                 count_new_cmds(cmds, max_cmd_time, &mut stamp);
                 if let Some(f) = feed.as_deref_mut() {
-                    f.offer_cmds(cmds);
+                    f.offer_cmds(cmds, feed_used);
                 }
             }
             // The game events read a client message's commands alone: no other op is
@@ -900,6 +907,9 @@ impl Decoder {
             };
             if emit && wanted {
                 ops.push(op.owned());
+                if byte_only {
+                    known_low_byte(ops.last_mut());
+                }
             }
         });
         if st.last_client_cmd.is_none() && !commands && error.is_none() {
@@ -931,6 +941,19 @@ impl Decoder {
             self.hand_out(m, out);
         }
         Some(a.body)
+    }
+}
+
+/// A move read with the checksumFeed's low byte known and its high byte not: its 8-bit
+/// values (moves, weapon) are known. Out of line: it never runs with a handshake.
+#[cold]
+#[inline(never)]
+fn known_low_byte(op: Option<&mut clc::ClientOp>) {
+    use super::usercmd::{UNKNOWN_FORWARD, UNKNOWN_RIGHT, UNKNOWN_UP, UNKNOWN_WEAPON};
+    if let Some(clc::ClientOp::Move { cmds, .. }) = op {
+        for c in cmds {
+            c.unknown &= !(UNKNOWN_FORWARD | UNKNOWN_RIGHT | UNKNOWN_UP | UNKNOWN_WEAPON);
+        }
     }
 }
 

@@ -40,10 +40,12 @@ const PS_WEAPON: usize = 41;
 
 /// Commands kept (those with keyed values), and snapshot echoes.
 const MAX_CMDS: usize = 256;
-const MAX_SNAPS: usize = 96;
-/// A try every this many new echoes; at most this many tries per connection.
+const MAX_SNAPS: usize = 64;
+/// A try every this many new echoes; at most this many tries per connection, of which
+/// this many scan all 65536 candidates (the others, the 256 a weapon echo leaves).
 const TRY_EVERY: usize = 8;
-const MAX_TRIES: u32 = 64;
+const MAX_TRIES: u32 = 2048;
+const MAX_FULL_SCANS: u32 = 32;
 /// A candidate needs at least this much evidence, this share of it, and this lead.
 const MIN_SCORE: i32 = 16;
 
@@ -69,7 +71,8 @@ struct Echo {
 struct Evidence {
     /// (x, v, D): `((x ^ F) + D) & 0xffff == v`.
     absolute: Vec<(u16, u16, u16)>,
-    /// Consecutive echoes of the same angle, delta unknown: `v1 - (x1 ^ F) == v2 - (x2 ^ F)`.
+    /// Echoes of the same angle a few echoes apart, delta unknown (constant between
+    /// respawns): `v1 - (x1 ^ F) == v2 - (x2 ^ F)`.
     pairs: Vec<(u16, u16, u16, u16)>,
     /// (x, w): `(x ^ F) & 0xff == w`.
     weapons: Vec<(u8, u8)>,
@@ -77,10 +80,19 @@ struct Evidence {
     buttons: Vec<u16>,
 }
 
+/// A candidate's score: from the echoes (angles, weapon), and from the buttons.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Score {
+    echoes: i32,
+    buttons: i32,
+}
+
 impl Evidence {
-    /// Score of candidate `f`, and the most it could score.
+    /// Score of candidate `f`. The echoes count 2 for an absolute angle, 1 for a pair or a
+    /// weapon. Buttons: a value with bit 15 set (ioq3 never sets it) costs 4, one with
+    /// bits 12..14 (unbound `+button12..14`) 2; one with a clear high byte gains 1.
     #[inline]
-    fn score(&self, f: u16) -> i32 {
+    fn score(&self, f: u16) -> Score {
         let mut s = 0i32;
         for &(x, v, d) in &self.absolute {
             s += 2 * i32::from((x ^ f).wrapping_add(d) == v);
@@ -92,46 +104,99 @@ impl Evidence {
         for &(x, w) in &self.weapons {
             s += i32::from(x ^ fl == w);
         }
-        for &b in &self.buttons {
-            let t = b ^ f;
-            s -= 4 * i32::from(t & 0x8000 != 0) + 2 * i32::from(t & 0x7000 != 0);
+        let mut b = 0i32;
+        for &x in &self.buttons {
+            let t = x ^ f;
+            b += i32::from(t & 0xff00 == 0)
+                - 4 * i32::from(t & 0x8000 != 0)
+                - 2 * i32::from(t & 0x7000 != 0);
         }
-        s
+        Score {
+            echoes: s,
+            buttons: b,
+        }
     }
 
-    fn max_score(&self) -> i32 {
+    fn max_echoes(&self) -> i32 {
         (2 * self.absolute.len() + self.pairs.len() + self.weapons.len()) as i32
     }
 
-    /// The best candidate when it is clear: unique, explaining nearly all the evidence,
-    /// well ahead of the next.
-    fn best(&self) -> Option<u16> {
-        let max = self.max_score();
+    /// The low byte when the weapon echoes agree on it: at least 16, all but 1 in 20.
+    fn weapon_consensus(&self) -> Option<u8> {
+        let mut votes = [0u32; 256];
+        for &(x, w) in &self.weapons {
+            votes[usize::from(x ^ w)] += 1;
+        }
+        let (top, n) = votes
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, n)| **n)
+            .map(|(i, n)| (i as u8, *n as usize))?;
+        (n >= 16 && n * 20 >= self.weapons.len() * 19).then_some(top)
+    }
+
+    /// The low bytes worth scanning: the weapon echoes' clear majority, else all.
+    fn low_bytes(&self) -> Vec<u8> {
+        let mut votes = [0u32; 256];
+        for &(x, w) in &self.weapons {
+            votes[usize::from(x ^ w)] += 1;
+        }
+        let (top, n) = votes
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, n)| **n)
+            .map_or((0, 0), |(i, n)| (i as u8, *n));
+        if n >= 8 && n as usize * 10 >= self.weapons.len() * 9 {
+            vec![top]
+        } else {
+            (0..=255).collect()
+        }
+    }
+
+    /// The best candidate when it is clear: it explains nearly all the echoes, and it is
+    /// well ahead of every other candidate (on the echoes, else on the buttons).
+    fn best(&self, full_scans: &mut u32) -> Option<u16> {
+        let max = self.max_echoes();
         if max < MIN_SCORE {
             return None;
         }
-        let (mut best, mut best_f, mut second) = (i32::MIN, 0u16, i32::MIN);
-        for f in 0..=u16::MAX {
-            let s = self.score(f);
-            if s > best {
-                second = best;
-                best = s;
-                best_f = f;
-            } else if s > second {
-                second = s;
+        let lows = self.low_bytes();
+        if lows.len() > 1 {
+            // All 65536 candidates: a bounded number of times per connection.
+            if *full_scans >= MAX_FULL_SCANS {
+                return None;
+            }
+            *full_scans += 1;
+        }
+        let (mut best, mut best_f, mut second) = ((i32::MIN, i32::MIN), 0u16, (i32::MIN, i32::MIN));
+        for lo in lows {
+            for hi in 0..=255u16 {
+                let f = hi << 8 | u16::from(lo);
+                let s = self.score(f);
+                let s = (s.echoes, s.buttons);
+                if s > best {
+                    second = best;
+                    best = s;
+                    best_f = f;
+                } else if s > second {
+                    second = s;
+                }
             }
         }
-        let clear = best * 10 >= max * 9 && best - second >= (max / 8).max(4);
+        let margin = (max / 8).max(4);
+        let echoes_clear = best.0 * 10 >= max * 9;
+        let ahead = best.0 - second.0 >= margin
+            || (best.0 == second.0 && best.1 - second.1 >= 4);
         if std::env::var_os("FEED_DEBUG").is_some() {
             eprintln!(
-                "feed try: abs {} pairs {} weapons {} buttons {}: max {max} best {best} ({best_f:#06x}) second {second}",
+                "feed try: abs {} pairs {} weapons {} buttons {}: max {max} best {best:?} ({best_f:#06x}) second {second:?}",
                 self.absolute.len(),
                 self.pairs.len(),
                 self.weapons.len(),
                 self.buttons.len()
             );
         }
-        clear.then_some(best_f)
+        (echoes_clear && ahead).then_some(best_f)
     }
 }
 
@@ -142,11 +207,13 @@ pub struct FeedSearch {
     echoes: VecDeque<Echo>,
     new_echoes: usize,
     tries: u32,
+    full_scans: u32,
     /// A candidate waiting for the echoes after it to agree.
     candidate: Option<(u16, usize)>,
     /// Echoes received since the candidate was found (the verification's window).
     since_candidate: usize,
     found: Option<u16>,
+    low: Option<u8>,
 }
 
 impl std::fmt::Debug for FeedSearch {
@@ -164,13 +231,20 @@ impl FeedSearch {
         self.found
     }
 
+    /// The low byte of checksumFeed, all the 8-bit values (moves, weapon) depend on: from
+    /// the whole part once found, else from a clear consensus of the weapon echoes.
+    pub fn low_byte(&self) -> Option<u8> {
+        self.found.map(|f| f as u8).or(self.low)
+    }
+
     /// Still looking: not found, tries left.
     pub fn active(&self) -> bool {
         self.found.is_none() && self.tries < MAX_TRIES
     }
 
-    /// Commands of a move read with `F = 0` (their `unknown` bits mark the keyed values).
-    pub fn offer_cmds(&mut self, cmds: &[UserCmd]) {
+    /// Commands of a move read with `F = used` (their `unknown` bits mark the keyed
+    /// values).
+    pub fn offer_cmds(&mut self, cmds: &[UserCmd], used: u16) {
         if !self.active() {
             return;
         }
@@ -191,9 +265,22 @@ impl FeedSearch {
             if self.cmds.len() == MAX_CMDS {
                 self.cmds.pop_front();
             }
+            // As read with F = 0.
+            let mut cmd = *c;
+            for i in 0..3 {
+                if cmd.unknown & (UNKNOWN_ANGLE << i) != 0 {
+                    cmd.angles[i] ^= i32::from(used);
+                }
+            }
+            if cmd.unknown & UNKNOWN_BUTTONS != 0 {
+                cmd.buttons ^= i32::from(used);
+            }
+            if cmd.unknown & UNKNOWN_WEAPON != 0 {
+                cmd.weapon ^= used as u8;
+            }
             self.cmds.push_back(Cmd {
                 time: c.server_time,
-                cmd: *c,
+                cmd,
             });
         }
     }
@@ -262,28 +349,30 @@ impl FeedSearch {
     /// The evidence of the last `n` echoes.
     fn evidence(&self, n: usize) -> Evidence {
         let mut ev = Evidence::default();
-        let mut last: [Option<(u16, u16)>; 2] = [None; 2];
+        // The angle echoes of each angle, in order; pairs are taken a few echoes apart (the
+        // farther, the more bits a difference tells).
+        let mut seen: [Vec<(u16, u16)>; 2] = [Vec::new(), Vec::new()];
         let skip = self.echoes.len().saturating_sub(n);
         for e in self.echoes.iter().skip(skip) {
             let Some(c) = self.cmds.iter().rev().find(|c| c.time == e.command_time) else {
-                last = [None; 2];
                 continue;
             };
             let c = c.cmd;
-            for i in 0..2 {
+            for (i, seen) in seen.iter_mut().enumerate() {
                 let keyed = c.unknown & (UNKNOWN_ANGLE << i) != 0;
                 let (Some(v), true) = (e.view[i], keyed) else {
-                    last[i] = None;
                     continue;
                 };
                 let x = c.angles[i] as u16;
                 if let Some(d) = e.delta[i] {
                     ev.absolute.push((x, v, d));
                 }
-                if let Some((x0, v0)) = last[i] {
-                    ev.pairs.push((x0, v0, x, v));
+                for lag in [1, 8] {
+                    if let Some(&(x0, v0)) = seen.len().checked_sub(lag).and_then(|j| seen.get(j)) {
+                        ev.pairs.push((x0, v0, x, v));
+                    }
                 }
-                last[i] = Some((x, v));
+                seen.push((x, v));
             }
             if let (Some(w), true) = (e.weapon, c.unknown & UNKNOWN_WEAPON != 0) {
                 ev.weapons.push((c.weapon, w));
@@ -304,9 +393,9 @@ impl FeedSearch {
         if let Some((f, _)) = self.candidate {
             // Verify on the echoes that came after the candidate was found.
             let ev = self.evidence(self.since_candidate);
-            let max = ev.max_score();
+            let max = ev.max_echoes();
             if max >= MIN_SCORE / 2 {
-                if ev.score(f) * 10 >= max * 9 {
+                if ev.score(f).echoes * 10 >= max * 9 {
                     self.found = Some(f);
                     return true;
                 }
@@ -314,7 +403,11 @@ impl FeedSearch {
             }
         }
         if self.candidate.is_none() {
-            if let Some(f) = self.evidence(MAX_SNAPS).best() {
+            let ev = self.evidence(MAX_SNAPS);
+            if self.low.is_none() {
+                self.low = ev.weapon_consensus();
+            }
+            if let Some(f) = ev.best(&mut self.full_scans) {
                 self.candidate = Some((f, self.echoes.len()));
                 self.since_candidate = 0;
             }
@@ -361,7 +454,7 @@ mod tests {
                 unknown: UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON,
                 ..UserCmd::default()
             };
-            s.offer_cmds(&[cmd]);
+            s.offer_cmds(&[cmd], 0);
             let mut ps = PlayerState::default();
             ps.fields[PS_COMMAND_TIME] = time;
             for (i, a) in [pitch, yaw].into_iter().enumerate() {
@@ -396,7 +489,7 @@ mod tests {
                 unknown: UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON,
                 ..UserCmd::default()
             };
-            s.offer_cmds(&[cmd]);
+            s.offer_cmds(&[cmd], 0);
             let mut ps = PlayerState::default();
             ps.fields[PS_COMMAND_TIME] = t;
             ps.fields[PS_VIEWANGLES[1]] = (f32::from(rnd() as i16) * (360.0 / 65536.0)).to_bits() as i32;
