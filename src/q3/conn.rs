@@ -810,8 +810,12 @@ impl Decoder {
         let acked_known = st.state.server_command_known(hdr.2);
         // Mid-session before a gamestate: the low 16 bits of the checksumFeed, all a
         // usercmd value depends on, once recovered from the snapshots (feedsearch.rs).
+        let key_hash = st.key_hash.get(acked, version);
+        // The acknowledged server command's text unknown, the search is for the key's part
+        // while the client acknowledges it.
+        let epoch = (!acked_known).then_some((hdr.2, key_hash));
         let (feed_low, feed_byte) = match &st.feed {
-            Some(f) if st.state.bases_unseen() && acked_known => (f.found(), f.low_byte()),
+            Some(f) if st.state.bases_unseen() => f.part(epoch),
             _ => (None, None),
         };
         // Only the low byte known: the 8-bit values are, the 16-bit ones not.
@@ -819,7 +823,6 @@ impl Decoder {
         let feed_used = feed_low.unwrap_or(feed_byte.map_or(0, u16::from));
         let learn = keep_usercmds
             && feed_low.is_none()
-            && acked_known
             && st.state.bases_unseen()
             && st.feed.as_ref().is_none_or(|f| f.active());
         let ctx = ClcContext {
@@ -839,7 +842,6 @@ impl Decoder {
             // before the capture, even after a gamestate gave the checksumFeed.
             key_unknown: feed_low.is_none() && (st.state.bases_unseen() || !acked_known),
         };
-        let key_hash = st.key_hash.get(acked, version);
         // The ops are only collected for the caller; the state needs the new commands.
         let mut ops = Vec::new();
         // The game events read a client message's commands only: with samples (the report)
@@ -895,7 +897,7 @@ impl Decoder {
             if let clc::OpView::Move { cmds, .. } = op {
                 count_new_cmds(cmds, max_cmd_time, &mut stamp);
                 if let Some(f) = feed.as_deref_mut() {
-                    f.offer_cmds(cmds, feed_used);
+                    f.offer_cmds(epoch, cmds, feed_used);
                 }
             }
             // The game events read a client message's commands alone: no other op is

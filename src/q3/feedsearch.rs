@@ -214,7 +214,21 @@ pub struct FeedSearch {
     since_candidate: usize,
     found: Option<u16>,
     low: Option<u8>,
+    /// What the search is for: `None`, the checksumFeed part (the acknowledged server
+    /// command known); `Some((seq, hash))`, the key's part while the client acknowledges
+    /// server command `seq` whose text the capture did not show (hashed as `hash` in its
+    /// place): `(checksumFeed ^ HashKey(text) ^ hash) & 0xffff`, constant while it does.
+    epoch: Option<(i32, i32)>,
+    /// The checksumFeed part, once found (it holds for every later known command).
+    feed: Option<u16>,
+    /// The last snapshot's ammo and which of it is known: a weapon whose ammo went down
+    /// was fired, so it is the weapon (echoes the weapon when the playerstate's own weapon
+    /// was not sent since the capture started).
+    ammo: Option<([i32; 16], u16)>,
 }
+
+/// See [`FeedSearch::epoch`].
+pub type Epoch = Option<(i32, i32)>;
 
 impl std::fmt::Debug for FeedSearch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,24 +242,51 @@ impl std::fmt::Debug for FeedSearch {
 impl FeedSearch {
     /// The low 16 bits of checksumFeed, once found.
     pub fn found(&self) -> Option<u16> {
-        self.found
+        self.feed.or(self.found.filter(|_| self.epoch.is_none()))
     }
 
-    /// The low byte of checksumFeed, all the 8-bit values (moves, weapon) depend on: from
-    /// the whole part once found, else from a clear consensus of the weapon echoes.
-    pub fn low_byte(&self) -> Option<u8> {
-        self.found.map(|f| f as u8).or(self.low)
+    /// For a message of `epoch`: the key's unknown part (low 16 bits) when found, and its
+    /// low byte, all the 8-bit values (moves, weapon) depend on, from the whole part or
+    /// from a clear consensus of the weapon echoes.
+    pub fn part(&self, epoch: Epoch) -> (Option<u16>, Option<u8>) {
+        if let (None, Some(f)) = (epoch, self.feed) {
+            return (Some(f), Some(f as u8));
+        }
+        if epoch != self.epoch {
+            return (None, None);
+        }
+        (self.found, self.found.map(|f| f as u8).or(self.low))
     }
 
-    /// Still looking: not found, tries left.
+    /// Still looking: tries left.
     pub fn active(&self) -> bool {
-        self.found.is_none() && self.tries < MAX_TRIES
+        self.tries < MAX_TRIES
+    }
+
+    /// Search for `epoch` from here (what was gathered for another is dropped).
+    fn start(&mut self, epoch: Epoch) {
+        if std::env::var_os("FEED_DEBUG").is_some() { eprintln!("feed epoch {:?} -> {epoch:?}", self.epoch); }
+        self.cmds.clear();
+        self.echoes.clear();
+        self.new_echoes = 0;
+        self.candidate = None;
+        self.since_candidate = 0;
+        self.found = None;
+        self.low = None;
+        self.epoch = epoch;
+        self.ammo = None;
     }
 
     /// Commands of a move read with `F = used` (their `unknown` bits mark the keyed
     /// values).
-    pub fn offer_cmds(&mut self, cmds: &[UserCmd], used: u16) {
-        if !self.active() {
+    pub fn offer_cmds(&mut self, epoch: Epoch, cmds: &[UserCmd], used: u16) {
+        if !self.active() || (epoch.is_none() && self.feed.is_some()) {
+            return;
+        }
+        if epoch != self.epoch {
+            self.start(epoch);
+        }
+        if self.found.is_some() {
             return;
         }
         for c in cmds {
@@ -288,7 +329,7 @@ impl FeedSearch {
     /// A valid snapshot's playerstate; tries the search every few echoes. True when the
     /// key part was found by this call.
     pub fn offer_snapshot(&mut self, ps: &PlayerState, known: &PsKnown) -> bool {
-        if !self.active() {
+        if !self.active() || self.found.is_some() {
             return false;
         }
         let k = |i: usize| known.fields & (1u64 << i) != 0;
@@ -297,13 +338,29 @@ impl FeedSearch {
         }
         // Dead, frozen or at the intermission: the view does not follow the commands.
         if k(PS_PM_TYPE) && !(0..=2).contains(&ps.fields[PS_PM_TYPE]) {
+            self.ammo = None;
             return false;
         }
+        // The weapon fired since the last snapshot: the one whose ammo alone went down.
+        let ammo_known = known.arrays[2];
+        let fired = self.ammo.and_then(|(before, was_known)| {
+            let mut down = (0..16).filter(|&i| {
+                let both = ammo_known & was_known & (1 << i) != 0;
+                both && (1..=5).contains(&(before[i] - ps.ammo[i]))
+            });
+            match (down.next(), down.next()) {
+                (Some(w), None) => Some(w as u8),
+                _ => None,
+            }
+        });
+        self.ammo = Some((ps.ammo, ammo_known));
         let mut e = Echo {
             command_time: ps.fields[PS_COMMAND_TIME],
             view: [None; 2],
             delta: [None; 2],
-            weapon: k(PS_WEAPON).then_some(ps.fields[PS_WEAPON] as u8),
+            weapon: k(PS_WEAPON)
+                .then_some(ps.fields[PS_WEAPON] as u8)
+                .or(fired),
         };
         for i in 0..2 {
             if k(PS_VIEWANGLES[i]) {
@@ -397,6 +454,9 @@ impl FeedSearch {
             if max >= MIN_SCORE / 2 {
                 if ev.score(f).echoes * 10 >= max * 9 {
                     self.found = Some(f);
+                    if self.epoch.is_none() {
+                        self.feed = Some(f);
+                    }
                     return true;
                 }
                 self.candidate = None;
@@ -454,7 +514,7 @@ mod tests {
                 unknown: UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON,
                 ..UserCmd::default()
             };
-            s.offer_cmds(&[cmd], 0);
+            s.offer_cmds(None, &[cmd], 0);
             let mut ps = PlayerState::default();
             ps.fields[PS_COMMAND_TIME] = time;
             for (i, a) in [pitch, yaw].into_iter().enumerate() {
@@ -489,7 +549,7 @@ mod tests {
                 unknown: UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON,
                 ..UserCmd::default()
             };
-            s.offer_cmds(&[cmd], 0);
+            s.offer_cmds(None, &[cmd], 0);
             let mut ps = PlayerState::default();
             ps.fields[PS_COMMAND_TIME] = t;
             ps.fields[PS_VIEWANGLES[1]] = (f32::from(rnd() as i16) * (360.0 / 65536.0)).to_bits() as i32;
@@ -500,6 +560,6 @@ mod tests {
             };
             assert!(!s.offer_snapshot(&ps, &known));
         }
-        assert!(!s.active() && s.found().is_none());
+        assert!(s.found().is_none());
     }
 }
