@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use super::bits::BitReader;
 use super::c2ssearch;
 use super::clc::{self, ClcContext};
-use super::feedsearch::FeedSearch;
 use super::cmdring::CommandRing;
+use super::feedsearch::FeedSearch;
 use super::message::{Body, Message};
 use super::netchan::{
     checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,

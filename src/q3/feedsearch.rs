@@ -185,17 +185,7 @@ impl Evidence {
         }
         let margin = (max / 8).max(4);
         let echoes_clear = best.0 * 10 >= max * 9;
-        let ahead = best.0 - second.0 >= margin
-            || (best.0 == second.0 && best.1 - second.1 >= 4);
-        if std::env::var_os("FEED_DEBUG").is_some() {
-            eprintln!(
-                "feed try: abs {} pairs {} weapons {} buttons {}: max {max} best {best:?} ({best_f:#06x}) second {second:?}",
-                self.absolute.len(),
-                self.pairs.len(),
-                self.weapons.len(),
-                self.buttons.len()
-            );
-        }
+        let ahead = best.0 - second.0 >= margin || (best.0 == second.0 && best.1 - second.1 >= 4);
         (echoes_clear && ahead).then_some(best_f)
     }
 }
@@ -265,7 +255,6 @@ impl FeedSearch {
 
     /// Search for `epoch` from here (what was gathered for another is dropped).
     fn start(&mut self, epoch: Epoch) {
-        if std::env::var_os("FEED_DEBUG").is_some() { eprintln!("feed epoch {:?} -> {epoch:?}", self.epoch); }
         self.cmds.clear();
         self.echoes.clear();
         self.new_echoes = 0;
@@ -358,9 +347,7 @@ impl FeedSearch {
             command_time: ps.fields[PS_COMMAND_TIME],
             view: [None; 2],
             delta: [None; 2],
-            weapon: k(PS_WEAPON)
-                .then_some(ps.fields[PS_WEAPON] as u8)
-                .or(fired),
+            weapon: k(PS_WEAPON).then_some(ps.fields[PS_WEAPON] as u8).or(fired),
         };
         for i in 0..2 {
             if k(PS_VIEWANGLES[i]) {
@@ -552,7 +539,8 @@ mod tests {
             s.offer_cmds(None, &[cmd], 0);
             let mut ps = PlayerState::default();
             ps.fields[PS_COMMAND_TIME] = t;
-            ps.fields[PS_VIEWANGLES[1]] = (f32::from(rnd() as i16) * (360.0 / 65536.0)).to_bits() as i32;
+            ps.fields[PS_VIEWANGLES[1]] =
+                (f32::from(rnd() as i16) * (360.0 / 65536.0)).to_bits() as i32;
             ps.fields[PS_WEAPON] = i32::from(rnd() as u8 & 15);
             let known = PsKnown {
                 fields: 1 | 1 << PS_VIEWANGLES[1] | 1 << PS_WEAPON,
