@@ -38,6 +38,9 @@ const PS_DELTA_ANGLES: [usize; 2] = [35, 26];
 const PS_PM_TYPE: usize = 34;
 const PS_WEAPON: usize = 41;
 
+/// The keyed values the search reads: pitch, yaw, buttons, weapon.
+const KEYED: u8 = (UNKNOWN_ANGLE * 3) | UNKNOWN_BUTTONS | UNKNOWN_WEAPON;
+
 /// Commands kept (those with keyed values), and snapshot echoes.
 const MAX_CMDS: usize = 256;
 const MAX_SNAPS: usize = 64;
@@ -279,7 +282,7 @@ impl FeedSearch {
             return;
         }
         for c in cmds {
-            if c.unknown & (UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON) == 0 {
+            if c.unknown & (KEYED) == 0 {
                 continue;
             }
             // A command is sent in a few packets in a row: keep it once.
@@ -498,7 +501,7 @@ mod tests {
                 angles: [i32::from(pitch ^ f), i32::from(yaw ^ f), 0],
                 buttons: i32::from(buttons ^ f),
                 weapon: 5 ^ f as u8,
-                unknown: UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON,
+                unknown: KEYED,
                 ..UserCmd::default()
             };
             s.offer_cmds(None, &[cmd], 0);
@@ -533,7 +536,7 @@ mod tests {
                 angles: [i32::from(rnd()), i32::from(rnd()), 0],
                 buttons: i32::from(rnd()),
                 weapon: rnd() as u8,
-                unknown: UNKNOWN_ANGLE * 3 | UNKNOWN_BUTTONS | UNKNOWN_WEAPON,
+                unknown: KEYED,
                 ..UserCmd::default()
             };
             s.offer_cmds(None, &[cmd], 0);
