@@ -338,7 +338,7 @@ impl FeedSearch {
         let fired = self.ammo.and_then(|(before, was_known)| {
             let mut down = (0..16).filter(|&i| {
                 let both = ammo_known & was_known & (1 << i) != 0;
-                both && (1..=5).contains(&(before[i] - ps.ammo[i]))
+                both && (1..=5).contains(&before[i].wrapping_sub(ps.ammo[i]))
             });
             match (down.next(), down.next()) {
                 (Some(w), None) => Some(w as u8),
