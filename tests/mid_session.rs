@@ -1203,3 +1203,208 @@ fn flows_table_says_mid_session() {
     assert!(!full.contains("mid-session"), "{full}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every stored Quake 3 capture file whose connections speak protocol 68: `capture.pcapng`
+/// and `server-side.pcapng` of each `q3-*` folder of `captures/` and of the shared corpus
+/// (`../shared/captures`; a folder in both is taken from `captures/`).
+fn proto68_capture_files() -> Vec<(String, PathBuf)> {
+    let mut got: Vec<(String, PathBuf)> = Vec::new();
+    for dir in [root().join("captures"), root().join("../shared/captures")] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("q3-"))
+            .collect();
+        names.sort();
+        for name in names {
+            for file in ["capture.pcapng", "server-side.pcapng"] {
+                let label = format!("{name}/{file}");
+                let p = dir.join(&name).join(file);
+                if p.exists() && !got.iter().any(|(l, _)| *l == label) {
+                    got.push((label, p));
+                }
+            }
+        }
+    }
+    // Protocol 68 only (q3-proto71's connections speak 71: no key to recover).
+    got.retain(|(_, p)| {
+        let (_, rows) = flows(p);
+        rows.iter()
+            .any(|f| f["kind"] == "connection" && f["protocol"] == 68)
+    });
+    got
+}
+
+/// What a cut gave for the usercmds of its mid-session protocol-68 connections: client
+/// messages with usercmds decoded after the lock-on, those with every usercmd value known,
+/// and values that differ from the full capture's decode of the same message.
+#[derive(Default)]
+struct CmdFigures {
+    with_moves: usize,
+    all_known: usize,
+    mismatches: usize,
+    first_mismatch: Option<String>,
+}
+
+/// True when every value of every usercmd of client message `m` is known (the `key` of a
+/// move op aside: its high 16 bits, from the gamestate's checksumFeed, never matter).
+fn usercmds_known(m: &Value) -> Option<bool> {
+    let ops = m["ops"].as_array()?;
+    let moves: Vec<&Value> = ops.iter().filter(|o| o["op"] == "move").collect();
+    if moves.is_empty() {
+        return None;
+    }
+    let known = |v: &Value| match v {
+        Value::Array(a) => a.iter().all(|x| !x.is_null()),
+        v => !v.is_null(),
+    };
+    Some(moves.iter().all(|o| {
+        o["cmds"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .all(|c| c.as_object().is_some_and(|c| c.values().all(known)))
+        })
+    }))
+}
+
+fn check_cut_usercmds(src: &Path, skip: u64) -> CmdFigures {
+    let dir = scratch(&format!("cmds-{skip}"));
+    let cap = dir.join("cut.pcap");
+    cut(src, skip, &cap);
+    let (_, full_rows) = flows(src);
+    let (_, rows) = flows(&cap);
+    let cut_msgs = messages(&cap);
+    let mut fig = CmdFigures::default();
+    for mid in rows
+        .iter()
+        .filter(|f| f["kind"] == "connection" && is_mid(f) && f["protocol"] == 68)
+    {
+        let Some(same) = full_rows.iter().find(|g| {
+            g["kind"] == "connection"
+                && g["server"] == mid["server"]
+                && g["client_ip"] == mid["client_ip"]
+                && g["qport"] == mid["qport"]
+        }) else {
+            continue;
+        };
+        let full = full_by_frame(src, same["id"].as_u64(), skip);
+        for m in cut_msgs
+            .iter()
+            .filter(|m| m["flow"].as_u64() == mid["id"].as_u64() && m["kind"] == "client")
+        {
+            let Some(known) = usercmds_known(m) else {
+                continue;
+            };
+            let frame = m["frame"].as_u64().unwrap_or(0) + skip;
+            let Some(f) = full.get(&(m["dir"].to_string(), frame)) else {
+                fig.mismatches += 1;
+                fig.first_mismatch
+                    .get_or_insert(format!("frame {frame}: not in the full decode"));
+                continue;
+            };
+            fig.with_moves += 1;
+            fig.all_known += usize::from(known);
+            let (mut a, mut b) = (m.clone(), f.clone());
+            for v in [&mut a, &mut b] {
+                v["frame"] = Value::Null;
+                v["flow"] = Value::Null;
+                // An error names its frame, counted from the cut's start in the cut.
+                if let Some(e) = v["error"].as_object_mut() {
+                    e.remove("frame");
+                }
+            }
+            if let Err(e) = same_where_known(&a, &b, "", &mut 0) {
+                fig.mismatches += 1;
+                fig.first_mismatch
+                    .get_or_insert(format!("frame {frame}: {e}"));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    fig
+}
+
+/// The usercmd figures of the 30 % and 60 % cuts of every stored protocol-68 capture file,
+/// printed; returns (label, figures) per cut.
+fn usercmd_cuts() -> Vec<(String, CmdFigures)> {
+    let files = proto68_capture_files();
+    assert!(files.len() >= 10, "{files:?}");
+    let mut got = Vec::new();
+    for (label, src) in &files {
+        let n = frame_count(src);
+        for pct in [30u64, 60] {
+            let fig = check_cut_usercmds(src, n * pct / 100);
+            eprintln!(
+                "{label} cut {pct}%: {} client messages with usercmds after the lock-on, {:.1} % with every value known, {} mismatches{}",
+                fig.with_moves,
+                fig.share(),
+                fig.mismatches,
+                fig.first_mismatch.as_deref().map(|s| format!(" (first: {s})")).unwrap_or_default()
+            );
+            got.push((format!("{label} {pct}%"), fig));
+        }
+    }
+    got
+}
+
+impl CmdFigures {
+    fn share(&self) -> f64 {
+        if self.with_moves == 0 {
+            0.0
+        } else {
+            100.0 * self.all_known as f64 / self.with_moves as f64
+        }
+    }
+}
+
+/// Protocol 68 mid-session: the usercmd values that depend on the gamestate's checksumFeed
+/// (only its low 16 bits matter) are recovered from the snapshots that echo the commands
+/// (`q3::feedsearch`). Cuts at 30 % and 60 % of every stored protocol-68 capture file: no
+/// value differs from the full capture's decode of the same message, and most client
+/// messages after the lock-on give every usercmd value (none did before the search: every
+/// keyed value was null until a gamestate).
+#[test]
+fn quake3_proto68_cuts_give_full_usercmds() {
+    let cuts = usercmd_cuts();
+    let (mut moves, mut known) = (0, 0);
+    for (what, fig) in &cuts {
+        assert_eq!(fig.mismatches, 0, "{what}: {:?}", fig.first_mismatch);
+        assert!(fig.with_moves > 0, "{what}: no client message decoded");
+        moves += fig.with_moves;
+        known += fig.all_known;
+    }
+    let short: Vec<&String> = cuts
+        .iter()
+        .filter(|(_, f)| f.share() < 95.0)
+        .map(|(w, _)| w)
+        .collect();
+    let share = 100.0 * known as f64 / moves as f64;
+    eprintln!(
+        "all cuts: {known} of {moves} client messages with usercmds ({share:.1} %) give every value; short of 95 %: {short:?}"
+    );
+    assert!(share >= AGGREGATE_FLOOR, "{share:.1} % of the messages");
+}
+
+/// What [`quake3_proto68_cuts_give_full_usercmds`] holds the cuts to, all together (0 %
+/// before the search).
+const AGGREGATE_FLOOR: f64 = 50.0;
+
+/// The goal: at least 95 % of the client messages with usercmds after the lock-on give every
+/// value, in every cut. Not met yet: in many cuts the server messages stay undecodable for
+/// long after the lock-on (they acknowledge a client command sent before the capture), so
+/// no snapshot echoes the commands; while the client acknowledges server commands the
+/// capture did not show, their hash is part of the unknown and the search starts again
+/// with each (a team game's `tinfo` every second); and a player who neither turns nor
+/// changes weapon nor fires sends no echo at all.
+#[test]
+#[ignore = "the 95 % goal is not met in every cut yet: see the comment"]
+fn quake3_proto68_cuts_give_full_usercmds_95_percent() {
+    let short: Vec<String> = usercmd_cuts()
+        .into_iter()
+        .filter(|(_, f)| f.mismatches > 0 || f.share() < 95.0)
+        .map(|(w, f)| format!("{w}: {:.1} %", f.share()))
+        .collect();
+    assert!(short.is_empty(), "cuts short of full usercmds: {short:?}");
+}

@@ -8,6 +8,7 @@ use super::bits::BitReader;
 use super::c2ssearch;
 use super::clc::{self, ClcContext};
 use super::cmdring::CommandRing;
+use super::feedsearch::FeedSearch;
 use super::message::{Body, Message};
 use super::netchan::{
     checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,
@@ -266,6 +267,9 @@ struct DecodeState {
     /// Mid-session protocol 68: client messages acknowledging an unknown server command,
     /// searched for their key stream.
     client_relock: ClientRelock,
+    /// Mid-session protocol 68 before a gamestate: the search for the usercmd key's
+    /// checksumFeed part (made when usercmds are first decoded with it unknown).
+    feed: Option<Box<FeedSearch>>,
 }
 
 /// No command's text known in a ring slot (command numbers start at 1).
@@ -351,6 +355,7 @@ impl Default for DecodeState {
             client_cmd_nums: [UNKNOWN_CMD; MAX_RELIABLE_COMMANDS],
             relock: Relock::default(),
             client_relock: ClientRelock::default(),
+            feed: None,
         }
     }
 }
@@ -615,6 +620,9 @@ impl Decoder {
         if st.state.gamestates != gamestates {
             self.log.map(st.state.map_name());
         }
+        if st.feed.is_some() {
+            feed_echo(st, a.seq, keeps_usercmds(&self.opts));
+        }
         let was_gone = st.client_gone;
         let told_to_go = parsed.ops.iter().any(|op| {
             matches!(op, svc::ServerOp::ServerCommand { new: true, text, .. } if is_disconnect(text))
@@ -798,21 +806,42 @@ impl Decoder {
         }
         let mut r = BitReader::new(&a.body);
         r.set_bit_pos(bit);
+        let keep_usercmds = keeps_usercmds(&self.opts);
+        let acked_known = st.state.server_command_known(hdr.2);
+        // Mid-session before a gamestate: the low 16 bits of the checksumFeed, all a
+        // usercmd value depends on, once recovered from the snapshots (feedsearch.rs).
+        let key_hash = st.key_hash.get(acked, version);
+        // The acknowledged server command's text unknown, the search is for the key's part
+        // while the client acknowledges it.
+        let epoch = (!acked_known).then_some((hdr.2, key_hash));
+        let (feed_low, feed_byte) = match &st.feed {
+            Some(f) if st.state.bases_unseen() => f.part(epoch),
+            _ => (None, None),
+        };
+        // Only the low byte known: the 8-bit values are, the 16-bit ones not.
+        let byte_only = feed_low.is_none() && feed_byte.is_some();
+        let feed_used = feed_low.unwrap_or(feed_byte.map_or(0, u16::from));
+        let learn = keep_usercmds
+            && feed_low.is_none()
+            && st.state.bases_unseen()
+            && st.feed.as_ref().is_none_or(|f| f.active());
         let ctx = ClcContext {
-            checksum_feed: st.state.checksum_feed,
+            checksum_feed: if feed_low.is_some() || byte_only {
+                i32::from(feed_used)
+            } else {
+                st.state.checksum_feed
+            },
             acked_server_command: acked,
             last_client_command: match (st.last_client_cmd, st.client_cmds_all_acked) {
                 (None, true) => Some(i32::MIN),
                 (last, _) => last,
             },
-            keep_usercmds: (self.opts.emit && !self.opts.headers_only && !self.opts.events_only)
-                || self.opts.samples,
+            keep_usercmds,
             commands_only: self.opts.events_only && self.opts.emit && !self.opts.samples,
             // The key hashes the acknowledged server command: mid-session it may be one sent
             // before the capture, even after a gamestate gave the checksumFeed.
-            key_unknown: st.state.bases_unseen() || !st.state.server_command_known(hdr.2),
+            key_unknown: feed_low.is_none() && (st.state.bases_unseen() || !acked_known),
         };
-        let key_hash = st.key_hash.get(acked, version);
         // The ops are only collected for the caller; the state needs the new commands.
         let mut ops = Vec::new();
         // The game events read a client message's commands only: with samples (the report)
@@ -828,8 +857,29 @@ impl Decoder {
             &mut st.client_gone,
             &mut st.client_cmd_nums,
         );
+        let mut feed = if learn {
+            Some(st.feed.get_or_insert_with(Box::default))
+        } else {
+            None
+        };
         let mut commands = false;
         let error = clc::walk_client_ops(&mut r, hdr, &ctx, key_hash, &mut st.clc_scratch, |op| {
+            // With the recovered feed part the values are known, the whole key (its high
+            // bits) still not.
+            let op = match op {
+                clc::OpView::Move {
+                    bit,
+                    no_delta,
+                    cmds,
+                    ..
+                } if feed_low.is_some() => clc::OpView::Move {
+                    bit,
+                    no_delta,
+                    key: None,
+                    cmds,
+                },
+                op => op,
+            };
             // A command not known to be new is kept too: a retransmission has the same text.
             if let clc::OpView::ClientCommand {
                 seq: cs, text, new, ..
@@ -846,6 +896,9 @@ impl Decoder {
             }
             if let clc::OpView::Move { cmds, .. } = op {
                 count_new_cmds(cmds, max_cmd_time, &mut stamp);
+                if let Some(f) = feed.as_deref_mut() {
+                    f.offer_cmds(epoch, cmds, feed_used);
+                }
             }
             // The game events read a client message's commands alone: no other op is
             // copied for them (an end-of-message op alone would allocate for every message).
@@ -856,6 +909,9 @@ impl Decoder {
             };
             if emit && wanted {
                 ops.push(op.owned());
+                if byte_only {
+                    known_low_byte(ops.last_mut());
+                }
             }
         });
         if st.last_client_cmd.is_none() && !commands && error.is_none() {
@@ -887,6 +943,47 @@ impl Decoder {
             self.hand_out(m, out);
         }
         Some(a.body)
+    }
+}
+
+/// A move read with the checksumFeed's low byte known and its high byte not: its 8-bit
+/// values (moves, weapon) are known. Out of line: it never runs with a handshake.
+#[cold]
+#[inline(never)]
+fn known_low_byte(op: Option<&mut clc::ClientOp>) {
+    use super::usercmd::{UNKNOWN_FORWARD, UNKNOWN_RIGHT, UNKNOWN_UP, UNKNOWN_WEAPON};
+    if let Some(clc::ClientOp::Move { cmds, .. }) = op {
+        for c in cmds {
+            c.unknown &= !(UNKNOWN_FORWARD | UNKNOWN_RIGHT | UNKNOWN_UP | UNKNOWN_WEAPON);
+        }
+    }
+}
+
+/// Client messages' usercmds are decoded and kept (not for the flow table, nor for the
+/// game events alone).
+#[inline]
+fn keeps_usercmds(o: &Options) -> bool {
+    (o.emit && !o.headers_only && !o.events_only) || o.samples
+}
+
+/// Mid-session before a gamestate: the snapshot server message `seq` stored echoes the
+/// client's last command, for the usercmd key search ([`FeedSearch`]). Out of line: it
+/// never runs with a handshake.
+#[cold]
+#[inline(never)]
+fn feed_echo(st: &mut DecodeState, seq: i32, keeps_usercmds: bool) {
+    if !keeps_usercmds || !st.state.bases_unseen() {
+        return;
+    }
+    let Some(f) = st.feed.as_deref_mut().filter(|f| f.active()) else {
+        return;
+    };
+    if let Some(frame) = st
+        .state
+        .slot(seq)
+        .filter(|f| f.message_num == seq && f.valid)
+    {
+        f.offer_snapshot(&frame.ps, &frame.ps_known);
     }
 }
 

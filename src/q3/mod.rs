@@ -32,6 +32,7 @@ pub mod delta;
 pub mod demo;
 pub mod demo_file;
 pub mod events;
+pub mod feedsearch;
 pub mod fields;
 pub mod flags;
 pub mod gamemod;
