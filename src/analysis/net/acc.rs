@@ -242,6 +242,19 @@ impl FlowAcc {
         self.binned_until.get_or_insert(self.t0 + x * BIN_S);
     }
 
+    /// The bin of time `t` if the samples made one (a pass at the connection's end must not
+    /// grow the series past the budget the samples had: `binned_until`).
+    fn existing_bin(&mut self, t: f64) -> Option<&mut Bin> {
+        if self.binned_until.is_some_and(|u| t >= u) {
+            return None;
+        }
+        let x = (t - self.t0) * (1.0 / BIN_S);
+        if x.is_nan() {
+            return None;
+        }
+        self.bins.get_mut(x.max(0.0) as usize)
+    }
+
     /// The bin of a send time `t` (a round trip's or a settled packet's start): those run
     /// behind the samples, so they keep their own cached bins.
     fn bin(&mut self, t: f64, cache: Cache) -> Option<&mut Bin> {
@@ -697,7 +710,7 @@ impl FlowAcc {
             } else {
                 delivered += 1;
             }
-            if let Some(b) = self.bin(time, Cache::Settled) {
+            if let Some(b) = self.existing_bin(time) {
                 let x = &mut b.dir[d];
                 x.expected_ack += 1;
                 if gone {
