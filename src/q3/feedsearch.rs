@@ -126,30 +126,27 @@ impl Evidence {
 
     /// The low byte when the weapon echoes agree on it: at least 16, all but 1 in 20.
     fn weapon_consensus(&self) -> Option<u8> {
+        let (top, n) = self.weapon_vote();
+        (n >= 16 && n * 20 >= self.weapons.len() * 19).then_some(top)
+    }
+
+    /// The low byte most weapon echoes give, and how many give it.
+    fn weapon_vote(&self) -> (u8, usize) {
         let mut votes = [0u32; 256];
         for &(x, w) in &self.weapons {
             votes[usize::from(x ^ w)] += 1;
         }
-        let (top, n) = votes
+        votes
             .iter()
             .enumerate()
             .max_by_key(|(_, n)| **n)
-            .map(|(i, n)| (i as u8, *n as usize))?;
-        (n >= 16 && n * 20 >= self.weapons.len() * 19).then_some(top)
+            .map_or((0, 0), |(i, n)| (i as u8, *n as usize))
     }
 
     /// The low bytes worth scanning: the weapon echoes' clear majority, else all.
     fn low_bytes(&self) -> Vec<u8> {
-        let mut votes = [0u32; 256];
-        for &(x, w) in &self.weapons {
-            votes[usize::from(x ^ w)] += 1;
-        }
-        let (top, n) = votes
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, n)| **n)
-            .map_or((0, 0), |(i, n)| (i as u8, *n));
-        if n >= 8 && n as usize * 10 >= self.weapons.len() * 9 {
+        let (top, n) = self.weapon_vote();
+        if n >= 8 && n * 10 >= self.weapons.len() * 9 {
             vec![top]
         } else {
             (0..=255).collect()
