@@ -1408,3 +1408,69 @@ fn quake3_proto68_cuts_give_full_usercmds_95_percent() {
         .collect();
     assert!(short.is_empty(), "cuts short of full usercmds: {short:?}");
 }
+
+/// The bots of a lab session: `server.log`'s players whose userinfo has a `skill`.
+fn bots(server_log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(server_log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once("ClientUserinfoChanged: ")?.1.split_once(' '))
+        .filter(|(_, info)| info.contains("\\skill\\"))
+        .filter_map(|(_, info)| Some(info.strip_prefix("n\\")?.split('\\').next()?.to_string()))
+        .collect()
+}
+
+/// Issue 46: a cut names the players of its kills that it can know without the gamestate:
+/// each connection's own player (his number from the playerstate or his own death, his
+/// name from his chat coming back from the server), and a slot whose player leaves or
+/// changes team after the cut. At 30 % and 60 % of every stored protocol-68 capture file,
+/// against the full capture: every name given is right, and every
+/// player of a kill left unnamed is a bot (a bot has no connection of its own in the
+/// capture and never leaves; baseq3 sends its name only in the configstrings).
+#[test]
+fn quake3_proto68_cut_kills_name_every_connected_player() {
+    let files = proto68_capture_files();
+    assert!(files.len() >= 10, "{files:?}");
+    let (mut named, mut unnamed) = (0, 0);
+    for (label, src) in &files {
+        let bots = bots(&src.with_file_name("server.log"));
+        let n = frame_count(src);
+        for pct in [30u64, 60] {
+            let skip = n * pct / 100;
+            let dir = scratch(&format!("names-{skip}"));
+            let cap = dir.join("cut.pcap");
+            cut(src, skip, &cap);
+            let (full, got) = (events(src), events(&cap));
+            let _ = std::fs::remove_dir_all(&dir);
+            for c in got.iter().filter(|e| e["kind"] == "kill") {
+                let Some(f) = full.iter().find(|f| {
+                    f["kind"] == "kill"
+                        && f["game_time"] == c["game_time"]
+                        && f["victim_num"] == c["victim_num"]
+                }) else {
+                    continue;
+                };
+                for (k, num) in [("killer", "killer_num"), ("victim", "victim_num")] {
+                    if c[num].is_null() {
+                        continue;
+                    }
+                    if !c[k].is_null() {
+                        assert_eq!(c[k], f[k], "{label} cut {pct}%: {k} of {c} vs {f}");
+                    }
+                    if c[k].is_null() {
+                        unnamed += 1;
+                        let who = f[k].as_str().unwrap_or("");
+                        assert!(
+                            bots.iter().any(|b| b == who),
+                            "{label} cut {pct}%: {k} {who} (#{}) of {c} unnamed",
+                            c[num]
+                        );
+                    } else {
+                        named += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("cuts: {named} kill players named, {unnamed} bots unnamed");
+    assert!(named > 0);
+}

@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::error::Error;
 
 pub mod merge;
+pub mod names;
 pub mod summary;
 
 /// An extractor's warnings (malformed events, configstrings, unknown mods): the first

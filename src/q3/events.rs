@@ -5,6 +5,9 @@
 //! only reads decoded state; it never decodes bytes itself.
 use super::color::plain;
 use crate::error::{Error, ErrorKind};
+use std::collections::VecDeque;
+
+use crate::gameevent::names::LearnedName;
 use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score};
 use crate::q3::clc::ClientOp;
 use crate::q3::delta::EntityState;
@@ -92,6 +95,20 @@ const F_OTHER2: usize = 30;
 /// One obituary as the entity carried it: victim, attacker, means of death.
 type Obituary = (i32, i32, i32);
 
+/// Playerstate field indices (the order of `fields::PLAYER_FIELDS`; checked by a test).
+const PS_PM_TYPE: usize = 34;
+const PS_CLIENT_NUM: usize = 40;
+/// `pm_type` of a dead player (`PM_DEAD`).
+const PM_DEAD: i32 = 3;
+/// The client's own chat lines kept to recognise the server's echo, and how long.
+const MAX_SAID: usize = 8;
+const ECHO_S: f64 = 5.0;
+/// Names learned per connection (a slot's occupants over a session: a few per slot).
+const MAX_LEARNED: usize = 256;
+/// The disconnect notices of one message kept (`SV_DropClient`'s reasons).
+const MAX_PRINTS: usize = 16;
+const LEAVE_REASONS: [&str; 3] = [" disconnected", " timed out", " was kicked"];
+
 /// Events kept waiting for the first snapshot's game time (a gamestate's players, chat during
 /// a download): a real session has a few dozen.
 const MAX_UNTIMED: usize = 4096;
@@ -125,6 +142,32 @@ pub struct Extractor {
     /// Problems found (malformed event or configstring, unknown mod), with their position.
     pub warnings: crate::gameevent::Warnings,
     warned_mod: bool,
+    /// Mid-session naming ([`crate::gameevent::names`]): what tells who is who without the
+    /// gamestate's player configstrings.
+    names: Box<Naming>,
+}
+
+/// What a connection that started mid-session learns of names: its own player's (his chat
+/// coming back from the server, his number from the playerstate or his own death), and
+/// other slots' from their configstring changes and the notices that come with them.
+#[derive(Default)]
+struct Naming {
+    /// Player slots whose configstring this extractor has seen (a gamestate sets them all).
+    seen: u64,
+    /// This message's notices (plain text).
+    prints: Vec<String>,
+    /// Player slots whose configstring this message changed from a value never seen, with
+    /// the new value's name (None: cleared).
+    changed: Vec<(usize, Option<String>)>,
+    /// The client's own chat lines (plain text), with their time.
+    said: VecDeque<(f64, String)>,
+    own_name: Option<String>,
+    /// Two different names came back for the client's own lines: his name stays unknown.
+    own_clash: bool,
+    /// `pm_type` of the latest snapshot that knew it.
+    pm_type: Option<i32>,
+    first_time: Option<f64>,
+    learned: Vec<LearnedName>,
 }
 
 impl Extractor {
@@ -148,7 +191,27 @@ impl Extractor {
             last_time: 0.0,
             warnings: Default::default(),
             warned_mod: false,
+            names: Box::default(),
         }
+    }
+
+    /// The names this connection learned after the events that needed them: each slot
+    /// whose name a later change told, and its own player for as long as it lasted.
+    pub fn take_learned_names(&mut self) -> Vec<LearnedName> {
+        let mut out = std::mem::take(&mut self.names.learned);
+        if let (Some(num), Some(name), Some(from)) = (
+            self.client_num,
+            self.names.own_name.clone(),
+            self.names.first_time,
+        ) {
+            out.push(LearnedName {
+                num,
+                name,
+                from,
+                to: self.last_time,
+            });
+        }
+        out
     }
 
     /// The input is a demo file.
@@ -162,7 +225,11 @@ impl Extractor {
             self.quiet_snapshot(t);
         }
         let mut snap_time = None;
+        if !self.demo {
+            self.names.first_time.get_or_insert(m.time);
+        }
         if let Some(s) = m.server() {
+            self.names.prints.clear();
             for op in &s.ops {
                 match op {
                     ServerOp::Gamestate(g) => self.gamestate(g, m),
@@ -181,6 +248,9 @@ impl Extractor {
                 snap_time = Some(h.server_time);
                 self.prev_obits.clear();
             }
+            if !self.names.changed.is_empty() {
+                self.slots_learned(m.time);
+            }
         } else if let Some(c) = m.client() {
             for op in &c.ops {
                 if let ClientOp::ClientCommand { text, new, .. } = op {
@@ -189,6 +259,7 @@ impl Extractor {
                     if *new == Some(true) {
                         self.client_command(text);
                     }
+                    self.own_line(text, m.time);
                 }
             }
         }
@@ -274,6 +345,7 @@ impl Extractor {
             self.cs.set(usize::from(c.index), &c.value);
         }
         self.have_gamestate = true;
+        self.names.seen = u64::MAX;
         // The old level's clock means nothing in the new one.
         self.server_time = None;
         self.client_num = Some(g.client_num);
@@ -357,7 +429,13 @@ impl Extractor {
         let old = self.cs.get(index).to_string();
         self.cs.set(index, &value);
         if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&index) {
-            self.player_change(index - CS_PLAYERS, &old, &value);
+            let n = index - CS_PLAYERS;
+            if !self.demo && !self.have_gamestate && self.names.seen & (1 << n) == 0 {
+                let now = info_value(&value, "n").map(plain);
+                self.names.changed.push((n, now));
+            }
+            self.names.seen |= 1 << n;
+            self.player_change(n, &old, &value);
         } else if index == CS_FLAGSTATUS {
             self.flags.status(&old, &value);
         } else if index == CS_INTERMISSION && is_on(&value) && !is_on(&old) {
@@ -391,6 +469,7 @@ impl Extractor {
             "bcs0" | "bcs1" | "bcs2" => self.big_cs(cmd, rest, m),
             "chat" | "tchat" => {
                 if let Some(c) = parse_chat(&first_arg(rest), cmd == "tchat") {
+                    self.echo(&c, m.time);
                     self.push(Kind::Chat, Detail::Chat(c));
                 }
             }
@@ -399,6 +478,9 @@ impl Extractor {
                 let raw = first_arg(rest);
                 self.flags.print(&raw);
                 let t = plain(raw.trim());
+                if cmd == "print" && self.names.prints.len() < MAX_PRINTS {
+                    self.names.prints.push(t.clone());
+                }
                 if t.contains("limit hit") || t.contains("hit the") {
                     self.last_print = t;
                 }
@@ -520,6 +602,11 @@ impl Extractor {
         info_value(self.cs.player(n), "n")
             .map(plain)
             .or_else(|| self.departed[n].clone())
+            .or_else(|| {
+                (self.client_num == Some(num))
+                    .then(|| self.names.own_name.clone())
+                    .flatten()
+            })
     }
 
     fn team(&self, num: i32) -> Option<&str> {
@@ -528,6 +615,9 @@ impl Extractor {
     }
 
     fn snapshot(&mut self, frame: &SnapFrame, m: &Message) {
+        if !self.have_gamestate && !self.demo {
+            self.own_number(frame);
+        }
         let ev_obit = self.gamemod.obituary_event();
         let mut now = Vec::new();
         for e in &frame.entities {
@@ -583,6 +673,147 @@ impl Extractor {
             .push((Kind::Kill, Detail::Kill(kill), Some(server_time), false));
     }
 
+    /// Mid-session, the connection's own client number: the playerstate's `clientNum` once
+    /// a delta sends it, or the one victim of the obituaries that come with this player's
+    /// own death (`player_die` sets `PM_DEAD` in the server frame of the obituary).
+    fn own_number(&mut self, frame: &SnapFrame) {
+        let known = |i: usize| frame.ps_known.fields & (1u64 << i) != 0;
+        let pm = known(PS_PM_TYPE).then(|| frame.ps.fields[PS_PM_TYPE]);
+        if self.client_num.is_none() && known(PS_CLIENT_NUM) {
+            let c = frame.ps.fields[PS_CLIENT_NUM];
+            if (0..MAX_CLIENTS as i32).contains(&c) {
+                self.client_num = Some(c);
+            }
+        }
+        // Known now and not dead before: sent by this delta (a value the capture never saw
+        // is sent only when it changed), unless the snapshot is a full one.
+        let died = pm == Some(PM_DEAD)
+            && self.names.pm_type != Some(PM_DEAD)
+            && (self.names.pm_type.is_some() || frame.delta_num >= 0);
+        if self.client_num.is_none() && died {
+            let ev_obit = self.gamemod.obituary_event();
+            let mut victims = frame
+                .entities
+                .iter()
+                .filter_map(|e| Some((e.number, obituary_of(e, ev_obit)?)))
+                .filter(|o| !self.prev_obits.contains(o))
+                .map(|(_, o)| o.0);
+            if let Some(v) = victims.next() {
+                if victims.all(|w| w == v) && (0..MAX_CLIENTS as i32).contains(&v) {
+                    self.client_num = Some(v);
+                }
+            }
+        }
+        if pm.is_some() {
+            self.names.pm_type = pm;
+        }
+    }
+
+    /// One of the client's own commands, new or resent: its chat lines are kept to
+    /// recognise them when the server sends them back.
+    fn own_line(&mut self, text: &str, time: f64) {
+        if self.demo {
+            return;
+        }
+        let args = tokenize(text);
+        let words = match args.first().map(|s| s.to_ascii_lowercase()).as_deref() {
+            Some("say" | "say_team") => &args[1..],
+            Some("tell") if args.len() > 2 => &args[2..],
+            _ => return,
+        };
+        let line = plain(&words.join(" "));
+        if self.names.said.iter().any(|(_, s)| *s == line) {
+            return;
+        }
+        if self.names.said.len() == MAX_SAID {
+            self.names.said.pop_front();
+        }
+        self.names.said.push_back((time, line));
+    }
+
+    /// A chat line from the server that is one of the client's own lines coming back names
+    /// its own player. Two names for his lines (another player said the same): none.
+    fn echo(&mut self, c: &Chat, time: f64) {
+        if self.demo || self.names.own_clash {
+            return;
+        }
+        let Some(name) = &c.name else {
+            return;
+        };
+        let mine = self
+            .names
+            .said
+            .iter()
+            .any(|(t, s)| *s == c.text && (0.0..=ECHO_S).contains(&(time - t)));
+        if !mine {
+            return;
+        }
+        match &self.names.own_name {
+            None => self.names.own_name = Some(name.clone()),
+            Some(n) if n != name => {
+                self.names.own_clash = true;
+                self.names.own_name = None;
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Player slots this message changed from a value never seen: who they were before, by
+    /// the notices that come with each change (ioq3 `SV_DropClient` notices a leave with
+    /// its reason before the game clears the slot; `ClientConnect` notices a new player and
+    /// `ClientUserinfoChanged` a rename; other changes re-send the same name).
+    fn slots_learned(&mut self, time: f64) {
+        let mut prints = std::mem::take(&mut self.names.prints);
+        let from = self.names.first_time.unwrap_or(time);
+        for (n, now) in std::mem::take(&mut self.names.changed) {
+            let before = match &now {
+                None => take_first(&mut prints, |p| {
+                    LEAVE_REASONS
+                        .iter()
+                        .find_map(|r| p.strip_suffix(r))
+                        .map(str::to_string)
+                }),
+                Some(name) => {
+                    let joined = format!("{name} connected");
+                    let renamed = format!(" renamed to {name}");
+                    if take_first(&mut prints, |p| (*p == joined).then_some(())).is_some() {
+                        None
+                    } else {
+                        take_first(&mut prints, |p| {
+                            p.strip_suffix(&renamed).map(str::to_string)
+                        })
+                        .or_else(|| Some(name.clone()))
+                    }
+                }
+            };
+            let Some(before) = before else {
+                continue;
+            };
+            if now.is_none() {
+                self.departed[n] = Some(before.clone());
+                self.push(
+                    Kind::Leave,
+                    Detail::Player(Player {
+                        num: n as i32,
+                        name: before.clone(),
+                        name_raw: before.clone(),
+                        team: None,
+                        old_name: None,
+                        old_team: None,
+                    }),
+                );
+            }
+            if self.names.learned.len() < MAX_LEARNED {
+                self.names.learned.push(LearnedName {
+                    num: n as i32,
+                    name: before,
+                    from,
+                    to: time,
+                });
+            }
+        }
+    }
+
     /// The client's own commands: its chat (with a tell's target) and its disconnect.
     fn client_command(&mut self, text: &str) {
         let Some(me) = self.client_num else {
@@ -631,6 +862,16 @@ impl Extractor {
             true,
         ));
     }
+}
+
+/// The first of `items` that `f` reads, taken out.
+fn take_first<T>(items: &mut Vec<String>, f: impl Fn(&String) -> Option<T>) -> Option<T> {
+    let (i, v) = items
+        .iter()
+        .enumerate()
+        .find_map(|(i, p)| Some((i, f(p)?)))?;
+    items.remove(i);
+    Some(v)
 }
 
 /// A malformed-content warning at message `m`'s position (capture frame, or demo record and
@@ -791,6 +1032,13 @@ pub fn parse_scores(rest: &str) -> Option<Vec<(i32, i32, i32)>> {
 mod tests {
     use super::*;
     use crate::q3::fields::entity_field_index;
+
+    #[test]
+    fn playerstate_field_indices() {
+        use crate::q3::fields::player_field_index;
+        assert_eq!(player_field_index("pm_type"), Some(PS_PM_TYPE));
+        assert_eq!(player_field_index("clientNum"), Some(PS_CLIENT_NUM));
+    }
 
     #[test]
     fn field_indices() {

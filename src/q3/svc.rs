@@ -880,9 +880,19 @@ fn parse_snapshot_events(
 ) -> Result<Option<ServerOp>, SvcError> {
     let mut rec = EventFrame::default();
     let h = parse_snapshot_with(r, seq, st, &mut rec)?;
-    if rec.entities.is_empty() {
+    let pm_changed = rec.pm_type.is_some() && rec.pm_type != rec.base_pm_type;
+    if rec.entities.is_empty() && !pm_changed {
         *head = Some(h.head(bit));
         return Ok(None);
+    }
+    // Of the playerstate, only what the game events read: `pm_type` and `clientNum`.
+    let mut ps = PlayerState::default();
+    let mut ps_known = PsKnown::NONE;
+    for (i, v) in [(PS_PM_TYPE, rec.pm_type), (PS_CLIENT_NUM, rec.client_num)] {
+        if let Some(v) = v {
+            ps.fields[i] = v;
+            ps_known.fields |= 1u64 << i;
+        }
     }
     let frame = SnapFrame {
         message_num: seq,
@@ -890,10 +900,10 @@ fn parse_snapshot_events(
         delta_num: h.delta_base,
         flags: h.flags,
         areamask: Vec::new(),
-        ps: PlayerState::default(),
+        ps,
         entities: rec.entities,
         parse_entities_num: rec.parse_entities_num,
-        ps_known: PsKnown::ALL,
+        ps_known,
         known: Vec::new(),
         ents_partial: rec.ents_partial,
     };
@@ -943,6 +953,12 @@ fn snapshot_op(
 struct EventFrame {
     base_events: bool,
     sent_events: bool,
+    /// The playerstate's `pm_type` in the base and in this frame, and its `clientNum`,
+    /// where known: a frame whose `pm_type` changed is handed out too (the game events
+    /// tell a connection's own player by his death, mid-session).
+    base_pm_type: Option<i32>,
+    pm_type: Option<i32>,
+    client_num: Option<i32>,
     entities: Vec<EntityState>,
     parse_entities_num: u64,
     ents_partial: bool,
@@ -952,6 +968,7 @@ impl Recorder for EventFrame {
     type Changes = ();
     fn base(&mut self, old: Option<&HistFrame>) {
         self.base_events = old.is_some_and(|o| o.maybe_obituaries);
+        self.base_pm_type = old.and_then(|o| ps_value(&o.ps, o.ps_known, PS_PM_TYPE));
     }
     fn entity(&mut self, _e: EntityWire<()>, state: Option<(&EntityState, u64)>) {
         self.sent_events |= state.is_some_and(|(s, _)| is_obituary(s));
@@ -965,7 +982,18 @@ impl Recorder for EventFrame {
         }
         self.parse_entities_num = f.parse_entities_num;
         self.ents_partial = f.ents_partial;
+        self.pm_type = ps_value(&f.ps, f.ps_known, PS_PM_TYPE);
+        self.client_num = ps_value(&f.ps, f.ps_known, PS_CLIENT_NUM);
     }
+}
+
+/// Playerstate field indices of `pm_type` and `clientNum` ([`super::fields::PLAYER_FIELDS`]).
+const PS_PM_TYPE: usize = 34;
+const PS_CLIENT_NUM: usize = 40;
+
+/// Playerstate field `i`'s value, where known.
+fn ps_value(ps: &PlayerState, known: PsKnown, i: usize) -> Option<i32> {
+    (known.fields & (1u64 << i) != 0).then(|| ps.fields[i])
 }
 
 /// `CL_ParsePacketEntities`: merge the old frame's sorted list with the transmitted deltas.

@@ -8,6 +8,7 @@ use std::io;
 
 use crate::error::Error;
 use crate::flow::FlowMap;
+use crate::gameevent::names::{Learned, LearnedName};
 use crate::gameevent::{merge, merge::merge, GameEvent, Warnings};
 use crate::pipeline::{Event, Report, Sink, MAX_WARNINGS};
 use crate::q3;
@@ -33,6 +34,12 @@ impl Extractor {
         match self {
             Extractor::Q3(x) => std::mem::take(&mut x.warnings),
             Extractor::Qw(x) => std::mem::take(&mut x.warnings),
+        }
+    }
+    fn take_learned_names(&mut self) -> Vec<LearnedName> {
+        match self {
+            Extractor::Q3(x) => x.take_learned_names(),
+            Extractor::Qw(_) => Vec::new(),
         }
     }
     fn demo(&self) -> bool {
@@ -62,6 +69,8 @@ pub struct EventSink {
     ended: Vec<(u32, bool, Warnings)>,
     /// Events of the current input, each with the flow that saw it.
     raw: Vec<(u32, GameEvent)>,
+    /// Names the current input's flows learned after the events that needed them.
+    learned: Vec<(u32, LearnedName)>,
     scratch: Vec<GameEvent>,
     /// Merged events of every finished input, in time order per input.
     pub events: Vec<GameEvent>,
@@ -203,6 +212,8 @@ impl EventSink {
     fn finish_extractor(&mut self, flow: u32, mut x: Extractor) -> (u32, bool, Warnings) {
         x.finish(&mut self.scratch);
         self.take(flow);
+        self.learned
+            .extend(x.take_learned_names().into_iter().map(|l| (flow, l)));
         (flow, x.demo(), x.take_warnings())
     }
 }
@@ -274,12 +285,19 @@ impl Sink for EventSink {
             .iter()
             .map(|(_, e)| e.time)
             .fold(f64::INFINITY, f64::min);
+        let mut learned = Learned::default();
+        for (flow, l) in self.learned.drain(..) {
+            learned.add(servers.get(&flow).copied(), l);
+        }
         let mut events = Vec::with_capacity(self.raw.len());
         for (flow, mut e) in self.raw.drain(..) {
             if !demo.get(&flow).copied().unwrap_or(false) {
                 e.flows.push(flow);
                 e.server = servers.get(&flow).map(|s| s.to_string());
                 e.session_time = Some(e.time - first);
+                if !learned.is_empty() {
+                    learned.fill(&mut e);
+                }
             }
             events.push(e);
         }
