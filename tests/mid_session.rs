@@ -1388,16 +1388,31 @@ fn quake3_proto68_cuts_give_full_usercmds() {
 }
 
 /// What [`quake3_proto68_cuts_give_full_usercmds`] holds the cuts to, all together (0 %
-/// before the search).
-const AGGREGATE_FLOOR: f64 = 50.0;
+/// before the search; 55.2 % before an unseen acknowledged command whose whole text the
+/// client-message search found keyed with its hash, and before the cheap tries between
+/// the counted ones: 55.8 % now).
+const AGGREGATE_FLOOR: f64 = 55.5;
 
 /// The goal: at least 95 % of the client messages with usercmds after the lock-on give every
-/// value, in every cut. Not met yet: in many cuts the server messages stay undecodable for
-/// long after the lock-on (they acknowledge a client command sent before the capture), so
-/// no snapshot echoes the commands; while the client acknowledges server commands the
-/// capture did not show, their hash is part of the unknown and the search starts again
-/// with each (a team game's `tinfo` every second); and a player who neither turns nor
-/// changes weapon nor fires sends no echo at all.
+/// value, in every cut. Met by the aimbot cuts and the 30 % cuts of q3-lagswitch and
+/// q3-aimbot-smooth; not by the others, and mostly out of reach of one connection's
+/// messages. Of the messages the search saw in the stored cuts (measured with the cuts of
+/// `capture.pcapng`), roughly:
+///
+/// * a third come while nothing echoes the commands: a player who neither turns nor changes
+///   weapon nor fires, while the playerstate fields stay unsent since the capture started
+///   (every snapshot deltas from one before it; a non-delta snapshot comes only after
+///   heavy loss or, after `disconnect`, at the end). Their keyed weapon (and any other
+///   keyed value) is the value XOR the unknown part, with nothing to tell the two apart
+///   (q3-events, q3-netquality, q3-impaired, q3-ctf 60 %, q3-download 60 %);
+/// * a tenth come while the server messages stay undecodable after the lock-on: they
+///   acknowledge a client command sent before the capture (` tell 0 private hello` in most
+///   cuts, which neither the guesses nor the message ends read) until the next one, often
+///   `disconnect`, and the client acknowledges server commands those messages carried
+///   (q3-basic, q3-mapchange and q3-impaired 60 %, q3-two-clients 60 %);
+/// * a few per cent come in a period whose key part the echoes give later: they were
+///   handed out before it was found (decoding streams in capture order) and keep their
+///   nulls; filling them in would mean holding back the whole capture-ordered output.
 #[test]
 #[ignore = "the 95 % goal is not met in every cut yet: see the comment"]
 fn quake3_proto68_cuts_give_full_usercmds_95_percent() {

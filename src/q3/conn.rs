@@ -808,12 +808,19 @@ impl Decoder {
         r.set_bit_pos(bit);
         let keep_usercmds = keeps_usercmds(&self.opts);
         let acked_known = st.state.server_command_known(hdr.2);
+        // The acknowledged server command unseen, but its whole text found by the
+        // client-message search (the key string): the usercmd key's hash of it is known.
+        let found_hash = match acked_known {
+            true => None,
+            false => st.client_relock.text_hash(hdr.2),
+        };
+        let hash_known = acked_known || found_hash.is_some();
         // Mid-session before a gamestate: the low 16 bits of the checksumFeed, all a
         // usercmd value depends on, once recovered from the snapshots (feedsearch.rs).
-        let key_hash = st.key_hash.get(acked, version);
-        // The acknowledged server command's text unknown, the search is for the key's part
+        let key_hash = found_hash.unwrap_or_else(|| st.key_hash.get(acked, version));
+        // The acknowledged server command's hash unknown, the search is for the key's part
         // while the client acknowledges it.
-        let epoch = (!acked_known).then_some((hdr.2, key_hash));
+        let epoch = (!hash_known).then_some((hdr.2, key_hash));
         let (feed_low, feed_byte) = match &st.feed {
             Some(f) if st.state.bases_unseen() => f.part(epoch),
             _ => (None, None),
@@ -840,7 +847,7 @@ impl Decoder {
             commands_only: self.opts.events_only && self.opts.emit && !self.opts.samples,
             // The key hashes the acknowledged server command: mid-session it may be one sent
             // before the capture, even after a gamestate gave the checksumFeed.
-            key_unknown: feed_low.is_none() && (st.state.bases_unseen() || !acked_known),
+            key_unknown: feed_low.is_none() && (st.state.bases_unseen() || !hash_known),
         };
         // The ops are only collected for the caller; the state needs the new commands.
         let mut ops = Vec::new();

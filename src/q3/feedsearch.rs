@@ -22,9 +22,25 @@
 //!
 //! Every candidate is scored against a bounded window of the latest echoes; a candidate is
 //! taken only when it alone explains nearly all of them, and then only once the echoes that
-//! came after it was found agree with it too. The search runs only while the key is unknown
-//! (mid-session, before a gamestate, with usercmds being decoded) and gives up after a
-//! bounded number of tries.
+//! came after it was found agree with it too. A candidate is verified, and a search that
+//! the weapon echoes narrow to 256 candidates is tried, at the first echo that brings enough
+//! evidence; a scan of all 65536 only every few echoes, a bounded number of times. The
+//! search runs only while the key is unknown (mid-session, before a gamestate, with
+//! usercmds being decoded) and gives up after a bounded number of tries.
+//!
+//! The acknowledged server command's hash is part of the key too. While the client
+//! acknowledges a command the capture did not show (its text unknown, hashed as some
+//! placeholder `hash`), the unknown is `(checksumFeed ^ HashKey(text) ^ hash) & 0xffff`,
+//! constant for as long as it acknowledges that command: one *period* ([`Epoch`]), searched
+//! for with the same echoes. A new period starts the search again (what was gathered for the
+//! last one is dropped; only a found checksumFeed part carries over, to every period whose
+//! command is known). A command whose text the client-message search found whole
+//! ([`super::relock::ClientRelock::text_hash`]) counts as known: its hash is exact (the key
+//! string reads `%` and bytes above 127 as `.`, as `MSG_HashKey` does), so its period needs
+//! no search of its own once the checksumFeed part is found, and feeds that search.
+//!
+//! Values are filled in from the message the part is found on: the messages before it are
+//! already handed out (decoding streams in capture order), so they keep their nulls.
 
 use std::collections::VecDeque;
 
@@ -44,8 +60,10 @@ const KEYED: u8 = (UNKNOWN_ANGLE * 3) | UNKNOWN_BUTTONS | UNKNOWN_WEAPON;
 /// Commands kept (those with keyed values), and snapshot echoes.
 const MAX_CMDS: usize = 256;
 const MAX_SNAPS: usize = 64;
-/// A try every this many new echoes; at most this many tries per connection, of which
-/// this many scan all 65536 candidates (the others, the 256 a weapon echo leaves).
+/// A counted try every this many new echoes (between them, uncounted ones that verify a
+/// candidate or scan only the 256 a weapon majority leaves, as soon as the evidence is
+/// enough); at most this many counted tries per connection, of which this many scan all
+/// 65536 candidates (the others, the 256 a weapon echo leaves).
 const TRY_EVERY: usize = 8;
 const MAX_TRIES: u32 = 2048;
 const MAX_FULL_SCANS: u32 = 32;
@@ -315,7 +333,7 @@ impl FeedSearch {
         }
     }
 
-    /// A valid snapshot's playerstate; tries the search every few echoes. True when the
+    /// A valid snapshot's playerstate; tries the search (see [`TRY_EVERY`]). True when the
     /// key part was found by this call.
     pub fn offer_snapshot(&mut self, ps: &PlayerState, known: &PsKnown) -> bool {
         if !self.active() || self.found.is_some() {
@@ -382,12 +400,14 @@ impl FeedSearch {
         self.echoes.push_back(e);
         self.new_echoes += 1;
         self.since_candidate += 1;
-        if self.new_echoes < TRY_EVERY {
-            return false;
+        // Every few echoes a try that may scan all the candidates (they count against the
+        // tries); between them a cheap one, as soon as the evidence is enough.
+        let due = self.new_echoes >= TRY_EVERY;
+        if due {
+            self.new_echoes = 0;
+            self.tries += 1;
         }
-        self.new_echoes = 0;
-        self.tries += 1;
-        self.try_now()
+        self.try_now(due)
     }
 
     /// The evidence of the last `n` echoes.
@@ -433,7 +453,9 @@ impl FeedSearch {
         ev
     }
 
-    fn try_now(&mut self) -> bool {
+    /// Verify the candidate, or look for one; `due`: a counted try, which may scan all the
+    /// candidates (otherwise only the 256 a weapon majority leaves).
+    fn try_now(&mut self, due: bool) -> bool {
         if let Some((f, _)) = self.candidate {
             // Verify on the echoes that came after the candidate was found.
             let ev = self.evidence(self.since_candidate);
@@ -453,6 +475,9 @@ impl FeedSearch {
             let ev = self.evidence(MAX_SNAPS);
             if self.low.is_none() {
                 self.low = ev.weapon_consensus();
+            }
+            if !due && (ev.max_echoes() < MIN_SCORE || ev.low_bytes().len() > 1) {
+                return false;
             }
             if let Some(f) = ev.best(&mut self.full_scans) {
                 self.candidate = Some((f, self.echoes.len()));

@@ -17,6 +17,7 @@ use super::c2ssearch;
 use super::keysearch::{self, AckGroup, Held};
 use super::scramble::{self, C2S_START};
 use super::tailsearch::Tails;
+use super::usercmd::hash_key;
 
 /// Searches per connection: each costs at most a few hundred body decodes (one key per
 /// candidate, nearly all ruled out by the first bytes of the first message).
@@ -289,6 +290,14 @@ impl ClientRelock {
     /// The key known for client messages acknowledging server command `ack`.
     pub fn key_for(&self, ack: i32) -> Option<ClientKey> {
         self.key.clone().filter(|_| self.group.ack() == Some(ack))
+    }
+
+    /// `MSG_HashKey(text, 32)` of server command `ack` when the search found its whole text
+    /// (`%` and bytes above 127 read as `.`, as the hash takes them): the usercmd key's
+    /// part from the acknowledged command, though the capture never showed the command.
+    pub fn text_hash(&self, ack: i32) -> Option<i32> {
+        let text = self.key.as_ref()?.text.as_deref()?;
+        (self.group.ack() == Some(ack)).then(|| hash_key(text, 32))
     }
 
     /// Search the group; a key that covers more than the one known.
