@@ -28,12 +28,12 @@ for tool in tshark valgrind /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
 done
 
-cargo build --release --quiet --bin quakecap --example mkbench
-Q=target/release/quakecap
+cargo build --profile dist --quiet --bin quakecap --example mkbench
+Q=target/dist/quakecap
 BIG=$OUT/bench.pcapng
 SMALL=$OUT/bench-cg.pcapng
-target/release/examples/mkbench "$BIG" "$MB" "$LANES"
-target/release/examples/mkbench "$SMALL" "$CG_MB" "$LANES"
+target/dist/examples/mkbench "$BIG" "$MB" "$LANES"
+target/dist/examples/mkbench "$SMALL" "$CG_MB" "$LANES"
 
 # best_of CMD...: "wall_s cpu_s max_rss_kb" of the fastest of $RUNS runs, by CPU time (on a
 # loaded shared machine wall time mostly measures the other tenants), or by wall time with
@@ -74,7 +74,7 @@ uptime
 # Per packet = (instructions on the sample - instructions on an empty capture) / frames:
 # tshark alone spends ~10^8 instructions starting up.
 EMPTY=$OUT/empty.pcapng
-target/release/examples/mkbench "$EMPTY" 0 "$LANES"
+target/dist/examples/mkbench "$EMPTY" 0 "$LANES"
 i_q=$(($(instructions "$Q" flows "$SMALL") - $(instructions "$Q" flows "$EMPTY")))
 i_q1=$(($(QUAKECAP_THREADS=1 instructions "$Q" flows "$SMALL") - $(instructions "$Q" flows "$EMPTY")))
 i_ts=$(($(instructions tshark -r "$SMALL" -q -z conv,udp) - $(instructions tshark -r "$EMPTY" -q -z conv,udp)))
@@ -93,7 +93,7 @@ MEM_MB=${BENCH_MEM_MB:-1024}
 mem_rows=""
 for mb in $((MEM_MB / 8)) "$MEM_MB"; do
     f=$OUT/mem-$mb.pcapng
-    target/release/examples/mkbench "$f" "$mb" "$LANES"
+    target/dist/examples/mkbench "$f" "$mb" "$LANES"
     read -r t c m < <(RUNS=1 best_of "$Q" flows "$f")
     mem_rows+="| $(($(stat -c %s "$f") / 1048576)) MB | $t | $c | $((m / 1024)) |"$'\n'
     mem_big_mb=$(($(stat -c %s "$f") / 1048576)) mem_big_rss=$((m / 1024))

@@ -21,8 +21,8 @@ mkdir -p "$OUT"
 for tool in tshark /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench_scale: $tool is required" >&2; exit 1; }
 done
-cargo build --release --quiet --bin quakecap --example mkbench
-Q=target/release/quakecap
+cargo build --profile dist --quiet --bin quakecap --example mkbench
+Q=target/dist/quakecap
 
 # best_of CMD...: "wall_s cpu_s max_rss_kb" of the run with the least CPU time.
 best_of() {
@@ -41,7 +41,7 @@ rows=""
 goal_rss=0
 for lanes in 16 "$LANES"; do
     f=$OUT/scale-$lanes.pcapng
-    made=$(target/release/examples/mkbench "$f" "$MB" "$lanes" 2>&1)
+    made=$(target/dist/examples/mkbench "$f" "$MB" "$lanes" 2>&1)
     live=$(sed -n 's/.*at most \([0-9]*\) connections.*/\1/p' <<<"$made")
     frames=$(sed -n 's/.* \([0-9]*\) frames.*/\1/p' <<<"$made")
     cat "$f" >/dev/null # page cache

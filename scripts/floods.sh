@@ -15,8 +15,8 @@ RUNS=${FLOOD_RUNS:-3}
 OUT=bench-out/floods
 mkdir -p "$OUT"
 [ -x /usr/bin/time ] || { echo "floods: GNU time (/usr/bin/time) is required" >&2; exit 1; }
-cargo build --release --quiet --bin quakecap --example mkflood
-Q=target/release/quakecap
+cargo build --profile dist --quiet --bin quakecap --example mkflood
+Q=target/dist/quakecap
 
 # best CAPTURE: "cpu_s rss_kb" of the run with the least CPU.
 best() {
@@ -37,7 +37,7 @@ for spec in q3-basic:random-udp q3-basic:q3-getinfo q3-basic:q3-connect \
             qw-basic:qw-status qw-basic:qw-connect qw-basic:client-netchan; do
     base=${spec%%:*}; kind=${spec#*:}
     f="$OUT/$base-$kind.pcapng"
-    [ -f "$f" ] || target/release/examples/mkflood "captures/$base/capture.pcapng" "$kind" "$COUNT" "$f"
+    [ -f "$f" ] || target/dist/examples/mkflood "captures/$base/capture.pcapng" "$kind" "$COUNT" "$f"
     read -r c r < <(best "$f")
     CPU[$spec]=$c; RSS[$spec]=$r
 done

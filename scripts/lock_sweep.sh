@@ -40,8 +40,8 @@ for f in json.load(sys.stdin):
         else:
             print(f"{name} {pct}% flow {fid}: NO lock-on")
 '
-cargo build --release --quiet --bin quakecap
-Q=target/release/quakecap
+cargo build --profile dist --quiet --bin quakecap
+Q=target/dist/quakecap
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 for cap in "$@"; do

@@ -79,7 +79,8 @@ pub struct ClientMessage {
     #[serde(rename = "reliableAcknowledge")]
     pub reliable_ack: i32,
     pub ops: Vec<ClientOp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Not in JSON: the message's own `error` (with its position) says it.
+    #[serde(skip)]
     pub error: Option<ClcError>,
 }
 

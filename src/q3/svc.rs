@@ -229,7 +229,8 @@ impl ServerOp {
 pub struct ServerMessage {
     pub ack: i32,
     pub ops: Vec<ServerOp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Not in JSON: the message's own `error` (with its position) says it.
+    #[serde(skip)]
     pub error: Option<SvcError>,
     /// With [`Detail::Headers`]: the message's snapshot as its head (`ops` then holds no
     /// snapshot and no EOF). With [`Detail::Events`]: a snapshot whose frame holds no event
