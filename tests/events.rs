@@ -1427,6 +1427,27 @@ fn a_folder_of_one_session_gives_each_event_once() {
 /// Two sessions' captures are two timelines, each with its own summary.
 #[test]
 fn two_sessions_are_two_timelines() {
+    // Two recordings of the same scripted play (the same chat at nearly the same game
+    // times) are two sessions too: two captures' wall clocks tell them apart.
+    let twins = [
+        Path::new(SHARED).join("q3-basic/capture.pcapng"),
+        Path::new(SHARED).join("q3-two-clients/capture.pcapng"),
+    ];
+    let out = quakecap_out(&[
+        "events",
+        twins[0].to_str().unwrap(),
+        twins[1].to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("== ")).count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("player ")).count(),
+        2,
+        "{out}"
+    );
     let a = Path::new(SHARED).join("q3-events/capture.pcapng");
     let b = Path::new(SHARED).join("q3-aimbot/capture.pcapng");
     let out = quakecap_out(&["events", a.to_str().unwrap(), b.to_str().unwrap()]);

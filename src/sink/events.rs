@@ -50,6 +50,16 @@ impl Extractor {
     }
 }
 
+/// How far two captures' clocks may disagree and still record one session (seconds): the
+/// same machine, or hosts kept in time by NTP (two lab recordings a minute apart of one
+/// scripted play lined up 58 s apart).
+const MAX_CLOCK_SKEW_S: f64 = 5.0;
+
+/// The events are a capture's (they name flows; a demo's run on the server's clock).
+fn is_capture(events: &[GameEvent]) -> bool {
+    events.iter().any(|e| !e.flows.is_empty())
+}
+
 /// Collects game events over one or more inputs.
 #[derive(Default)]
 pub struct EventSink {
@@ -159,12 +169,16 @@ impl EventSink {
             start = *end;
         }
         // A capture (its events name flows) gives the clock before a demo.
-        inputs.sort_by_key(|(_, ev)| !ev.iter().any(|e| !e.flows.is_empty()));
+        inputs.sort_by_key(|(_, ev)| !is_capture(ev));
         let mut groups: Vec<(Vec<String>, Vec<Vec<GameEvent>>)> = Vec::new();
         for (file, ev) in inputs {
-            let g = groups
-                .iter()
-                .position(|g| merge::session_offset(&g.1[0], &ev).is_some());
+            let g = groups.iter().position(|g| {
+                merge::session_offset(&g.1[0], &ev).is_some_and(|off| {
+                    // Two captures run on the wall clock: of one session only when their
+                    // clocks agree (two recordings of one scripted play line up otherwise).
+                    !(is_capture(&g.1[0]) && is_capture(&ev)) || off.abs() <= MAX_CLOCK_SKEW_S
+                })
+            });
             match g {
                 Some(g) => {
                     groups[g].0.push(file);
