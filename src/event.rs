@@ -10,10 +10,10 @@
 //! players joining and leaving, network-quality samples) become new variants without any
 //! change to the sink API, and sinks that do not know a variant ignore it with their `_`
 //! arm.
-use crate::analysis::net::Sample;
 use crate::flow::FlowSummary;
 use crate::q3;
 use crate::qw;
+use crate::vocab::sample::Sample;
 
 /// One thing that happened in a capture or demo file, as the decoders saw it.
 #[derive(Debug, Clone, Copy)]

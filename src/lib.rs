@@ -37,3 +37,4 @@ pub mod prefetch;
 pub mod q3;
 pub mod qw;
 pub mod sink;
+pub mod vocab;

@@ -628,9 +628,7 @@ impl Lookahead {
     }
 }
 
-/// At most this many warnings are kept per input (all are counted in `warnings_total`): a
-/// damaged file can hold millions of bad records and memory must stay bounded.
-pub const MAX_WARNINGS: usize = 100;
+pub use crate::error::MAX_WARNINGS;
 
 /// IP datagrams whose fragments never all came, said once per input: otherwise a flood of
 /// lone first fragments would vanish without a word.

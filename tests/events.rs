@@ -1178,7 +1178,7 @@ fn ktx_stats(data: &[u8]) -> Option<Vec<KtxPlayer>> {
         let s = &p["stats"];
         let n = |k: &str| s[k].as_i64().unwrap_or(0);
         out.push((
-            quakecap::qw::events::clean(p["name"].as_str()?),
+            quakecap::gameevent::qw::clean(p["name"].as_str()?),
             n("frags"),
             n("kills"),
             n("deaths"),
@@ -1318,7 +1318,7 @@ fn qw_mvd_chat_text_has_no_ezquake_markup() {
                 .iter()
                 .position(|&x| x == '{')
                 .is_some_and(|o| t[o..].contains(&'}'));
-            let clean_raw = quakecap::qw::events::clean(&c.text_raw);
+            let clean_raw = quakecap::gameevent::qw::clean(&c.text_raw);
             let mut rest = clean_raw.chars();
             let in_order = c.text.chars().all(|x| rest.any(|y| y == x));
             if code || braces || !in_order {

@@ -168,3 +168,41 @@ impl CaptureError {
         }
     }
 }
+
+// As the crate's counted [`Error`](crate::error::Error): a kind and the position this layer knows.
+impl From<&crate::capture::CaptureError> for crate::error::Error {
+    fn from(e: &crate::capture::CaptureError) -> Self {
+        use crate::capture::CaptureError as C;
+        use crate::error::{Error, ErrorKind};
+        // The offset goes into the position; the text says the rest once.
+        let (kind, offset, message) = match e {
+            C::NotACapture { offset, message } => (
+                ErrorKind::CaptureFormat,
+                offset,
+                format!("not a capture file: {message}"),
+            ),
+            C::Truncated { offset } => (
+                ErrorKind::Truncated,
+                offset,
+                "truncated capture: the record is cut short by the end of the file".into(),
+            ),
+            C::Io { offset, source } => (ErrorKind::Io, offset, format!("I/O error: {source}")),
+            C::BadFraming { offset, message } => (
+                ErrorKind::CaptureFormat,
+                offset,
+                format!("corrupt capture framing: {message}"),
+            ),
+            C::TooLarge { offset, len, limit } => (
+                ErrorKind::BadRecord,
+                offset,
+                format!("record too large ({len} bytes, limit {limit}); skipped"),
+            ),
+            C::BadRecord { offset, message } => (
+                ErrorKind::BadRecord,
+                offset,
+                format!("bad record: {message}; skipped"),
+            ),
+        };
+        Error::new(kind, message).byte(*offset)
+    }
+}

@@ -9,23 +9,7 @@ pub mod index;
 pub mod table;
 pub use table::FlowTable;
 
-/// Direction of a packet inside a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Dir {
-    #[serde(rename = "c2s")]
-    C2s,
-    #[serde(rename = "s2c")]
-    S2c,
-}
-
-impl Dir {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dir::C2s => "c2s",
-            Dir::S2c => "s2c",
-        }
-    }
-}
+pub use crate::vocab::Dir;
 
 /// A pair of counters, one per direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

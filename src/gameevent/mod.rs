@@ -1,49 +1,15 @@
 //! Game-neutral game events (kills, chat, players, match flow, scores), produced by each
-//! game's extractor (`q3::events`, later `qw::events`) and consumed by game-blind sinks. The
+//! game's extractor ([`q3`], [`qw`]) and consumed by game-blind sinks. The
 //! JSON keys are part of the user-facing contract (README, "quakecap events").
 use serde::Serialize;
 
-use crate::error::Error;
-
 pub mod merge;
 pub mod names;
+pub mod q3;
+pub mod qw;
 pub mod summary;
 
-/// An extractor's warnings (malformed events, configstrings, unknown mods): the first
-/// [`crate::pipeline::MAX_WARNINGS`] kept, all counted. A damaged or hostile input can hold a
-/// bad event in every message (2 MB of QuakeWorld `setinfo`s for slot 200 gave 180,000
-/// warnings, 110 MB and as many lines on stderr), and memory must follow what is kept.
-#[derive(Debug, Clone, Default)]
-pub struct Warnings {
-    kept: Vec<Error>,
-    total: u64,
-}
-
-impl Warnings {
-    pub fn push(&mut self, e: Error) {
-        self.total += 1;
-        if self.kept.len() < crate::pipeline::MAX_WARNINGS {
-            self.kept.push(e);
-        }
-    }
-
-    /// Every warning, kept or not.
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
-    /// The kept warnings, for another list.
-    pub fn into_kept(self) -> Vec<Error> {
-        self.kept
-    }
-}
-
-impl std::ops::Deref for Warnings {
-    type Target = [Error];
-    fn deref(&self) -> &[Error] {
-        &self.kept
-    }
-}
+pub use crate::error::Warnings;
 
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

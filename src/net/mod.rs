@@ -251,6 +251,33 @@ fn udp<'a>(
     })
 }
 
+// As the crate's counted [`Error`](crate::error::Error): a kind and the position this layer knows.
+impl From<&crate::net::NetError> for crate::error::Error {
+    fn from(e: &crate::net::NetError) -> Self {
+        use crate::error::{Error, ErrorKind};
+        use crate::net::NetError as N;
+        let kind = match e {
+            N::UnsupportedLink(_) => ErrorKind::UnsupportedLink,
+            N::Truncated { .. } => ErrorKind::Truncated,
+            N::Malformed { message, .. } if is_ip_layer(message) => ErrorKind::Ip,
+            N::Malformed { .. } => ErrorKind::MalformedLink,
+            N::Fragment { .. } => ErrorKind::Fragment,
+        };
+        let err = Error::new(kind, e.to_string());
+        match e.frame() {
+            Some(f) => err.frame(f),
+            None => err,
+        }
+    }
+}
+
+/// The IP layer's messages name their header first (see `net/ip.rs`).
+fn is_ip_layer(message: &str) -> bool {
+    ["IPv4", "IPv6", "UDP", "IP "]
+        .iter()
+        .any(|p| message.starts_with(p))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

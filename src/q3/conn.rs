@@ -19,10 +19,10 @@ use super::relock::{ClientKey, ClientRelock, Relock};
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
-use crate::analysis::net::sample::{Arrival, CmdStamp, Sample, SnapStamp};
 use crate::error::{Error, ErrorKind};
 use crate::flow::{Dir, FlowSummary, MAX_KEPT_ERRORS};
 use crate::net::Datagram;
+use crate::vocab::sample::{Arrival, CmdStamp, Sample, SnapStamp};
 
 /// What the connection should produce.
 #[derive(Debug, Clone, Copy, Default)]
@@ -682,7 +682,7 @@ impl Decoder {
     /// A message the game events read nothing from but a snapshot's time, once they know
     /// the game time: not built. Such a message (most client messages, a snapshot without
     /// obituary entities, an undecoded message) only times the events of earlier messages that
-    /// waited for the first snapshot after a gamestate ([`super::events::Extractor`]), and
+    /// waited for the first snapshot after a gamestate ([`crate::gameevent::q3::Extractor`]), and
     /// none wait once a snapshot has come; the next message handed out carries its
     /// snapshot's time. Building, queueing and handing out such messages was most of what
     /// the game events added to `events`' and `report`'s pass.
@@ -1001,7 +1001,7 @@ fn last_client_cmd_slot(st: &DecodeState) -> Option<*const u8> {
 }
 
 /// Whether the game events know the game time after server message `m`
-/// ([`super::events::Extractor::message`]): a gamestate clears it, a valid snapshot sets it.
+/// ([`crate::gameevent::q3::Extractor::message`]): a gamestate clears it, a valid snapshot sets it.
 fn events_timed_after(m: &Message, before: bool) -> bool {
     let Some(s) = m.server() else {
         return before;

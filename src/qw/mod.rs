@@ -45,7 +45,7 @@ pub mod cut;
 pub mod cut_mvd;
 pub mod demo;
 pub mod entity;
-pub mod events;
+pub mod error;
 pub mod ext;
 pub mod message;
 pub mod netchan;

@@ -2,8 +2,8 @@
 //! its usercmds as a game-neutral [`Sample`].
 use super::clc::ClientOp;
 use super::message::{Message, NetchanStatus, OpKind};
-use crate::analysis::net::sample::{Arrival, CmdStamp, Sample};
 use crate::flow::Dir;
+use crate::vocab::sample::{Arrival, CmdStamp, Sample};
 
 /// The sample of one netchan datagram (None for connectionless packets and demo blocks).
 pub fn sample(m: &Message) -> Option<Sample> {

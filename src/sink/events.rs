@@ -1,6 +1,6 @@
 //! The game-events analyzer: a [`Sink`] that feeds each flow's decoded messages
-//! ([`Event::Q3`], [`Event::Qw`]) to its game's extractor ([`crate::q3::events`],
-//! [`crate::qw::events`]), which turn them into game-neutral [`GameEvent`]s; at the end of
+//! ([`Event::Q3`], [`Event::Qw`]) to its game's extractor ([`crate::gameevent::q3`],
+//! [`crate::gameevent::qw`]), which turn them into game-neutral [`GameEvent`]s; at the end of
 //! each input the flows' events are merged into one timeline ([`crate::gameevent::merge`]).
 //! The flow is one way: decoders → events → this sink; merging and summaries are game-blind.
 use std::collections::HashMap;
@@ -9,18 +9,18 @@ use std::io;
 use crate::error::Error;
 use crate::flow::FlowMap;
 use crate::gameevent::names::{Learned, LearnedName};
+use crate::gameevent::q3 as q3x;
+use crate::gameevent::qw as qwx;
 use crate::gameevent::{merge, merge::merge, GameEvent, Warnings};
 use crate::pipeline::{Event, Report, Sink, MAX_WARNINGS};
-use crate::q3;
-use crate::qw;
 
 /// Flow ids below this have a slot in [`EventSink`]'s dense index (256 KB at most).
 const DENSE_IDS: u32 = 1 << 16;
 
 /// One flow's extractor, whichever game it is.
 enum Extractor {
-    Q3(q3::events::Extractor),
-    Qw(qw::events::Extractor),
+    Q3(q3x::Extractor),
+    Qw(qwx::Extractor),
 }
 
 impl Extractor {
@@ -244,7 +244,7 @@ impl Sink for EventSink {
                     return Ok(());
                 }
                 let demo = m.file_offset.is_some();
-                let i = self.extractor(m.flow, || Extractor::Q3(q3::events::Extractor::new(demo)));
+                let i = self.extractor(m.flow, || Extractor::Q3(q3x::Extractor::new(demo)));
                 if let Some(Extractor::Q3(x)) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
@@ -252,7 +252,7 @@ impl Sink for EventSink {
             }
             Event::Qw(m) => {
                 let demo = m.block.is_some();
-                let i = self.extractor(m.flow, || Extractor::Qw(qw::events::Extractor::new(demo)));
+                let i = self.extractor(m.flow, || Extractor::Qw(qwx::Extractor::new(demo)));
                 if let Some(Extractor::Qw(x)) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }

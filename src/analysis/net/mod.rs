@@ -13,7 +13,8 @@
 pub mod acc;
 pub mod events;
 pub mod report;
-pub mod sample;
+/// The sample lives in the crate's vocabulary ([`crate::vocab::sample`]): the decoders fill it.
+pub use crate::vocab::sample;
 pub mod sink;
 pub mod stats;
 pub mod strip;

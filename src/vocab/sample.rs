@@ -1,6 +1,6 @@
 //! The game-neutral observation the network analysis reads: one per netchan datagram of a
 //! connection, filled by a thin per-game extractor (`q3::conn`, `qw::netsample`).
-use crate::flow::Dir;
+use super::Dir;
 
 /// What the receiving engine's netchan did with the datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

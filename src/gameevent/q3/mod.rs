@@ -3,20 +3,22 @@
 //! chat commands, obituary event entities in snapshots (kills), `scores` during the
 //! intermission, and the level/warmup/intermission configstrings (match flow). The extractor
 //! only reads decoded state; it never decodes bytes itself.
-use super::color::plain;
-use crate::error::{Error, ErrorKind};
 use std::collections::VecDeque;
 
+use crate::error::{Error, ErrorKind};
 use crate::gameevent::names::LearnedName;
 use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score};
 use crate::q3::clc::ClientOp;
+use crate::q3::color::plain;
 use crate::q3::delta::EntityState;
 use crate::q3::fields::ENTITYNUM_WORLD;
-use crate::q3::flags::Flags;
 use crate::q3::gamemod::{info_value, GameMod, ET_EVENTS, EV_EVENT_BITS};
 use crate::q3::message::Message;
 use crate::q3::state::SnapFrame;
 use crate::q3::svc::{Gamestate, ServerOp};
+use flags::Flags;
+
+pub mod flags;
 
 const CS_SERVERINFO: usize = 0;
 const CS_SYSTEMINFO: usize = 1;

@@ -736,11 +736,11 @@ pub fn chat_text(s: &str) -> String {
     clean(&out)
 }
 
-/// QuakeWorld text as one line of plain characters ([`super::charset`], newlines dropped):
+/// QuakeWorld text as one line of plain characters ([`crate::qw::charset`], newlines dropped):
 /// names and text of the game events.
 pub fn clean(s: &str) -> String {
     s.chars()
-        .filter_map(super::charset::plain_char)
+        .filter_map(crate::qw::charset::plain_char)
         .filter(|&c| c != '\n')
         .collect()
 }
