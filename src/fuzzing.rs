@@ -326,7 +326,7 @@ fn run_capture_bytes(
 }
 
 /// Bytes as `quakecap export` reads its inputs: a capture, else a Quake 3 demo, then a
-/// QuakeWorld .qwd and .mvd. See [`export_outputs`].
+/// QuakeWorld .qwd and .mvd. See `export_outputs`.
 pub fn export(data: &[u8]) {
     if CaptureReader::new(Cursor::new(data)).is_ok() {
         export_outputs(|opts: &Options, sink: &mut dyn Sink| run_capture_bytes(data, opts, sink));

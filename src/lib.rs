@@ -26,8 +26,10 @@ pub mod check;
 pub mod diff;
 pub mod error;
 pub mod event;
+#[cfg(feature = "testkit")]
 pub mod flood;
 pub mod flow;
+#[cfg(feature = "testkit")]
 pub mod fuzzing;
 pub mod gameevent;
 pub mod net;
@@ -36,5 +38,6 @@ pub mod pipeline;
 pub mod prefetch;
 pub mod q3;
 pub mod qw;
+pub mod read;
 pub mod sink;
 pub mod vocab;

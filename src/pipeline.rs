@@ -579,7 +579,7 @@ struct Lookahead {
 const LOOKAHEAD_LEVELS: usize = 5;
 const LOOKAHEAD_RING: usize = 8;
 
-/// Active Quake 3 connections from which the pipeline prefetches (see [`Lookahead`]):
+/// Active Quake 3 connections from which the pipeline prefetches (see `Lookahead`):
 /// at 19 live connections (the 16-lane benchmark) it cost about a fifth more CPU time
 /// (17 % more instructions) and hid nothing; at 980 it saves about a tenth. In between
 /// (one thread, prefetching always on against never, median CPU time of 8 paired runs on

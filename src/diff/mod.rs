@@ -101,7 +101,7 @@ pub struct Difference {
     pub seq: i64,
     /// Quake 3: snapshot serverTime (ms) at that message; QuakeWorld: none.
     pub game_time: Option<i64>,
-    /// What differs: "message", "snapshot", "configstring 5", "entity 12 pos.trBase[0]", ...
+    /// What differs: "message", "snapshot", "configstring 5", "entity 12 pos.trBase\[0\]", ...
     pub what: String,
     pub a: Option<serde_json::Value>,
     pub b: Option<serde_json::Value>,

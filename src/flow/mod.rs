@@ -49,7 +49,7 @@ pub struct FlowSummary {
     /// "connection", "query" or "other".
     pub kind: &'static str,
     pub protocol: Option<u32>,
-    /// "ip:port" (IPv6 as "[ip]:port").
+    /// "ip:port" (IPv6 as "\[ip\]:port").
     pub server: String,
     pub client_ip: String,
     /// Every client UDP port seen, in order of first use (NAT rebinding adds ports).

@@ -129,7 +129,7 @@ fn shared_kind(e: &GameEvent) -> bool {
 /// When `b` is a report of the session `a` reports (a capture and a client's demo of it, two
 /// clients' demos, the two sides of a relay), the offset from `b`'s clock to `a`'s: at least
 /// 3 of their kills and chat lines, and half of the fewer's, pair up one to one by content
-/// within [`WINDOW_MS`] of game time. Two sessions share no such run of frags at the same
+/// within `WINDOW_MS` of game time. Two sessions share no such run of frags at the same
 /// game times.
 pub fn session_offset(a: &[GameEvent], b: &[GameEvent]) -> Option<f64> {
     let xs: Vec<&GameEvent> = a.iter().filter(|e| shared_kind(e)).collect();

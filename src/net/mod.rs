@@ -171,7 +171,7 @@ fn ethernet_udp4<'a>(frame: &Frame<'a>) -> Option<Datagram<'a>> {
 }
 
 /// The datagram of a frame's bytes when they are a whole Ethernet/IPv4/UDP packet (the
-/// common case [`ethernet_udp4`] takes), else None; without a decoder, so nothing is
+/// common case `ethernet_udp4` takes), else None; without a decoder, so nothing is
 /// counted or held: for hints about frames not read yet (the pipeline's prefetch).
 pub fn peek_udp4(link: LinkType, data: &[u8]) -> Option<Datagram<'_>> {
     ethernet_udp4(&Frame {

@@ -489,7 +489,7 @@ pub struct Found {
 
 /// The stream `u` of `group` (client messages acknowledging one server command) with the
 /// challenge byte `ch` known: every command beginning ([`COMMAND_STARTS`], and `known`,
-/// text of this command found earlier) is extended by [`extend`]. The answer is the one
+/// text of this command found earlier) is extended by `extend`. The answer is the one
 /// whole text every message decodes with, if exactly one was found; else the prefix all
 /// candidates of all beginnings share, when at least [`MIN_WHOLE`] messages of the group
 /// end within it (they decode whole with it, and with no other candidate).

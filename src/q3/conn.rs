@@ -1046,7 +1046,7 @@ impl crate::parallel::Detached for Decoder {
             _ => {}
         }
     }
-    /// [`Decoder::prefetch`]'s levels (the decoder itself is the worker's, in cache).
+    /// `Decoder::prefetch`'s levels (the decoder itself is the worker's, in cache).
     const PREFETCH_LEVELS: usize = 4;
 }
 

@@ -235,7 +235,7 @@ pub struct FeedSearch {
     ammo: Option<([i32; 16], u16)>,
 }
 
-/// See [`FeedSearch::epoch`].
+/// See `FeedSearch::epoch`.
 pub type Epoch = Option<(i32, i32)>;
 
 impl std::fmt::Debug for FeedSearch {
@@ -333,7 +333,7 @@ impl FeedSearch {
         }
     }
 
-    /// A valid snapshot's playerstate; tries the search (see [`TRY_EVERY`]). True when the
+    /// A valid snapshot's playerstate; tries the search (see `TRY_EVERY`). True when the
     /// key part was found by this call.
     pub fn offer_snapshot(&mut self, ps: &PlayerState, known: &PsKnown) -> bool {
         if !self.active() || self.found.is_some() {

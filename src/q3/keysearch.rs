@@ -678,7 +678,7 @@ const DOWNLOAD_WINDOW: i32 = 48;
 /// numbers the messages show: a server message acknowledging `nextdl N` that carries a
 /// download block (ioquake3 sends them in messages of their own, the block number in the
 /// first key bytes, which the word alone fixes) carries one of the next
-/// [`DOWNLOAD_WINDOW`] blocks, and the blocks rise with the message sequence. So each
+/// `DOWNLOAD_WINDOW` blocks, and the blocks rise with the message sequence. So each
 /// challenge byte under which the messages read as download messages of rising blocks
 /// gives a few numbers, each then checked by decoding every message to its end.
 pub fn numbered_with(

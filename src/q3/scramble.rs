@@ -102,7 +102,7 @@ pub fn c2s(
 /// string length and parity), so `x[k + m] = x[k] ^ x[m - 1]` for any whole number `m` of
 /// string periods, and a body longer than the cycle takes one pass per cycle. The stream was
 /// as long as the longest message (a gamestate's 16 KB, per direction and connection, and
-/// cold memory with a thousand connections live); now it is at most about [`MIN_CYCLE`].
+/// cold memory with a thousand connections live); now it is at most about `MIN_CYCLE`.
 #[derive(Debug, Default, Clone)]
 pub struct KeyCache {
     /// The command string `x` was computed for, exactly as given.

@@ -51,7 +51,7 @@ struct Tail {
 }
 
 /// The ends of the messages acknowledging one unknown client command (bounded:
-/// [`MAX_TAILS`], [`PER_LENGTH`] per body length).
+/// `MAX_TAILS`, `PER_LENGTH` per body length).
 #[derive(Debug, Default)]
 pub struct Tails {
     tails: Vec<Tail>,
@@ -71,7 +71,7 @@ impl Tails {
         self.tails.is_empty()
     }
 
-    /// Keep server message `seq`'s end; true when a solve is due ([`SOLVE_AT`]).
+    /// Keep server message `seq`'s end; true when a solve is due (`SOLVE_AT`).
     pub fn push(&mut self, seq: i32, body: &[u8]) -> bool {
         let len = body.len();
         if len < S2C_START + 4 || self.tails.len() >= MAX_TAILS {
@@ -90,7 +90,7 @@ impl Tails {
         SOLVE_AT.contains(&self.tails.len())
     }
 
-    /// The command texts (at most [`MAX_TEXTS`], shortest period first) that agree with
+    /// The command texts (at most `MAX_TEXTS`, shortest period first) that agree with
     /// every kept message end under challenge byte `ch`.
     pub fn texts(&self, ch: u8) -> Vec<String> {
         self.texts_with(Some(ch))

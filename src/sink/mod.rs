@@ -5,15 +5,20 @@
 //! decoded events only.
 pub mod demo;
 pub mod events;
+#[cfg(feature = "export")]
 pub mod export;
 pub mod json;
 pub mod markup;
+#[cfg(feature = "report")]
 pub mod nethtml;
+#[cfg(feature = "tables")]
 pub mod nettable;
 pub mod shownet;
 pub mod shownet_qw;
 pub mod spool;
+#[cfg(feature = "report")]
 pub mod svg;
+#[cfg(feature = "tables")]
 pub mod table;
 pub mod text;
 

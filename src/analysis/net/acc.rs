@@ -134,7 +134,7 @@ pub struct FlowAcc {
     awaiting: [Vec<(RttMethod, f64, Option<i64>)>; 2],
     /// The lagometer strip (only when asked: [`FlowAcc::with_strip`]).
     pub strip: Option<Box<Strip>>,
-    /// Capture time of the first sample past the bins' budget ([`FREE_BINS`]): counted in
+    /// Capture time of the first sample past the bins' budget (`FREE_BINS`): counted in
     /// the totals, in no bin (none for a real connection).
     pub binned_until: Option<f64>,
     /// Quake 3 server packets with a snapshot: (sequence, snapshot serverTime, capture time).

@@ -16,7 +16,7 @@ use super::schema::{ColType, Column, Table};
 /// Rows per row group at most.
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
 /// Buffered bytes that close a row group early (8 per value, strings by length plus
-/// [`STRING_OVERHEAD`]).
+/// `STRING_OVERHEAD`).
 pub const ROW_GROUP_BYTES: usize = 8 << 20;
 /// What a buffered string costs beside its bytes (its `ByteArray` handle and allocation).
 const STRING_OVERHEAD: usize = 48;
