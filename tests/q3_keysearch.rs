@@ -14,11 +14,11 @@ use q3common::{stored_capture, PROTO68_CAPTURES};
 use quakecap::capture::CaptureReader;
 use quakecap::flow::Dir;
 use quakecap::net::NetDecoder;
-use quakecap::q3::c2ssearch::{self, ClientScrambled, First};
-use quakecap::q3::keysearch::{self, Outcome, Scrambled};
+use quakecap::q3::midsession::c2ssearch::{self, ClientScrambled, First};
+use quakecap::q3::midsession::keysearch::{self, Outcome, Scrambled};
+use quakecap::q3::midsession::tailsearch;
 use quakecap::q3::netchan::{Header, Protocol};
 use quakecap::q3::scramble;
-use quakecap::q3::tailsearch;
 use serde_json::Value;
 
 const CUTS: [u64; 4] = [10, 30, 50, 80];

@@ -5,17 +5,17 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use super::bits::BitReader;
-use super::c2ssearch;
 use super::clc::{self, ClcContext};
 use super::cmdring::CommandRing;
-use super::feedsearch::FeedSearch;
 use super::message::{Body, Message};
+use super::midsession::c2ssearch;
+use super::midsession::feedsearch::FeedSearch;
+use super::midsession::relock::{ClientKey, ClientRelock, Relock};
 use super::netchan::{
     checksum71, DropReason, Header, Protocol, Receiver, Rx, MAX_MSGLEN, MAX_SEQ_JUMP,
     REORDER_WINDOW,
 };
 use super::oob::Oob;
-use super::relock::{ClientKey, ClientRelock, Relock};
 use super::scramble;
 use super::state::{ClientState, MAX_RELIABLE_COMMANDS};
 use super::svc;
@@ -148,7 +148,7 @@ pub struct DecodeLog {
     pub kept: Vec<Error>,
     pub maps: Vec<String>,
     /// Mid-session protocol 68 after the lock-on: what stayed undecodable and how often
-    /// decoding resumed (see [`super::relock`]).
+    /// decoding resumed (see [`super::midsession::relock`]).
     pub mid68: Mid68Log,
 }
 
@@ -303,7 +303,7 @@ fn resume_mid68(
     log: &mut Mid68Log,
     a: &Accepted,
     ack: i32,
-) -> Option<super::keysearch::Held> {
+) -> Option<super::midsession::keysearch::Held> {
     let slot = (ack as usize) & (MAX_RELIABLE_COMMANDS - 1);
     let (cmds, nums) = (&st.client_cmds, &st.client_cmd_nums);
     let seen = (0..MAX_RELIABLE_COMMANDS)
@@ -1082,7 +1082,7 @@ pub struct Connection {
 
 /// Searches per connection. A search tries 13 guesses of 256 challenge bytes, but each
 /// message's last bytes rule out nearly all of them before any decode
-/// ([`super::keysearch::may_end_after`]): a search costs a few hundred body decodes, about
+/// ([`super::midsession::keysearch::may_end_after`]): a search costs a few hundred body decodes, about
 /// 0.5 M instructions (callgrind, release, stored cuts), so 16 searches cost a connection
 /// that never locks on half what 3 cost before that check (5.4 M each). A group no guess
 /// decodes uses a search too: server messages acknowledging free text (`userinfo`,
@@ -1100,10 +1100,10 @@ const LOCK_DECODES: usize = 20_000;
 /// acknowledgement, and what the search has cost.
 #[derive(Debug)]
 struct Lock68 {
-    group: super::keysearch::AckGroup,
+    group: super::midsession::keysearch::AckGroup,
     /// The latest client messages of one acknowledgement (of a server command), for the
     /// lock-on from the client's side ([`c2ssearch::lock_search`]), and its searches.
-    client_group: super::keysearch::AckGroup,
+    client_group: super::midsession::keysearch::AckGroup,
     client_tries: u32,
     client_decodes: usize,
     /// The acknowledgement and the message lengths (`AckGroup::length_counts`) of the
@@ -1124,7 +1124,7 @@ struct Lock68 {
     ruled_out: bool,
     /// The ends of the server messages acknowledging the current command, for reading its
     /// text with every challenge byte ([`Lock68::tail_lock`]), and the reads so far.
-    tails: super::tailsearch::Tails,
+    tails: super::midsession::tailsearch::Tails,
     tail_reads: u32,
 }
 
@@ -1137,7 +1137,7 @@ impl Default for Lock68 {
     fn default() -> Self {
         Lock68 {
             group: Default::default(),
-            client_group: super::keysearch::AckGroup::client_lock(),
+            client_group: super::midsession::keysearch::AckGroup::client_lock(),
             client_tries: 0,
             client_decodes: 0,
             client_searched: None,
@@ -1246,7 +1246,7 @@ impl Lock68 {
     // inlined into the datagram path it made that path slower for every connection.
     #[inline(never)]
     fn offer(&mut self, seq: i32, body: &[u8]) -> Option<(i32, String, u8, bool)> {
-        let (ack, _) = super::keysearch::reliable_ack(body)?;
+        let (ack, _) = super::midsession::keysearch::reliable_ack(body)?;
         if self.group.start(ack) {
             self.ruled_out = false;
             self.tails.clear();
@@ -1273,12 +1273,12 @@ impl Lock68 {
             return None;
         }
         self.tries += 1;
-        let (guess, work) = super::keysearch::guess_command(&self.group.scrambled());
+        let (guess, work) = super::midsession::keysearch::guess_command(&self.group.scrambled());
         self.decodes += work.decodes;
         match guess {
-            super::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch, false)),
-            super::keysearch::Guess::Ambiguous => None,
-            super::keysearch::Guess::None => {
+            super::midsession::keysearch::Guess::Found(cmd, ch) => Some((ack, cmd, ch, false)),
+            super::midsession::keysearch::Guess::Ambiguous => None,
+            super::midsession::keysearch::Guess::None => {
                 self.ruled_out = true;
                 None
             }
@@ -1286,18 +1286,19 @@ impl Lock68 {
     }
 
     /// The command the server messages acknowledge, read off their ends
-    /// ([`super::tailsearch`]) when no guess decodes them (free text sent before the
+    /// ([`super::midsession::tailsearch`]) when no guess decodes them (free text sent before the
     /// capture, as a player's `tell` or `say_team`): the (challenge byte, text) pairs the
     /// kept ends allow, each then decoding the group's latest messages whole
-    /// ([`super::keysearch::command_for`]). Taken only when one pair does.
+    /// ([`super::midsession::keysearch::command_for`]). Taken only when one pair does.
     fn tail_lock(&mut self) -> Option<(String, u8)> {
         let group = self.group.scrambled();
-        if group.len() < super::keysearch::AckGroup::MAX {
+        if group.len() < super::midsession::keysearch::AckGroup::MAX {
             return None;
         }
         let mut found: Option<(String, u8)> = None;
         for (ch, text) in self.tails.texts_any() {
-            let (hit, work) = super::keysearch::command_for(&group, ch, [text.as_str()]);
+            let (hit, work) =
+                super::midsession::keysearch::command_for(&group, ch, [text.as_str()]);
             self.decodes += work.decodes;
             if hit.is_some() {
                 if found.is_some() {
@@ -1751,12 +1752,12 @@ impl Connection {
             format!(
                 "challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) read off the server messages' ends ({} reads, {decodes} body decodes): the latest {} server messages decode with them, and with no other text and challenge byte",
                 l.tail_reads,
-                super::keysearch::AckGroup::MAX,
+                super::midsession::keysearch::AckGroup::MAX,
             )
         } else {
             format!(
                 "challenge byte {ch} (its low byte: all the key uses) and client command {ack} ({cmd:?}) found by key search ({tries} searches, {decodes} body decodes): {LOCK_GROUP}+ server messages decode with them and with no other guess",
-                LOCK_GROUP = super::keysearch::AckGroup::SIZE,
+                LOCK_GROUP = super::midsession::keysearch::AckGroup::SIZE,
             )
         };
         self.set_locked68(ch, packets, (d.ts_ns - first_ns) as f64 / 1e9, &how);
@@ -1776,7 +1777,7 @@ impl Connection {
         d: &Datagram<'_>,
         dir: Dir,
         ch: u8,
-        prior: super::keysearch::Held,
+        prior: super::midsession::keysearch::Held,
         out: &mut Vec<Message>,
         work: &mut WorkQueue,
     ) {
@@ -1962,9 +1963,9 @@ impl Connection {
                     l.packets,
                     l.tries,
                     l.decodes,
-                    super::keysearch::GUESSABLE_COMMANDS,
-                    super::keysearch::NUMBERED_COMMANDS,
-                    super::keysearch::MAX_NUMBER
+                    super::midsession::keysearch::GUESSABLE_COMMANDS,
+                    super::midsession::keysearch::NUMBERED_COMMANDS,
+                    super::midsession::keysearch::MAX_NUMBER
                 );
             }
         }

@@ -21,7 +21,6 @@
 
 pub mod baselines;
 pub mod bits;
-pub mod c2ssearch;
 pub mod cfloat;
 pub mod clc;
 pub mod cmdring;
@@ -32,19 +31,16 @@ pub mod delta;
 pub mod demo;
 pub mod demo_file;
 pub mod error;
-pub mod feedsearch;
 pub mod fields;
 pub mod gamemod;
 pub mod huffman;
-pub mod keysearch;
 pub mod message;
+pub mod midsession;
 pub mod netchan;
 pub mod oob;
-pub mod relock;
 pub mod scramble;
 pub mod state;
 pub mod svc;
-pub mod tailsearch;
 pub mod tracker;
 pub mod usercmd;
 

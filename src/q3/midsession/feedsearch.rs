@@ -44,10 +44,10 @@
 
 use std::collections::VecDeque;
 
-use super::delta::{PlayerState, PsKnown};
-use super::usercmd::{UserCmd, UNKNOWN_ANGLE, UNKNOWN_BUTTONS, UNKNOWN_WEAPON};
+use crate::q3::delta::{PlayerState, PsKnown};
+use crate::q3::usercmd::{UserCmd, UNKNOWN_ANGLE, UNKNOWN_BUTTONS, UNKNOWN_WEAPON};
 
-/// Playerstate field indices ([`super::fields::PLAYER_FIELDS`]; checked by a test).
+/// Playerstate field indices ([`crate::q3::fields::PLAYER_FIELDS`]; checked by a test).
 const PS_COMMAND_TIME: usize = 0;
 const PS_VIEWANGLES: [usize; 2] = [7, 6];
 const PS_DELTA_ANGLES: [usize; 2] = [35, 26];

@@ -15,10 +15,10 @@
 //! From `u` the command's characters follow (`c[k]` for `k >= 1`); its first character,
 //! hence the challenge byte, once the command repeats inside the stream (its length is
 //! then the period of `c`).
-use super::bits::{BitError, BitReader};
-use super::scramble::S2C_START;
-use super::state::ClientState;
-use super::svc::{self, Detail, SvcError};
+use crate::q3::bits::{BitError, BitReader};
+use crate::q3::scramble::S2C_START;
+use crate::q3::state::ClientState;
+use crate::q3::svc::{self, Detail, SvcError};
 
 /// One scrambled server message: its netchan sequence and its body (from the
 /// reliableAcknowledge on).
@@ -249,11 +249,9 @@ impl Checker {
         );
         match msg.error {
             Some(SvcError::Bits(BitError::PastEnd { .. })) if !whole => Check::Open,
-            Some(SvcError::Delta(super::delta::DeltaError::Bits(BitError::PastEnd { .. })))
-                if !whole =>
-            {
-                Check::Open
-            }
+            Some(SvcError::Delta(crate::q3::delta::DeltaError::Bits(BitError::PastEnd {
+                ..
+            }))) if !whole => Check::Open,
             Some(_) => Check::Wrong,
             // The writer ends a message in its last byte, the unused bits zero.
             None if whole && ends_after_eofs(&mut r, &self.buf) => Check::Complete,
@@ -297,7 +295,7 @@ fn ends_as_written(buf: &[u8], end: usize) -> bool {
 /// in 16 for `svc_EOF` (a 5-bit code) and once in 128 for `clc_EOF` (8 bits), so a search
 /// checks it before decoding anything.
 pub(super) fn may_end_after(tail: [u8; 4], sym: u8) -> bool {
-    let (code, len) = super::huffman::code_of(sym);
+    let (code, len) = crate::q3::huffman::code_of(sym);
     let (code, len) = (u32::from(code), u32::from(len));
     let w = u32::from_le_bytes(tail);
     let last = tail[3];
@@ -338,7 +336,7 @@ struct Period {
 impl Period {
     fn of(text: &[u8]) -> Self {
         let mut b = vec![0u8; S2C_START + 2 * text.len()];
-        super::scramble::s2c(&mut b, 0, 0, text);
+        crate::q3::scramble::s2c(&mut b, 0, 0, text);
         Period {
             x: b.split_off(S2C_START),
         }
@@ -528,7 +526,7 @@ impl Checker {
         let longest = group.iter().map(|m| m.body.len()).max().unwrap_or(0);
         // The stream of challenge byte 0 (a sequence-0 key stream); another byte XORs it.
         let mut x = vec![0u8; longest.max(S2C_START)];
-        super::scramble::s2c(&mut x, 0, 0, command);
+        crate::q3::scramble::s2c(&mut x, 0, 0, command);
         let x = &x[S2C_START..];
         let mut u = vec![0u8; x.len()];
         let mut found = Vec::new();
@@ -696,7 +694,7 @@ pub fn numbered_with(
     let stream = |buf: &mut Vec<u8>, len: usize, ch: u8, text: &[u8]| {
         buf.clear();
         buf.resize(len, 0);
-        super::scramble::s2c(buf, i32::from(ch), 0, text);
+        crate::q3::scramble::s2c(buf, i32::from(ch), 0, text);
     };
     let fixed = S2C_START + prefix.len();
     // Each number's text and stream period, made once for all challenge bytes.
@@ -792,7 +790,7 @@ pub fn command_for<'c>(
     for cmd in candidates.into_iter().filter(|c| covers(group, c)) {
         buf.clear();
         buf.resize(longest.max(S2C_START), 0);
-        super::scramble::s2c(&mut buf, i32::from(ch), 0, cmd.as_bytes());
+        crate::q3::scramble::s2c(&mut buf, i32::from(ch), 0, cmd.as_bytes());
         let u = &buf[S2C_START..];
         let all = group
             .iter()

@@ -16,10 +16,10 @@
 //! must then agree with every known byte of `u` (with the challenge byte, which the lock-on
 //! gave), end every message kept, and decode a group of whole messages
 //! ([`super::keysearch::command_for`]) before it is taken.
-use super::huffman::code_of;
 use super::keysearch::is_key_char;
-use super::scramble::S2C_START;
-use super::svc::SVC_EOF;
+use crate::q3::huffman::code_of;
+use crate::q3::scramble::S2C_START;
+use crate::q3::svc::SVC_EOF;
 
 /// Messages kept per body length: two fix the key bytes at their end (one leaves 8 bit
 /// offsets open).
@@ -143,7 +143,7 @@ impl Tails {
     fn all_end(&self, ch: u8, text: &[u8]) -> bool {
         let longest = self.tails.iter().map(|t| t.len).max().unwrap_or(0);
         let mut b = vec![0u8; longest];
-        super::scramble::s2c(&mut b, i32::from(ch), 0, text);
+        crate::q3::scramble::s2c(&mut b, i32::from(ch), 0, text);
         self.tails.iter().all(|t| {
             let mut tail = t.last;
             for (j, x) in tail.iter_mut().enumerate() {
@@ -583,7 +583,7 @@ mod tests {
                     }
                 }
                 let seq = i as i32 * 7 + rep as i32;
-                super::super::scramble::s2c(&mut body, i32::from(ch), seq, text);
+                crate::q3::scramble::s2c(&mut body, i32::from(ch), seq, text);
                 tails.push(seq, &body);
             }
         }

@@ -15,9 +15,9 @@
 //! message carries. [`ClientRelock`] searches the key stream those messages share.
 use super::c2ssearch;
 use super::keysearch::{self, AckGroup, Held};
-use super::scramble::{self, C2S_START};
 use super::tailsearch::Tails;
-use super::usercmd::hash_key;
+use crate::q3::scramble::{self, C2S_START};
+use crate::q3::usercmd::hash_key;
 
 /// Searches per connection: each costs at most a few hundred body decodes (one key per
 /// candidate, nearly all ruled out by the first bytes of the first message).

@@ -16,11 +16,11 @@
 //! so the end-of-message check lands at many positions of `u`: the candidates stay few.
 //! What is returned is the prefix every surviving candidate shares: the messages no longer
 //! than it decode with it and with no other stream; a wrong stream never decodes.
-use super::bits::{BitError, BitReader};
-use super::clc;
 use super::keysearch::{self, Work};
-use super::scramble::C2S_START;
-use super::usercmd::{read_delta_usercmd, UserCmd};
+use crate::q3::bits::{BitError, BitReader};
+use crate::q3::clc;
+use crate::q3::scramble::C2S_START;
+use crate::q3::usercmd::{read_delta_usercmd, UserCmd};
 
 /// One scrambled client message: its clear header and its whole body.
 #[derive(Debug, Clone, Copy)]
@@ -188,7 +188,7 @@ fn plausible_char(c: u8) -> bool {
 }
 
 /// Longest client command text read (the engine's `MAX_STRING_CHARS - 1`).
-const MAX_TEXT: usize = super::bits::MAX_STRING_CHARS - 1;
+const MAX_TEXT: usize = crate::q3::bits::MAX_STRING_CHARS - 1;
 
 /// Why a partial decode stopped: the known bytes ran out (`Open`) or the bytes are wrong.
 enum Stop {
@@ -784,7 +784,7 @@ fn lock_round(
 /// The first `depth` bytes of `u` for the whole command `text` (its characters repeat).
 fn whole_stream(ch: u8, text: &[u8], depth: usize) -> Vec<u8> {
     let mut b = vec![0u8; C2S_START + depth];
-    super::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
+    crate::q3::scramble::c2s(&mut b, i32::from(ch), 0, 0, text);
     b.drain(..C2S_START);
     b
 }
