@@ -45,6 +45,7 @@ mod bytes;
 mod pcap;
 mod pcapng;
 mod reader;
+mod source;
 pub mod writer;
 
 pub use reader::CaptureReader;

@@ -1,7 +1,8 @@
 //! pcapng blocks: Section Header (byte order, resets interfaces), Interface Description
 //! (link type, snaplen, `if_tsresol`, `if_tsoffset`), Enhanced / Simple / obsolete Packet
-//! blocks. Everything here is pure parsing of one block body (the bytes between the 8-byte
-//! type+length header and the 4-byte trailing length); the reader does the I/O.
+//! blocks: the parsing of one block body (the bytes between the 8-byte type+length header
+//! and the 4-byte trailing length), and the reader's walk over the blocks (its I/O through
+//! the reader's source).
 
 use super::bytes::{pad4, u16_at, u32_at, u64_at};
 use super::{CaptureError, LinkType, MAX_CAPLEN};
@@ -278,6 +279,223 @@ pub(crate) fn parse_packet(
             })
         }
     }
+}
+
+use super::reader::{hex, Record, State, MAX_PACKET_BODY, MIN_BLOCK_LEN, MIN_SHB_LEN};
+use super::MAX_BLOCK_LEN;
+
+/// The reader's walk over pcapng blocks (its pcap walk is in `reader`).
+impl<R: std::io::Read> super::reader::CaptureReader<R> {
+    pub(super) fn section(&self) -> Option<&Section> {
+        match &self.state {
+            State::PcapNg(s) => Some(s),
+            State::Pcap(_) => None,
+        }
+    }
+
+    /// Walk blocks until a packet: SHBs reset the section, IDBs add interfaces, anything
+    /// else is skipped without being buffered.
+    pub(super) fn next_pcapng(&mut self) -> Result<Option<Record>, CaptureError> {
+        loop {
+            let offset = self.src.offset;
+            let mut hdr = [0u8; 8];
+            if !self.src.read_header(&mut hdr)? {
+                return Ok(None);
+            }
+            let be = self.section().is_some_and(|s| s.big_endian);
+            let (Some(btype), Some(len)) = (u32_at(&hdr, 0, be), u32_at(&hdr, 4, be)) else {
+                return Err(CaptureError::Truncated { offset });
+            };
+            if btype == SHB {
+                let len_bytes = [hdr[4], hdr[5], hdr[6], hdr[7]];
+                self.read_shb(offset, len_bytes)?;
+                continue;
+            }
+            let body_len = block_body_len(len, MIN_BLOCK_LEN, offset)?;
+            match btype {
+                IDB => {
+                    let start = self.read_block_body(len, body_len, offset)?;
+                    let iface = parse_idb(self.src.block(start, body_len), be, offset);
+                    // A broken IDB still takes its interface number, so that later
+                    // interfaces keep theirs; its packets are refused.
+                    if let State::PcapNg(s) = &mut self.state {
+                        s.interfaces.push(iface.as_ref().ok().copied());
+                    }
+                    iface?;
+                }
+                EPB | SPB | PB if body_len > MAX_PACKET_BODY => {
+                    // Cannot hold an acceptable packet: skip it unbuffered, so the buffer
+                    // stays bounded by MAX_PACKET_BODY whatever the file says.
+                    self.frames += 1;
+                    self.src.skip(body_len as u64, offset)?;
+                    self.check_trailer(len, offset)?;
+                    return Err(CaptureError::TooLarge {
+                        offset,
+                        len: u64::from(len),
+                        limit: MAX_PACKET_BODY as u64,
+                    });
+                }
+                EPB | SPB | PB => {
+                    let start = self.read_block_body(len, body_len, offset)?;
+                    self.frames += 1;
+                    return self.packet(btype, start, body_len, offset).map(Some);
+                }
+                _ => {
+                    self.src.skip(body_len as u64, offset)?;
+                    self.check_trailer(len, offset)?;
+                }
+            }
+        }
+    }
+
+    /// The common block, an Enhanced Packet Block already whole in the read-ahead and valid,
+    /// read in place: the record [`Self::next_pcapng`] returns for it, or None, with nothing
+    /// consumed, for anything else (other blocks, partial reads, every error). The checks
+    /// are the general walk's: block length (a multiple of 4, room for the 20 fixed bytes,
+    /// at most a packet body), trailer, described interface, captured length.
+    pub(super) fn buffered_epb(&mut self) -> Option<Record> {
+        const FIXED: usize = 28; // type, length, interface, time (2), captured, original
+        let State::PcapNg(section) = &self.state else {
+            return None;
+        };
+        let be = section.big_endian;
+        // A byte swap chosen without a branch per field.
+        let word = |b: [u8; 4]| {
+            let w = u32::from_le_bytes(b);
+            if be {
+                w.swap_bytes()
+            } else {
+                w
+            }
+        };
+        let avail = self.src.buf.get(self.src.pos..self.src.end)?;
+        let head: &[u8; FIXED] = avail.get(..FIXED)?.try_into().ok()?;
+        let field = |i: usize| {
+            word([
+                head[4 * i],
+                head[4 * i + 1],
+                head[4 * i + 2],
+                head[4 * i + 3],
+            ])
+        };
+        let len = field(1);
+        if field(0) != EPB || len % 4 != 0 || len < 32 {
+            return None;
+        }
+        let body_len = len as usize - 12;
+        if body_len > MAX_PACKET_BODY {
+            return None;
+        }
+        let trailer: [u8; 4] = avail.get(8 + body_len..12 + body_len)?.try_into().ok()?;
+        let iface = section.interfaces.get(field(2) as usize)?.as_ref()?;
+        let caplen = field(5);
+        if word(trailer) != len || caplen > MAX_CAPLEN || 20 + caplen as usize > body_len {
+            return None;
+        }
+        let offset = self.src.offset;
+        let record = Record {
+            start: self.src.pos + FIXED,
+            len: caplen as usize,
+            ts_ns: iface.ts_ns(field(3), field(4)),
+            link: iface.link,
+            orig_len: field(6),
+            offset,
+        };
+        self.src.consume(body_len + 12);
+        self.frames += 1;
+        Some(record)
+    }
+
+    pub(super) fn packet(
+        &self,
+        btype: u32,
+        start: usize,
+        body_len: usize,
+        offset: u64,
+    ) -> Result<Record, CaptureError> {
+        let body = self.src.block(start, body_len);
+        let empty = Section::default();
+        let section = self.section().unwrap_or(&empty);
+        let p = parse_packet(btype, body, section, self.last_ts_ns, offset)?;
+        Ok(Record {
+            start: start + p.data_start,
+            len: p.caplen,
+            ts_ns: p.ts_ns,
+            link: p.link,
+            orig_len: p.orig_len,
+            offset,
+        })
+    }
+
+    /// The rest of a Section Header Block whose type (and raw length) were read at
+    /// `offset`: byte order, version; forgets the previous section's interfaces.
+    pub(super) fn read_shb(&mut self, offset: u64, len_bytes: [u8; 4]) -> Result<(), CaptureError> {
+        let mut bom = [0u8; 4];
+        self.src.read_exact(&mut bom, offset)?;
+        let big_endian = byte_order(bom).ok_or_else(|| CaptureError::BadFraming {
+            offset,
+            message: format!("section header byte-order magic is {}", hex(&bom)),
+        })?;
+        let len = if big_endian {
+            u32::from_be_bytes(len_bytes)
+        } else {
+            u32::from_le_bytes(len_bytes)
+        };
+        // The body after the byte-order magic, without the trailer.
+        let rest = block_body_len(len, MIN_SHB_LEN, offset)?.saturating_sub(4);
+        let start = self.src.read_block(rest, offset)?;
+        check_shb(self.src.block(start, rest), big_endian, offset)?;
+        self.state = State::PcapNg(Section {
+            big_endian,
+            interfaces: Vec::new(),
+        });
+        self.check_trailer(len, offset)
+    }
+
+    /// Read a block body and its trailer in one go, then check the trailer; returns where
+    /// the body starts in the read-ahead.
+    pub(super) fn read_block_body(
+        &mut self,
+        len: u32,
+        body_len: usize,
+        offset: u64,
+    ) -> Result<usize, CaptureError> {
+        let start = self.src.read_block(body_len + 4, offset)?;
+        let be = self.section().is_some_and(|s| s.big_endian);
+        let trailer = u32_at(self.src.block(start, body_len + 4), body_len, be).unwrap_or(0);
+        trailer_matches(len, trailer, offset)?;
+        Ok(start)
+    }
+
+    /// The trailing copy of the block length must match: otherwise the framing is lost.
+    pub(super) fn check_trailer(&mut self, len: u32, offset: u64) -> Result<(), CaptureError> {
+        let mut t = [0u8; 4];
+        self.src.read_exact(&mut t, offset)?;
+        let be = self.section().is_some_and(|s| s.big_endian);
+        trailer_matches(len, u32_at(&t, 0, be).unwrap_or(0), offset)
+    }
+}
+
+pub(super) fn trailer_matches(len: u32, trailer: u32, offset: u64) -> Result<(), CaptureError> {
+    if trailer != len {
+        return Err(CaptureError::BadFraming {
+            offset,
+            message: format!("block length {len} but trailing length {trailer}"),
+        });
+    }
+    Ok(())
+}
+
+/// Validate a pcapng block total length; returns the body length (without the 8-byte
+/// header and the 4-byte trailer). A bad length loses the framing: fatal.
+pub(super) fn block_body_len(len: u32, min: u32, offset: u64) -> Result<usize, CaptureError> {
+    if len < min || len % 4 != 0 || u64::from(len) > MAX_BLOCK_LEN {
+        return Err(CaptureError::BadFraming {
+            offset,
+            message: format!("block length {len} (must be a multiple of 4, at least {min}, at most {MAX_BLOCK_LEN})"),
+        });
+    }
+    Ok((len - 12) as usize)
 }
 
 #[cfg(test)]

@@ -2,170 +2,40 @@
 //! in place from its read-ahead (which grows to the largest record seen, never to the file).
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::Read;
 use std::path::Path;
 
 use super::bytes::u32_at;
 use super::pcap::{self, PcapHeader};
 use super::pcapng::{self, Section};
-use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_BLOCK_LEN, MAX_CAPLEN};
+use super::source::Source;
+use super::{CaptureError, CaptureFormat, Frame, LinkType, MAX_CAPLEN};
 
 /// Read-ahead of the underlying reader: large enough that small records cost no syscall.
 /// It grows to hold the largest record read.
-const READ_AHEAD: usize = 256 * 1024;
+pub(super) const READ_AHEAD: usize = 256 * 1024;
 /// Largest packet block body read into memory: the largest accepted packet plus room for
 /// the block's fixed fields and options.
-const MAX_PACKET_BODY: usize = MAX_CAPLEN as usize + 64 * 1024;
+pub(super) const MAX_PACKET_BODY: usize = MAX_CAPLEN as usize + 64 * 1024;
 /// Smallest legal pcapng block: type, length, trailing length.
-const MIN_BLOCK_LEN: u32 = 12;
+pub(super) const MIN_BLOCK_LEN: u32 = 12;
 /// Smallest legal Section Header Block (with the 64-bit section length).
-const MIN_SHB_LEN: u32 = 28;
-
-/// The underlying reader, its read-ahead, and how many bytes were consumed from it.
-///
-/// Records are handed out as slices of the read-ahead itself ([`Source::read_block`]): a
-/// packet is never copied on its way to the decoders. The slice stays valid until the next
-/// read, which may move the unread rest to the front to make room.
-struct Source<R> {
-    inner: R,
-    /// Read-ahead: `buf[pos..end]` is read from `inner` but not consumed yet.
-    buf: Vec<u8>,
-    pos: usize,
-    end: usize,
-    /// Bytes consumed so far (the file offset of `buf[pos]`).
-    offset: u64,
-}
-
-impl<R: Read> Source<R> {
-    fn new(inner: R) -> Self {
-        Source {
-            inner,
-            buf: Vec::new(),
-            pos: 0,
-            end: 0,
-            offset: 0,
-        }
-    }
-
-    /// Make `n` bytes available at `buf[pos..]` as far as the file allows; returns how many
-    /// are (fewer than `n` only at end of file).
-    fn fill(&mut self, n: usize) -> Result<usize, CaptureError> {
-        if self.end - self.pos >= n {
-            return Ok(n);
-        }
-        // Move the unread rest to the front, then read as much as fits.
-        self.buf.copy_within(self.pos..self.end, 0);
-        self.end -= self.pos;
-        self.pos = 0;
-        let want = n.max(READ_AHEAD);
-        if self.buf.len() < want {
-            self.buf.resize(want, 0);
-        }
-        while self.end < n {
-            let Some(dst) = self.buf.get_mut(self.end..) else {
-                break;
-            };
-            match self.inner.read(dst) {
-                Ok(0) => break,
-                Ok(k) => self.end += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(CaptureError::Io {
-                        offset: self.offset + self.end as u64,
-                        source,
-                    });
-                }
-            }
-        }
-        Ok(self.end.min(n))
-    }
-
-    /// Consume `n` available bytes; returns where they start in `buf`.
-    fn consume(&mut self, n: usize) -> usize {
-        let start = self.pos;
-        self.pos += n;
-        self.offset += n as u64;
-        start
-    }
-
-    /// Fill `dst` as far as the file allows; fewer bytes only at end of file.
-    fn read_up_to(&mut self, dst: &mut [u8]) -> Result<usize, CaptureError> {
-        let n = self.fill(dst.len())?;
-        let start = self.consume(n);
-        if let (Some(d), Some(s)) = (dst.get_mut(..n), self.buf.get(start..start + n)) {
-            d.copy_from_slice(s);
-        }
-        Ok(n)
-    }
-
-    /// Fill `dst` completely, or report the record starting at `record` as truncated.
-    fn read_exact(&mut self, dst: &mut [u8], record: u64) -> Result<(), CaptureError> {
-        if self.read_up_to(dst)? < dst.len() {
-            return Err(CaptureError::Truncated { offset: record });
-        }
-        Ok(())
-    }
-
-    /// Read a fixed-size header: `Ok(false)` at a clean end of file (no byte at all).
-    fn read_header(&mut self, dst: &mut [u8]) -> Result<bool, CaptureError> {
-        let record = self.offset;
-        match self.read_up_to(dst)? {
-            0 => Ok(false),
-            n if n == dst.len() => Ok(true),
-            _ => Err(CaptureError::Truncated { offset: record }),
-        }
-    }
-
-    /// Discard `n` bytes without buffering them (skipped records can be large).
-    fn skip(&mut self, n: u64, record: u64) -> Result<(), CaptureError> {
-        let buffered = (self.end - self.pos).min(usize::try_from(n).unwrap_or(usize::MAX));
-        self.consume(buffered);
-        let rest = n - buffered as u64;
-        let copied =
-            io::copy(&mut (&mut self.inner).take(rest), &mut io::sink()).map_err(|source| {
-                CaptureError::Io {
-                    offset: self.offset,
-                    source,
-                }
-            })?;
-        self.offset += copied;
-        if copied < rest {
-            return Err(CaptureError::Truncated { offset: record });
-        }
-        Ok(())
-    }
-
-    /// Consume the next `n` bytes, which stay readable at `buf[start..start + n]` (the
-    /// returned `start`) until the next read.
-    fn read_block(&mut self, n: usize, record: u64) -> Result<usize, CaptureError> {
-        let have = self.fill(n)?;
-        let start = self.consume(have);
-        if have < n {
-            return Err(CaptureError::Truncated { offset: record });
-        }
-        Ok(start)
-    }
-
-    /// The `n` bytes at `start` of the last [`Source::read_block`].
-    fn block(&self, start: usize, n: usize) -> &[u8] {
-        self.buf.get(start..start + n).unwrap_or(&[])
-    }
-}
+pub(super) const MIN_SHB_LEN: u32 = 28;
 
 /// Per-format state.
-enum State {
+pub(super) enum State {
     Pcap(PcapHeader),
     PcapNg(Section),
 }
 
 /// Where the current record's packet bytes are in the buffer, and its metadata.
-struct Record {
-    start: usize,
-    len: usize,
-    ts_ns: i64,
-    link: LinkType,
-    orig_len: u32,
-    offset: u64,
+pub(super) struct Record {
+    pub(super) start: usize,
+    pub(super) len: usize,
+    pub(super) ts_ns: i64,
+    pub(super) link: LinkType,
+    pub(super) orig_len: u32,
+    pub(super) offset: u64,
 }
 
 /// Streaming reader of pcap and pcapng files.
@@ -193,14 +63,14 @@ struct Record {
 /// # Ok::<(), quakecap::capture::CaptureError>(())
 /// ```
 pub struct CaptureReader<R: Read> {
-    src: Source<R>,
-    format: CaptureFormat,
-    state: State,
+    pub(super) src: Source<R>,
+    pub(super) format: CaptureFormat,
+    pub(super) state: State,
     /// Packet records met so far (including skipped ones, so numbering matches the file).
-    frames: u64,
+    pub(super) frames: u64,
     /// Last packet timestamp, lent to Simple Packet Blocks which have none.
-    last_ts_ns: i64,
-    done: bool,
+    pub(super) last_ts_ns: i64,
+    pub(super) done: bool,
 }
 
 impl CaptureReader<File> {
@@ -338,126 +208,6 @@ impl<R: Read> CaptureReader<R> {
         }))
     }
 
-    fn section(&self) -> Option<&Section> {
-        match &self.state {
-            State::PcapNg(s) => Some(s),
-            State::Pcap(_) => None,
-        }
-    }
-
-    /// Walk blocks until a packet: SHBs reset the section, IDBs add interfaces, anything
-    /// else is skipped without being buffered.
-    fn next_pcapng(&mut self) -> Result<Option<Record>, CaptureError> {
-        loop {
-            let offset = self.src.offset;
-            let mut hdr = [0u8; 8];
-            if !self.src.read_header(&mut hdr)? {
-                return Ok(None);
-            }
-            let be = self.section().is_some_and(|s| s.big_endian);
-            let (Some(btype), Some(len)) = (u32_at(&hdr, 0, be), u32_at(&hdr, 4, be)) else {
-                return Err(CaptureError::Truncated { offset });
-            };
-            if btype == pcapng::SHB {
-                let len_bytes = [hdr[4], hdr[5], hdr[6], hdr[7]];
-                self.read_shb(offset, len_bytes)?;
-                continue;
-            }
-            let body_len = block_body_len(len, MIN_BLOCK_LEN, offset)?;
-            match btype {
-                pcapng::IDB => {
-                    let start = self.read_block_body(len, body_len, offset)?;
-                    let iface = pcapng::parse_idb(self.src.block(start, body_len), be, offset);
-                    // A broken IDB still takes its interface number, so that later
-                    // interfaces keep theirs; its packets are refused.
-                    if let State::PcapNg(s) = &mut self.state {
-                        s.interfaces.push(iface.as_ref().ok().copied());
-                    }
-                    iface?;
-                }
-                pcapng::EPB | pcapng::SPB | pcapng::PB if body_len > MAX_PACKET_BODY => {
-                    // Cannot hold an acceptable packet: skip it unbuffered, so the buffer
-                    // stays bounded by MAX_PACKET_BODY whatever the file says.
-                    self.frames += 1;
-                    self.src.skip(body_len as u64, offset)?;
-                    self.check_trailer(len, offset)?;
-                    return Err(CaptureError::TooLarge {
-                        offset,
-                        len: u64::from(len),
-                        limit: MAX_PACKET_BODY as u64,
-                    });
-                }
-                pcapng::EPB | pcapng::SPB | pcapng::PB => {
-                    let start = self.read_block_body(len, body_len, offset)?;
-                    self.frames += 1;
-                    return self.packet(btype, start, body_len, offset).map(Some);
-                }
-                _ => {
-                    self.src.skip(body_len as u64, offset)?;
-                    self.check_trailer(len, offset)?;
-                }
-            }
-        }
-    }
-
-    /// The common block, an Enhanced Packet Block already whole in the read-ahead and valid,
-    /// read in place: the record [`Self::next_pcapng`] returns for it, or None, with nothing
-    /// consumed, for anything else (other blocks, partial reads, every error). The checks
-    /// are the general walk's: block length (a multiple of 4, room for the 20 fixed bytes,
-    /// at most a packet body), trailer, described interface, captured length.
-    fn buffered_epb(&mut self) -> Option<Record> {
-        const FIXED: usize = 28; // type, length, interface, time (2), captured, original
-        let State::PcapNg(section) = &self.state else {
-            return None;
-        };
-        let be = section.big_endian;
-        // A byte swap chosen without a branch per field.
-        let word = |b: [u8; 4]| {
-            let w = u32::from_le_bytes(b);
-            if be {
-                w.swap_bytes()
-            } else {
-                w
-            }
-        };
-        let avail = self.src.buf.get(self.src.pos..self.src.end)?;
-        let head: &[u8; FIXED] = avail.get(..FIXED)?.try_into().ok()?;
-        let field = |i: usize| {
-            word([
-                head[4 * i],
-                head[4 * i + 1],
-                head[4 * i + 2],
-                head[4 * i + 3],
-            ])
-        };
-        let len = field(1);
-        if field(0) != pcapng::EPB || len % 4 != 0 || len < 32 {
-            return None;
-        }
-        let body_len = len as usize - 12;
-        if body_len > MAX_PACKET_BODY {
-            return None;
-        }
-        let trailer: [u8; 4] = avail.get(8 + body_len..12 + body_len)?.try_into().ok()?;
-        let iface = section.interfaces.get(field(2) as usize)?.as_ref()?;
-        let caplen = field(5);
-        if word(trailer) != len || caplen > MAX_CAPLEN || 20 + caplen as usize > body_len {
-            return None;
-        }
-        let offset = self.src.offset;
-        let record = Record {
-            start: self.src.pos + FIXED,
-            len: caplen as usize,
-            ts_ns: iface.ts_ns(field(3), field(4)),
-            link: iface.link,
-            orig_len: field(6),
-            offset,
-        };
-        self.src.consume(body_len + 12);
-        self.frames += 1;
-        Some(record)
-    }
-
     /// The link type and packet bytes of a record not read yet, without consuming
     /// anything, and the file offset of the block after it: the block at file offset
     /// `at` when given (one a previous peek returned), else the `k`-th after the record
@@ -501,101 +251,10 @@ impl<R: Read> CaptureReader<R> {
         let next = self.src.offset + (skip + len) as u64;
         Some((link, block.get(FIXED..FIXED + caplen)?, next))
     }
-
-    fn packet(
-        &self,
-        btype: u32,
-        start: usize,
-        body_len: usize,
-        offset: u64,
-    ) -> Result<Record, CaptureError> {
-        let body = self.src.block(start, body_len);
-        let empty = Section::default();
-        let section = self.section().unwrap_or(&empty);
-        let p = pcapng::parse_packet(btype, body, section, self.last_ts_ns, offset)?;
-        Ok(Record {
-            start: start + p.data_start,
-            len: p.caplen,
-            ts_ns: p.ts_ns,
-            link: p.link,
-            orig_len: p.orig_len,
-            offset,
-        })
-    }
-
-    /// The rest of a Section Header Block whose type (and raw length) were read at
-    /// `offset`: byte order, version; forgets the previous section's interfaces.
-    fn read_shb(&mut self, offset: u64, len_bytes: [u8; 4]) -> Result<(), CaptureError> {
-        let mut bom = [0u8; 4];
-        self.src.read_exact(&mut bom, offset)?;
-        let big_endian = pcapng::byte_order(bom).ok_or_else(|| CaptureError::BadFraming {
-            offset,
-            message: format!("section header byte-order magic is {}", hex(&bom)),
-        })?;
-        let len = if big_endian {
-            u32::from_be_bytes(len_bytes)
-        } else {
-            u32::from_le_bytes(len_bytes)
-        };
-        // The body after the byte-order magic, without the trailer.
-        let rest = block_body_len(len, MIN_SHB_LEN, offset)?.saturating_sub(4);
-        let start = self.src.read_block(rest, offset)?;
-        pcapng::check_shb(self.src.block(start, rest), big_endian, offset)?;
-        self.state = State::PcapNg(Section {
-            big_endian,
-            interfaces: Vec::new(),
-        });
-        self.check_trailer(len, offset)
-    }
-
-    /// Read a block body and its trailer in one go, then check the trailer; returns where
-    /// the body starts in the read-ahead.
-    fn read_block_body(
-        &mut self,
-        len: u32,
-        body_len: usize,
-        offset: u64,
-    ) -> Result<usize, CaptureError> {
-        let start = self.src.read_block(body_len + 4, offset)?;
-        let be = self.section().is_some_and(|s| s.big_endian);
-        let trailer = u32_at(self.src.block(start, body_len + 4), body_len, be).unwrap_or(0);
-        trailer_matches(len, trailer, offset)?;
-        Ok(start)
-    }
-
-    /// The trailing copy of the block length must match: otherwise the framing is lost.
-    fn check_trailer(&mut self, len: u32, offset: u64) -> Result<(), CaptureError> {
-        let mut t = [0u8; 4];
-        self.src.read_exact(&mut t, offset)?;
-        let be = self.section().is_some_and(|s| s.big_endian);
-        trailer_matches(len, u32_at(&t, 0, be).unwrap_or(0), offset)
-    }
-}
-
-fn trailer_matches(len: u32, trailer: u32, offset: u64) -> Result<(), CaptureError> {
-    if trailer != len {
-        return Err(CaptureError::BadFraming {
-            offset,
-            message: format!("block length {len} but trailing length {trailer}"),
-        });
-    }
-    Ok(())
-}
-
-/// Validate a pcapng block total length; returns the body length (without the 8-byte
-/// header and the 4-byte trailer). A bad length loses the framing: fatal.
-fn block_body_len(len: u32, min: u32, offset: u64) -> Result<usize, CaptureError> {
-    if len < min || len % 4 != 0 || u64::from(len) > MAX_BLOCK_LEN {
-        return Err(CaptureError::BadFraming {
-            offset,
-            message: format!("block length {len} (must be a multiple of 4, at least {min}, at most {MAX_BLOCK_LEN})"),
-        });
-    }
-    Ok((len - 12) as usize)
 }
 
 /// Hex dump of a few bytes plus their printable form, for error messages.
-fn hex(b: &[u8]) -> String {
+pub(super) fn hex(b: &[u8]) -> String {
     let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
     let text: String = b
         .iter()
@@ -958,7 +617,7 @@ mod tests {
     struct OneByte<'a>(&'a [u8]);
 
     impl Read for OneByte<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
             match (self.0.split_first(), buf.first_mut()) {
                 (Some((&b, rest)), Some(d)) => {
                     *d = b;
