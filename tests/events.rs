@@ -1239,6 +1239,10 @@ fn ktx_mvds_match_ktx_statistics() {
         }
     }
     eprintln!("{} MVDs, {with_stats} with KTX statistics", files.len());
+    assert!(
+        with_stats > 0,
+        "no MVD with KTX statistics: the check saw nothing"
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

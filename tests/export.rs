@@ -299,6 +299,7 @@ fn stored_captures_match_decode_json() {
 #[test]
 fn shared_demos_match_decode_json() {
     let Some(demos) = shared_demos() else { return };
+    assert!(demos.len() >= 25, "only {} shared demos", demos.len());
     assert!(
         demos.iter().any(|p| p.to_string_lossy().contains("/q3/"))
             && demos.iter().any(|p| p.to_string_lossy().contains("/qw/")),
