@@ -5,15 +5,16 @@
 //! * The line `SKIPPED <binary>::<test>: needs <what>` is written to the process's standard
 //!   error through `std::io::stderr()` itself, not `eprintln!`: libtest captures only the
 //!   `print!`/`eprint!` macros of a passing test, so the line shows in `cargo test` output
-//!   (between the `test ... ok` lines) and in a CI log.
+//!   (among the `test ... ok` lines, `-q` too) and in a CI log.
 //! * The same line is appended to `target/test-skips/skips.txt` (`$CARGO_TARGET_DIR` when
 //!   set), which `.ci/run` empties before `cargo test` and prints after it: a summary that
-//!   parallel test output cannot bury.
+//!   parallel test output cannot bury. (A plain `cargo test` appends to it run after run.)
 //! * When the environment variable `CI` is set (to anything but empty, `0` or `false`), a
 //!   missing [`data`] file (the project's own: `captures/...`, `../shared/...`) or a missing
-//!   [`tool`] that `.ci/run` installs panics instead: the test fails. Only [`unavailable`]
-//!   inputs, which CI cannot provide (the real game engines, a lab session named by an
-//!   environment variable, an OS facility), skip under CI too, visibly.
+//!   [`tool`] that `.ci/run` installs panics instead, after the line (then `MISSING (CI)`):
+//!   the test fails. Only [`unavailable`] inputs, which CI cannot provide (the real game
+//!   engines, a lab session named by an environment variable, an OS facility), skip under CI
+//!   too, visibly.
 #![allow(dead_code)]
 
 use std::io::Write;
