@@ -1,5 +1,6 @@
 //! Issue 15: `check` — conformance findings on stored captures, demos and hand-made faults.
 mod q3common;
+mod skip;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
@@ -103,7 +104,7 @@ fn broken_demos_report_their_fault_with_record_and_offset() {
     for (file, rule) in want {
         let path = shared(&format!("demos/q3/{file}"));
         let Ok(data) = std::fs::read(&path) else {
-            println!("skipped: {} missing", path.display());
+            skip::data(&path);
             continue;
         };
         let r = check::check_file(&path).unwrap();
@@ -168,13 +169,10 @@ struct Dg {
     payload: Vec<u8>,
 }
 
-/// The datagrams of a stored capture, read with the crate's reader (None, after saying
-/// "skipped", when the capture is not there).
+/// The datagrams of a stored capture, read with the crate's reader (None, a skip, when the
+/// capture is not there).
 fn datagrams(path: &Path) -> Option<Vec<Dg>> {
-    let Ok(mut r) = CaptureReader::open(path) else {
-        println!("skipped: {} missing", path.display());
-        return None;
-    };
+    let mut r = CaptureReader::open(&skip::data_at(path)?).unwrap();
     let mut net = NetDecoder::new();
     let mut out = Vec::new();
     while let Some(f) = r.next_frame().unwrap() {
@@ -569,7 +567,7 @@ fn headers_only_decode_matches_the_full_decode() {
     ] {
         let path = shared(&format!("demos/q3/{file}"));
         let Ok(data) = std::fs::read(&path) else {
-            println!("skipped: {} missing", path.display());
+            skip::data(&path);
             continue;
         };
         let run = |headers_only| {
@@ -769,8 +767,9 @@ fn validate_xml(xsd: &Path, xml: &Path) -> Option<Result<(), String>> {
 #[test]
 fn junit_report_validates_against_the_published_schema() {
     let Some(xsd) = junit_xsd() else {
-        println!("skipped: no JUnit schema (set QUAKECAP_JUNIT_XSD or run .ci/run)");
-        return;
+        return skip::tool(
+            "the JUnit schema junit-10.xsd (.ci/run fetches it; or QUAKECAP_JUNIT_XSD)",
+        );
     };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-junit-xsd");
     std::fs::create_dir_all(&dir).unwrap();
@@ -788,8 +787,9 @@ fn junit_report_validates_against_the_published_schema() {
     let xml = std::fs::read_to_string(&report).unwrap();
     assert!(xml.matches("<failure ").count() >= BROKEN.len(), "{xml}");
     let Some(valid) = validate_xml(&xsd, &report) else {
-        println!("skipped: no XML schema validator (python3 xmlschema or xmllint)");
-        return;
+        return skip::tool(
+            "an XML schema validator (python3 -m pip install xmlschema, or xmllint)",
+        );
     };
     valid.unwrap_or_else(|e| panic!("{e}\n{xml}"));
     // A testsuite without its required `tests` attribute is rejected.
@@ -966,7 +966,7 @@ fn padded_gamestate_demo(data_count: usize) -> Option<(Vec<u8>, usize)> {
     use quakecap::q3::svc::{emit, parse_server_message};
     let path = cap("q3-basic/client1-demo0.dm_68");
     let Ok(data) = std::fs::read(&path) else {
-        println!("skipped: {} missing", path.display());
+        skip::data(&path);
         return None;
     };
     // The printable character with the shortest Huffman code: the record must stay within
@@ -1184,7 +1184,7 @@ fn hand_made_demo_record_going_back() {
     use quakecap::q3::svc::emit;
     let path = cap("q3-basic/client1-demo0.dm_68");
     let Ok(data) = std::fs::read(&path) else {
-        println!("skipped: {} missing", path.display());
+        skip::data(&path);
         return;
     };
     let mut out = quakecap::q3::demo::Writer::new(Vec::new());

@@ -3,6 +3,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod q3common;
+mod skip;
 use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
 
 const BASIC: &str = "captures/q3-basic/capture.pcapng";
@@ -105,6 +106,8 @@ fn net_table_fits_80_columns() {
     if lagswitch.exists() {
         // Two players, and a lag event listed under the table.
         caps.push(lagswitch.display().to_string());
+    } else {
+        skip::data(&lagswitch);
     }
     for cap in &caps {
         let full = quakecap(&["net", cap]);
@@ -408,13 +411,13 @@ fn closed_pipe_after_one_line_ends_quietly() {
         q3common::shared("demos/q3/truncated.dm_68"),
         q3common::shared("demos/q3/invalid_command_byte.dm_68"),
     ];
-    if broken.iter().all(|b| b.exists()) {
+    if let Some(missing) = broken.iter().find(|b| !b.exists()) {
+        skip::data(missing);
+    } else {
         let b: Vec<String> = broken.iter().map(|p| p.display().to_string()).collect();
         let b: Vec<&str> = b.iter().map(String::as_str).collect();
         cases.push(many(&["check", "--json"], &b, 150));
         cases.push(many(&["check"], &b, 300));
-    } else {
-        eprintln!("check cases skipped: ../shared/demos is missing");
     }
     for args in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -449,11 +452,9 @@ fn check_status_comes_first() {
         first.starts_with("PASS: 1 files, 1 connections/demos checked, 0 findings"),
         "{first}"
     );
-    let broken = q3common::shared("demos/q3/truncated.dm_68");
-    if !broken.exists() {
-        eprintln!("skipped: {} is missing", broken.display());
+    let Some(broken) = skip::data_at(q3common::shared("demos/q3/truncated.dm_68")) else {
         return;
-    }
+    };
     let broken = broken.display().to_string();
     let mut args = vec!["check", BASIC];
     for _ in 0..50 {
@@ -790,7 +791,7 @@ fn outputs_that_are_no_regular_file_are_written_in_place() {
     let fifo = dir.join("pipe");
     let made = Command::new("mkfifo").arg(&fifo).status();
     if !made.is_ok_and(|s| s.success()) {
-        eprintln!("skipped the named-pipe cases: mkfifo failed");
+        skip::unavailable("mkfifo, for the named-pipe cases");
     } else {
         let p = fifo.to_string_lossy().into_owned();
         let (bytes, o) = through_fifo(&["demo", BASIC, "-o", &p], &fifo);
@@ -979,8 +980,7 @@ fn quakeworld_gold_text_is_plain() {
             .filter(|p| p.extension().is_some_and(|e| e == "mvd"))
             .min()
     }) else {
-        eprintln!("{}: absent, test skipped", dir.display());
-        return;
+        return skip::data(&dir.join("*.mvd"));
     };
     let o = quakecap(&["decode", &mvd.to_string_lossy()]);
     let text = stdout(&o);
@@ -1315,7 +1315,11 @@ fn capture_connections_name_their_maps() {
     for dir in files_in(Path::new("captures")) {
         let capture = format!("captures/{dir}/capture.pcapng");
         let maps = scenario_maps(&dir);
-        if maps.is_empty() || !Path::new(&capture).exists() {
+        if maps.is_empty() {
+            continue;
+        }
+        if !Path::new(&capture).exists() {
+            skip::data(Path::new(&capture));
             continue;
         }
         let o = quakecap(&["flows", "--json", &capture]);
@@ -1370,8 +1374,7 @@ fn ktx_players(mvd: &[u8]) -> Vec<String> {
 fn mvd_lists_its_players() {
     let path = "../shared/demos/qw/1on1_milton_vs_mushi[tron]20240616-1719.mvd";
     let Ok(bytes) = std::fs::read(path) else {
-        eprintln!("skipped: {path} is missing");
-        return;
+        return skip::data(Path::new(path));
     };
     let mut want = ktx_players(&bytes);
     assert!(want.len() >= 2, "{want:?}");
@@ -1476,8 +1479,12 @@ fn cut_demos_play_in_ioquake3() {
         .iter()
         .find(|p| !Path::new(env!("CARGO_MANIFEST_DIR")).join(p).exists())
     {
-        eprintln!("skipped: engine playback of cut demos needs {missing} (Debian: ioquake3 openarena xvfb libgl1-mesa-dri)");
-        return;
+        if *missing == Q3_PLAYBACK {
+            return skip::data(&Path::new(env!("CARGO_MANIFEST_DIR")).join(missing));
+        }
+        return skip::unavailable(&format!(
+            "{missing}: engine playback of cut demos (Debian: ioquake3 openarena xvfb libgl1-mesa-dri)"
+        ));
     }
     let dir = scratch("cut-play");
     // A cut from a capture, and one from the client's own demo file.

@@ -4,6 +4,8 @@
 //! `score:`, `ClientConnect:`, `ClientDisconnect:` lines), never typed in. A line counts as
 //! expected only when a recorded client could receive it (it was in the game then; team chat
 //! only to its team; a client's own chat is always in the capture as its command).
+mod skip;
+
 use std::path::{Path, PathBuf};
 
 use quakecap::gameevent::{Detail, GameEvent, Kind};
@@ -270,7 +272,7 @@ fn events_with(path: &Path, events_only: bool) -> Vec<GameEvent> {
 /// The lab sessions of one game (`q3-` or `qw-`) that have a server log.
 fn sessions_of(prefix: &str) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(SHARED) else {
-        eprintln!("skipped: {SHARED} is missing");
+        skip::data(Path::new(SHARED));
         return Vec::new();
     };
     let mut v: Vec<PathBuf> = rd
@@ -643,11 +645,7 @@ fn ctf_session_matches_server_log() {
 
 fn check_ctf_session(dir: &Path) {
     let Ok(log) = std::fs::read_to_string(dir.join("server.log")) else {
-        eprintln!(
-            "skipped: no CTF session at {} (QUAKECAP_CTF_SESSION)",
-            dir.display()
-        );
-        return;
+        return skip::data(&dir.join("server.log"));
     };
     let lines = parse_log(&log);
     let logged = lines
@@ -711,7 +709,7 @@ fn check_captures(lines: &[Line], ev: &[GameEvent], input: &Path) -> Vec<String>
 /// Strike demos (g_gametype 7, both damaged) must have some, after the damage.
 #[test]
 fn real_demos_flag_events_match_their_commands() {
-    let Some(files) = files_with_ext(DEMOS, "dm_68") else {
+    let Some(files) = files_with_ext(DEMOS, "dm_68", 20) else {
         return;
     };
     let mut problems = Vec::new();
@@ -862,7 +860,7 @@ const DEMOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/demos/q3");
 /// damage), every kill's means of death is in its mod's table, every chat line has text.
 #[test]
 fn real_demos_give_events() {
-    let Some(files) = files_with_ext(DEMOS, "dm_68") else {
+    let Some(files) = files_with_ext(DEMOS, "dm_68", 20) else {
         return;
     };
     let (mut kills, mut chats) = (0, 0);
@@ -915,11 +913,9 @@ fn real_demos_give_events() {
 /// must equal it (the kills of the warm-up before it are not in CPMA's count).
 #[test]
 fn cpma_duel_matches_its_own_table() {
-    let path = Path::new(DEMOS).join("dm_68_cpma_duel.dm_68");
-    if !path.exists() {
-        eprintln!("skipped: {} is missing", path.display());
+    let Some(path) = skip::data_at(Path::new(DEMOS).join("dm_68_cpma_duel.dm_68")) else {
         return;
-    }
+    };
     let ev = events_of(&path);
     let summary = quakecap::gameevent::summary::summarize(&ev);
     let frags = |n: &str| summary.iter().find(|p| p.name == n).map(|p| p.frags);
@@ -1140,15 +1136,20 @@ fn qw_lab_sessions_match_server_log() {
         checked += 1;
     }
     eprintln!("{checked} QuakeWorld sessions checked");
+    assert!(
+        checked >= 4,
+        "only {checked} QuakeWorld lab sessions with a server log"
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 const QW_DEMOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/demos/qw");
 
-/// The files of `dir` ending in `.ext`, sorted; None (said as skipped) when `dir` is missing.
-fn files_with_ext(dir: &str, ext: &str) -> Option<Vec<PathBuf>> {
+/// The files of `dir` ending in `.ext`, sorted, at least `min` of them; None (a skip, fatal
+/// under CI) when `dir` is missing.
+fn files_with_ext(dir: &str, ext: &str, min: usize) -> Option<Vec<PathBuf>> {
     let Ok(rd) = std::fs::read_dir(dir) else {
-        eprintln!("skipped: {dir} is missing");
+        skip::data(Path::new(dir));
         return None;
     };
     let mut files: Vec<PathBuf> = rd
@@ -1156,6 +1157,11 @@ fn files_with_ext(dir: &str, ext: &str) -> Option<Vec<PathBuf>> {
         .filter(|p| p.extension().is_some_and(|x| x == ext))
         .collect();
     files.sort();
+    assert!(
+        files.len() >= min,
+        "only {} .{ext} files in {dir}",
+        files.len()
+    );
     Some(files)
 }
 
@@ -1195,7 +1201,7 @@ fn ktx_stats(data: &[u8]) -> Option<Vec<KtxPlayer>> {
 /// whose players are known.
 #[test]
 fn ktx_mvds_match_ktx_statistics() {
-    let Some(files) = files_with_ext(QW_DEMOS, "mvd") else {
+    let Some(files) = files_with_ext(QW_DEMOS, "mvd", 3) else {
         return;
     };
     let mut problems = Vec::new();
@@ -1233,6 +1239,10 @@ fn ktx_mvds_match_ktx_statistics() {
         }
     }
     eprintln!("{} MVDs, {with_stats} with KTX statistics", files.len());
+    assert!(
+        with_stats > 0,
+        "no MVD with KTX statistics: the check saw nothing"
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -1259,7 +1269,7 @@ fn ktx_rounds(data: &[u8]) -> Option<usize> {
 /// `match start`. Each of the real MVDs is one match.
 #[test]
 fn ktx_rounds_are_rounds_of_one_match() {
-    let Some(files) = files_with_ext(QW_DEMOS, "mvd") else {
+    let Some(files) = files_with_ext(QW_DEMOS, "mvd", 3) else {
         return;
     };
     let mut rounds = 0;
@@ -1301,7 +1311,7 @@ fn ez_code_at(t: &[char], i: usize) -> bool {
 /// the words survive (every character of `text` comes from `text_raw`, in order).
 #[test]
 fn qw_mvd_chat_text_has_no_ezquake_markup() {
-    let Some(files) = files_with_ext(QW_DEMOS, "mvd") else {
+    let Some(files) = files_with_ext(QW_DEMOS, "mvd", 3) else {
         return;
     };
     let (mut marked, mut lines) = (0, 0);
@@ -1361,7 +1371,7 @@ fn events_only_decode_gives_the_full_decodes_events() {
             rd.filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| pipeline::is_demo(p)),
         ),
-        Err(_) => eprintln!("skipped the shared demos: {DEMOS} is missing"),
+        Err(_) => skip::data(Path::new(DEMOS)),
     }
     let mut compared = 0;
     for f in &inputs {
@@ -1470,7 +1480,7 @@ fn two_sessions_are_two_timelines() {
 #[test]
 fn real_demos_agree_with_uber_demo_tools() {
     use std::collections::HashMap;
-    let Some(files) = files_with_ext(DEMOS, "dm_68") else {
+    let Some(files) = files_with_ext(DEMOS, "dm_68", 20) else {
         return;
     };
     let broken = [

@@ -1,15 +1,18 @@
 //! Issue 16, items 3–4: `quakecap export` to Parquet. Every stored capture and the shared demos
-//! (`../shared/demos`, skipped with a note when absent) are exported, read back with the
-//! `parquet` crate, and their row counts compared with what `quakecap decode --json` shows for
-//! the same input (counted here from decode's output; for the large shared demos, from the
+//! (`../shared/demos`; when absent a visible skip, fatal under CI) are exported, read back with
+//! the `parquet` crate, and their row counts compared with what `quakecap decode --json` shows
+//! for the same input (counted here from decode's output; for the large shared demos, from the
 //! same decoded messages counted in-process, a count that equals decode --json's on every
-//! stored capture). Bad inputs are skipped (exit 2), a
-//! re-run replaces a partition, a failed export leaves the old partition whole. The README's
-//! DuckDB queries and the Spark script run when DuckDB / pyspark and Java are installed.
+//! stored capture). Bad inputs are skipped (exit 2), a re-run replaces a partition, a failed
+//! export leaves the old partition whole. The README's DuckDB queries and the Spark script run
+//! when DuckDB / pyspark and Java are installed (.ci/run installs them; a missing one is a
+//! visible skip, fatal under CI).
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+
+mod skip;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
@@ -46,16 +49,18 @@ fn captures() -> Vec<PathBuf> {
     v
 }
 
-/// The demos of `../shared/demos/{q3,qw}`, or None (with a note) when the folder is absent.
+/// The demos of `../shared/demos/{q3,qw}`, or None (a skip, fatal under CI) when the folder
+/// is absent.
 fn shared_demos() -> Option<Vec<PathBuf>> {
     let dir = repo().join("../shared/demos");
     if !dir.is_dir() {
-        eprintln!("skipped: ../shared/demos is not there (shared demos not exported)");
+        skip::data(&dir);
         return None;
     }
     let mut v = Vec::new();
     for game in ["q3", "qw"] {
         let Ok(rd) = fs::read_dir(dir.join(game)) else {
+            skip::data(&dir.join(game));
             continue;
         };
         for e in rd.flatten() {
@@ -294,6 +299,7 @@ fn stored_captures_match_decode_json() {
 #[test]
 fn shared_demos_match_decode_json() {
     let Some(demos) = shared_demos() else { return };
+    assert!(demos.len() >= 25, "only {} shared demos", demos.len());
     assert!(
         demos.iter().any(|p| p.to_string_lossy().contains("/q3/"))
             && demos.iter().any(|p| p.to_string_lossy().contains("/qw/")),
@@ -527,8 +533,9 @@ fn duckdb_queries_run_over_the_export() {
         .output()
         .is_ok_and(|o| o.status.success());
     if python_with("duckdb").is_none() && !cli {
-        eprintln!("skipped: neither the duckdb Python package nor the duckdb CLI is installed");
-        return;
+        return skip::tool(
+            "DuckDB: the duckdb Python package or the duckdb CLI (pip install duckdb duckdb-cli)",
+        );
     }
     let res = duckdb_results(full_export()).expect("duckdb");
     let ping = res["players_by_median_ping"].as_array().expect("ping rows");
@@ -555,12 +562,13 @@ fn spark_script_runs_the_same_queries() {
     let pyspark = python_with("pyspark");
     let Some(py) = pyspark.clone().filter(|_| java) else {
         let missing = match (pyspark.is_some(), java) {
-            (false, false) => "pyspark and Java are",
-            (false, true) => "pyspark is",
-            _ => "Java is",
+            (false, false) => "pyspark and Java",
+            (false, true) => "pyspark",
+            _ => "Java",
         };
-        eprintln!("skipped: {missing} not installed (the Spark test needs pyspark and a JRE)");
-        return;
+        return skip::tool(&format!(
+            "{missing} not installed (the Spark test needs pyspark and a JRE: pip install pyspark, apt-get install default-jre-headless)"
+        ));
     };
     let inputs = all_inputs();
     let out = scratch("spark");
@@ -593,7 +601,7 @@ fn spark_script_runs_the_same_queries() {
     if let Some(duck) = duckdb_results(&parts) {
         assert_eq!(spark, duck, "Spark SQL and DuckDB results");
     } else {
-        eprintln!("duckdb not installed: Spark results not compared");
+        skip::tool("DuckDB, to compare the Spark results (pip install duckdb duckdb-cli)");
     }
     let _ = fs::remove_dir_all(&out);
 }
@@ -602,8 +610,7 @@ fn spark_script_runs_the_same_queries() {
 #[test]
 fn spark_script_names_sources_like_quakecap() {
     let Some(py) = python_with("json") else {
-        eprintln!("skipped: no python3");
-        return;
+        return skip::tool("python3");
     };
     let paths = [
         "captures/q3-basic/capture.pcapng",
@@ -722,8 +729,9 @@ fn duckdb_cli_and_python_agree() {
         .output()
         .is_ok_and(|o| o.status.success());
     if python_with("duckdb").is_none() || !cli {
-        eprintln!("skipped: comparing needs both the duckdb Python package and the duckdb CLI");
-        return;
+        return skip::tool(
+            "both the duckdb Python package and the duckdb CLI, to compare them (pip install duckdb duckdb-cli)",
+        );
     }
     let py_results = duckdb_results(full_export()).expect("python duckdb");
     let cli_results = duckdb_cli_results(full_export()).expect("duckdb CLI");

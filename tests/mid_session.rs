@@ -4,6 +4,7 @@
 //! frame): whatever the cut decodes must be what the full capture decodes, except values
 //! the cut marks unknown (`base_missing` packet entities).
 mod q3common;
+mod skip;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -682,8 +683,7 @@ fn quake3_proto71_cuts_decode_as_the_full_capture() {
     let name = "q3-proto71";
     let src = root().join("captures").join(name).join("capture.pcapng");
     if !src.exists() {
-        eprintln!("skipped: {} missing", src.display());
-        return;
+        return skip::data(&src);
     }
     check_71_capture(&src, true);
 }
@@ -738,8 +738,7 @@ fn quake3_proto71_demo_needs_a_gamestate() {
     let name = "q3-proto71";
     let src = root().join("captures").join(name).join("capture.pcapng");
     if !src.exists() {
-        eprintln!("skipped: {} missing", src.display());
-        return;
+        return skip::data(&src);
     }
     let dir = scratch("q3demo71");
     let demo_of = |cap: &Path, out: &Path| -> Vec<u8> {
@@ -777,8 +776,7 @@ fn quake3_proto71_demo_needs_a_gamestate() {
 #[test]
 fn quake3_proto71_cuts_of_a_lab_recording() {
     let Some(src) = std::env::var_os("QUAKECAP_MID71_CAPTURE").map(PathBuf::from) else {
-        eprintln!("skipped: QUAKECAP_MID71_CAPTURE not set");
-        return;
+        return skip::unavailable("QUAKECAP_MID71_CAPTURE, a protocol-71 lab recording");
     };
     check_71_capture(&src, true);
     // A cut between the first gamestate and a map change: its demo starts at the map change
@@ -794,8 +792,10 @@ fn quake3_proto71_cuts_of_a_lab_recording() {
         .filter_map(|m| m["frame"].as_u64())
         .collect();
     let (Some(first), Some(&later)) = (gamestates.first(), gamestates.get(1)) else {
-        eprintln!("no map change in {}: demo check skipped", src.display());
-        return;
+        return skip::unavailable(&format!(
+            "a map change in {}, for the demo check",
+            src.display()
+        ));
     };
     let dir = scratch("lab71demo");
     let cap = dir.join("cut.pcap");
@@ -942,7 +942,7 @@ fn quake3_proto68_cuts_decode_as_the_full_capture_or_say_why_not() {
     let mut uncounted_conns = 0;
     for name in PROTO68_CAPTURES {
         let Some(src) = stored_capture(name) else {
-            eprintln!("skipped: {name} missing");
+            skip::data(&Path::new("captures").join(name));
             continue;
         };
         let n = frame_count(&src);
@@ -1112,8 +1112,7 @@ fn check_events(src: &Path, skip: u64) -> (usize, usize, usize) {
 fn quake3_proto71_cut_events_match_the_full_capture() {
     let src = root().join("captures/q3-proto71/capture.pcapng");
     if !src.exists() {
-        eprintln!("skipped: {} missing", src.display());
-        return;
+        return skip::data(&src);
     }
     let n = frame_count(&src);
     for pct in CUTS {
@@ -1133,7 +1132,7 @@ fn quake3_proto71_cut_events_match_the_full_capture() {
 fn quake3_proto68_cut_events_match_the_full_capture() {
     for (name, pct) in [("q3-events", 10), ("q3-download", 50)] {
         let Some(src) = stored_capture(name) else {
-            eprintln!("skipped: {name} missing");
+            skip::data(&Path::new("captures").join(name));
             continue;
         };
         let (kills, missed, chat) = check_events(&src, frame_count(&src) * pct / 100);
@@ -1151,7 +1150,7 @@ fn quake3_cut_events_only_decode_gives_the_full_decodes_events() {
     let mut compared = 0;
     for (name, pct) in [("q3-events", 30), ("q3-events", 50), ("q3-mapchange", 30)] {
         let Some(src) = stored_capture(name) else {
-            eprintln!("skipped: {name} missing");
+            skip::data(&Path::new("captures").join(name));
             continue;
         };
         let out = dir.join(format!("{name}-{pct}.pcap"));
@@ -1183,8 +1182,7 @@ fn events_with(path: &Path, events_only: bool) -> Vec<quakecap::gameevent::GameE
 #[test]
 fn flows_table_says_mid_session() {
     let Some(src) = stored_capture("q3-two-clients") else {
-        eprintln!("skipped: q3-two-clients missing");
-        return;
+        return skip::data(Path::new("captures/q3-two-clients"));
     };
     let dir = scratch("table");
     let out = dir.join("half.pcap");
@@ -1211,6 +1209,7 @@ fn proto68_capture_files() -> Vec<(String, PathBuf)> {
     let mut got: Vec<(String, PathBuf)> = Vec::new();
     for dir in [root().join("captures"), root().join("../shared/captures")] {
         let Ok(rd) = std::fs::read_dir(&dir) else {
+            skip::data(&dir);
             continue;
         };
         let mut names: Vec<String> = rd

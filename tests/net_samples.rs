@@ -3,6 +3,7 @@
 //! samples must be exactly those of the full decode, on every stored Quake 3 capture (both
 //! vantage points where there are two) and on captures cut mid-session.
 mod q3common;
+mod skip;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -44,10 +45,7 @@ fn q3_captures() -> Vec<PathBuf> {
     let mut seen = std::collections::BTreeMap::new();
     for dir in [root.join("captures"), root.join("../shared/captures")] {
         let Ok(rd) = std::fs::read_dir(&dir) else {
-            eprintln!(
-                "note: {} is missing; its captures are skipped",
-                dir.display()
-            );
+            skip::data(&dir);
             continue;
         };
         for e in rd.flatten() {

@@ -4,6 +4,8 @@
 //! computed here from those stored files.
 use std::path::{Path, PathBuf};
 
+mod skip;
+
 use quakecap::analysis::net::{NetQuality, NetSink};
 use quakecap::pipeline::{self, Options};
 
@@ -464,7 +466,7 @@ fn samples_reach_the_sinks_in_capture_order() {
     ] {
         let path = dir(rel);
         if !path.exists() {
-            println!("skipped: {} is missing", path.display());
+            skip::data(&path);
             continue;
         }
         let times = frame_times(&path);
@@ -777,7 +779,7 @@ fn report_lists_the_game_events_of_server_log() {
         std::fs::read_to_string(d.join("server.log")),
         d.join("capture.pcapng").exists(),
     ) else {
-        eprintln!("skipped: {} is missing", d.display());
+        skip::data(&d);
         return;
     };
     let html = report_of(&d.join("capture.pcapng"));
@@ -978,8 +980,7 @@ fn report_renders_in_headless_chromium() {
                 .is_ok_and(|o| o.status.success())
         })
     else {
-        println!("skipped: no chromium installed (apt-get install chromium)");
-        return;
+        return skip::tool("chromium (apt-get install chromium)");
     };
     let tmp = std::env::temp_dir().join(format!("netq-chromium-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
@@ -1028,7 +1029,7 @@ fn report_renders_in_headless_chromium() {
 fn loopback_ping_is_the_servers_status_ping() {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures/q3-events");
     if !d.join("capture.pcapng").exists() {
-        eprintln!("skipped: {} is missing", d.display());
+        skip::data(&d);
         return;
     }
     let rows = net(&d.join("capture.pcapng"));

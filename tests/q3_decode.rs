@@ -112,6 +112,7 @@ fn snapshots(msgs: &[Message], flow: u32) -> HashMap<i32, SnapState> {
 
 #[test]
 fn capture_and_client_demo_give_the_same_snapshots() {
+    let mut checked = 0;
     for folder in Q3_CAPTURES {
         let (report, msgs) = decode(&cap(&format!("{folder}/capture.pcapng")), false);
         let conns = connection_ids(&report);
@@ -134,8 +135,10 @@ fn capture_and_client_demo_give_the_same_snapshots() {
                     "{folder}/{name} message {seq}"
                 );
             }
+            checked += 1;
         }
     }
+    assert_eq!(checked, 8, "client demos in the Quake 3 capture folders");
 }
 
 fn client_commands(msgs: &[Message], flow: u32) -> Vec<String> {

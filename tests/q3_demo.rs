@@ -184,6 +184,7 @@ fn lossy_capture_still_gives_a_demo_without_broken_deltas() {
 
 #[test]
 fn rewriting_a_client_demo_keeps_it_byte_identical() {
+    let mut checked = 0;
     for demo in client_demos("q3-basic")
         .into_iter()
         .chain(client_demos("q3-proto71"))
@@ -191,11 +192,14 @@ fn rewriting_a_client_demo_keeps_it_byte_identical() {
         let input = std::fs::read(&demo).unwrap();
         let (_, mem) = write_demos(&demo, DemoOptions::default());
         assert_eq!(mem.files[&(1, 0)].0, input, "{}", demo.display());
+        checked += 1;
     }
+    assert_eq!(checked, 2, "client demos of q3-basic and q3-proto71");
 }
 
 #[test]
 fn full_snapshot_reencoding_decodes_to_the_same_states() {
+    let mut checked = 0;
     for demo in client_demos("q3-basic")
         .into_iter()
         .chain(client_demos("q3-mapchange"))
@@ -253,5 +257,7 @@ fn full_snapshot_reencoding_decodes_to_the_same_states() {
                 }
             }
         }
+        checked += 1;
     }
+    assert_eq!(checked, 3, "client demos of q3-basic and q3-mapchange");
 }

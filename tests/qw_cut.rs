@@ -16,6 +16,7 @@
 //! crate stores ezQuake's trace of the whole demo, the cut's trace after its first entity
 //! frame must be a stretch of it.
 mod qw_common;
+mod skip;
 use quakecap::qw::svc::ServerOp;
 use quakecap::qw::{self, Event, Message, NetchanStatus, OpKind};
 use std::collections::{BTreeMap, HashMap};
@@ -311,8 +312,12 @@ fn playback(demo: &Path, trace: Option<&Path>) -> Result<u64, String> {
 fn qw_cuts_play_in_ezquake() {
     let needs = [EZQUAKE, XVFB, PLAYBACK];
     if let Some(missing) = needs.iter().find(|p| !root().join(p).exists()) {
-        eprintln!("skipped: engine playback of QuakeWorld cuts needs {missing} (Debian: ezquake xvfb libgl1-mesa-dri, and the lab)");
-        return;
+        if *missing == PLAYBACK {
+            return skip::data(&root().join(missing));
+        }
+        return skip::unavailable(&format!(
+            "{missing}: engine playback of QuakeWorld cuts (Debian: ezquake xvfb libgl1-mesa-dri)"
+        ));
     }
     let dir = scratch("play");
     for (i, case) in CASES.iter().chain(&MVD_CASES).enumerate() {
@@ -584,7 +589,7 @@ fn qw_cut_of_an_empty_window_writes_nothing() {
 fn qw_demo_on_stdin_is_refused_with_what_to_do() {
     let input = root().join("captures/qw-basic/client1-demo0.qwd");
     let Ok(file) = std::fs::File::open(&input) else {
-        println!("skipped: {} missing", input.display());
+        skip::data(&input);
         return;
     };
     let dir = scratch("stdin");
