@@ -226,7 +226,7 @@ pub fn client_message(data: &[u8]) {
 /// ask for runs.
 fn fuzz_options() -> Options {
     Options {
-        emit: true,
+        detail: crate::pipeline::Detail::Full,
         keep_raw: true,
         threads: Some(1),
         ..Options::default()
@@ -415,8 +415,7 @@ fn events_outputs(
     run: impl FnOnce(&Options, &mut dyn Sink) -> Result<pipeline::Report, pipeline::InputError>,
 ) {
     let opts = Options {
-        emit: true,
-        events_only: true,
+        detail: crate::pipeline::Detail::Events,
         ..Options::default()
     };
     let mut es = sink::events::EventSink::new();
@@ -431,8 +430,7 @@ fn report_outputs(
     run: impl FnOnce(&Options, &mut dyn Sink) -> Result<pipeline::Report, pipeline::InputError>,
 ) {
     let opts = Options {
-        emit: true,
-        events_only: true,
+        detail: crate::pipeline::Detail::Events,
         samples: true,
         ..Options::default()
     };

@@ -45,8 +45,8 @@ impl Sink for Tee<'_> {
 /// What the pass should produce.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// Hand every decoded message to the sink.
-    pub emit: bool,
+    /// How much of each decoded message reaches the sink ([`Detail::None`]: none).
+    pub detail: Detail,
     /// Keep descrambled server bodies on the events (demo writing).
     pub keep_raw: bool,
     /// Only these flow ids reach the sink (all flows are still tracked and counted).
@@ -54,16 +54,10 @@ pub struct Options {
     /// Decode threads for order-insensitive runs (None: `QUAKECAP_THREADS`, else the cores).
     pub threads: Option<usize>,
     /// Hand an [`Event::NetSample`] per netchan datagram to the sink (the `net` analysis);
-    /// off, no sample is built. Without `emit` and `keep_raw`, Quake 3 server messages are
+    /// off, no sample is built. With [`Detail::None`] and no `keep_raw`, Quake 3 server messages are
     /// then decoded only as far as the samples read ([`q3::svc::Detail::Samples`]): the flow
     /// rows' error counts miss errors in what is left unread.
     pub samples: bool,
-    /// With `emit`: Quake 3 snapshots carry their head only (time, delta base, flags,
-    /// validity) and moves no usercmd list: the cost of `flows` plus the messages' frames.
-    pub headers_only: bool,
-    /// With `emit`: Quake 3 snapshots carry only the obituary entities of their frame (no delta
-    /// records, no playerstate) and moves no usercmd list: what the game events read.
-    pub events_only: bool,
 }
 
 /// The outcome of one input.
@@ -148,14 +142,12 @@ impl Trackers {
     pub fn new(opts: &Options) -> Self {
         let threads = opts.threads.unwrap_or_else(worker_threads).max(1);
         // Samples carry what the decoder read: it must run inline, in capture order.
-        let detached = threads > 1 && !opts.emit && !opts.keep_raw && !opts.samples;
+        let detached = threads > 1 && !opts.detail.emits() && !opts.keep_raw && !opts.samples;
         let q3_opts = q3::conn::Options {
-            emit: opts.emit,
+            detail: opts.detail,
             keep_raw: opts.keep_raw,
             detached,
             samples: opts.samples,
-            headers_only: opts.headers_only,
-            events_only: opts.events_only,
         };
         let q3_pool = detached.then(|| Pool::new(threads, move || q3::conn::Decoder::new(q3_opts)));
         // QuakeWorld always decodes (the flow table counts failed messages too).
@@ -181,7 +173,7 @@ impl Trackers {
             q3_pool,
             qw_out: Vec::new(),
             filter: opts.flows.clone(),
-            emit: opts.emit,
+            emit: opts.detail.emits(),
             samples: opts.samples,
             samples_held: 0,
             prefetch_min_active: PREFETCH_MIN_ACTIVE,
@@ -629,6 +621,7 @@ impl Lookahead {
 }
 
 pub use crate::error::MAX_WARNINGS;
+pub use crate::vocab::Detail;
 
 /// IP datagrams whose fragments never all came, said once per input: otherwise a flood of
 /// lone first fragments would vanish without a word.
@@ -691,12 +684,10 @@ pub fn run_q3_demo_bytes(
         source,
     };
     let q3_opts = q3::conn::Options {
-        emit: opts.emit,
+        detail: opts.detail,
         keep_raw: opts.keep_raw,
         detached: false,
         samples: false,
-        headers_only: opts.headers_only,
-        events_only: opts.events_only,
     };
     let mut demo = q3::demo_file::Decoder::new(&file, data, protocol, q3_opts);
     for m in &mut demo {
@@ -767,7 +758,7 @@ pub fn run_qw_demo_bytes(
     let (mut blocks, mut failed) = (0u64, None);
     let flows = qw::decode_demo_stream(&file, data, &mut |m| {
         blocks += 1;
-        if !opts.emit {
+        if !opts.detail.emits() {
             return true;
         }
         match sink.event(Event::Qw(&m)) {
@@ -1003,7 +994,7 @@ mod tests {
                 );
             }
             let decode = Options {
-                emit: true,
+                detail: crate::vocab::Detail::Full,
                 ..Default::default()
             };
             let (off, _, events_off) = run(path, &decode, usize::MAX);

@@ -30,8 +30,7 @@ fn run(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, Input
 /// time order, each event once however many of the capture's connections saw it.
 pub fn game_events(path: &Path) -> Result<Vec<GameEvent>, InputError> {
     let opts = Options {
-        emit: true,
-        events_only: true,
+        detail: crate::pipeline::Detail::Events,
         ..Options::default()
     };
     let mut sink = EventSink::new();

@@ -573,8 +573,11 @@ fn headers_only_decode_matches_the_full_decode() {
         let run = |headers_only| {
             let mut out = Vec::new();
             let opts = ConnOptions {
-                emit: true,
-                headers_only,
+                detail: if headers_only {
+                    quakecap::pipeline::Detail::Headers
+                } else {
+                    quakecap::pipeline::Detail::Full
+                },
                 ..Default::default()
             };
             decode_demo_file(file, &data, opts, &mut out);

@@ -127,7 +127,7 @@ impl Sink for Seqs {
 fn seqs_by_player(path: &Path) -> BTreeMap<(String, &'static str), BTreeSet<i64>> {
     let mut s = Seqs::default();
     let o = Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         ..Default::default()
     };
     let report: Report = pipeline::run_capture(path, &o, &mut s, &mut |_| {}).unwrap();

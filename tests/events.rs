@@ -257,8 +257,11 @@ fn events_with(path: &Path, events_only: bool) -> Vec<GameEvent> {
     let demo = pipeline::is_demo(path);
     let mut sink = EventSink::new();
     let opts = Options {
-        emit: true,
-        events_only,
+        detail: if events_only {
+            quakecap::pipeline::Detail::Events
+        } else {
+            quakecap::pipeline::Detail::Full
+        },
         ..Default::default()
     };
     if demo {

@@ -192,7 +192,7 @@ fn expected_from_messages(input: &Path) -> Expected {
     }
     let mut count = Count(Expected::default());
     let opts = quakecap::pipeline::Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         ..Default::default()
     };
     let r = if quakecap::pipeline::is_demo(input) {

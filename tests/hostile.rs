@@ -113,7 +113,7 @@ fn key_of(report: &Report, id: u32) -> Key {
 
 fn run(bytes: &[u8]) -> Run {
     let opts = Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         ..Default::default()
     };
     let mut s = Streams::default();

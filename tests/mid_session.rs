@@ -1168,8 +1168,11 @@ fn quake3_cut_events_only_decode_gives_the_full_decodes_events() {
 fn events_with(path: &Path, events_only: bool) -> Vec<quakecap::gameevent::GameEvent> {
     let mut sink = quakecap::sink::events::EventSink::new();
     let opts = quakecap::pipeline::Options {
-        emit: true,
-        events_only,
+        detail: if events_only {
+            quakecap::pipeline::Detail::Events
+        } else {
+            quakecap::pipeline::Detail::Full
+        },
         ..Default::default()
     };
     quakecap::pipeline::run_capture(path, &opts, &mut sink, &mut |_| {}).expect("capture");

@@ -80,9 +80,8 @@ impl Sink for Probe {
 /// What `quakecap report` asks of the pass (on one thread).
 fn report_options() -> Options {
     Options {
+        detail: quakecap::pipeline::Detail::Events,
         samples: true,
-        emit: true,
-        events_only: true,
         threads: Some(1),
         ..Options::default()
     }

@@ -27,8 +27,12 @@ impl Sink for Samples {
 fn samples(path: &Path, emit: bool) -> Vec<Sample> {
     // With `emit` the messages are decoded whole (`Detail::Full`); without, as `net` does.
     let opts = Options {
+        detail: if emit {
+            quakecap::pipeline::Detail::Full
+        } else {
+            quakecap::pipeline::Detail::None
+        },
         samples: true,
-        emit,
         threads: Some(1),
         ..Options::default()
     };

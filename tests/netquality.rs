@@ -433,8 +433,12 @@ impl pipeline::Sink for Order {
 
 fn order(path: &Path, emit: bool) -> Vec<(bool, u32, f64)> {
     let opts = Options {
+        detail: if emit {
+            quakecap::pipeline::Detail::Full
+        } else {
+            quakecap::pipeline::Detail::None
+        },
         samples: true,
-        emit,
         threads: Some(1),
         ..Options::default()
     };

@@ -13,7 +13,7 @@ use quakecap::sink::demo::{DemoOptions, DemoSink, MemoryDemos};
 fn write_demos(path: &Path, opts: DemoOptions) -> (pipeline::Report, MemoryDemos) {
     let mut sink = DemoSink::new(MemoryDemos::default(), opts);
     let o = Options {
-        emit: false,
+        detail: quakecap::pipeline::Detail::None,
         keep_raw: true,
         ..Default::default()
     };

@@ -364,7 +364,7 @@ fn qw_impaired_qwd_equals_capture() {
 fn capture_shownet(dir: &str, flow: u32) -> String {
     let mut out = Vec::new();
     let opts = quakecap::pipeline::Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         flows: Some(vec![flow]),
         ..Default::default()
     };

@@ -37,7 +37,7 @@ fn demos() -> Option<Vec<PathBuf>> {
 fn decode(path: &std::path::Path) -> (Report, Collect) {
     let mut c = Collect::default();
     let opts = Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         ..Default::default()
     };
     let r = pipeline::run_q3_demo(path, &opts, &mut c).unwrap();

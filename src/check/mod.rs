@@ -130,8 +130,7 @@ pub fn check_input(
     };
     // The checks read snapshot heads, not their entities: the cost stays near `flows`'.
     let opts = Options {
-        emit: true,
-        headers_only: true,
+        detail: crate::pipeline::Detail::Headers,
         ..Default::default()
     };
     let report = run(&opts, &mut c)?;

@@ -443,7 +443,7 @@ fn write_demos(
     };
     let mut sink = DemoSink::new(files, dopts);
     let opts = Options {
-        emit: false,
+        detail: quakecap::pipeline::Detail::None,
         keep_raw: true,
         flows: (!chosen.is_empty()).then(|| chosen.to_vec()),
         threads: None,

@@ -38,11 +38,10 @@ pub struct EventsArgs {
 pub fn run(args: &EventsArgs) -> Result<i32> {
     let kinds = parse_kinds(&args.kind)?;
     let opts = Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Events,
         keep_raw: false,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
         // The events read commands, gamestates and the frames' obituary entities only.
-        events_only: true,
         ..Options::default()
     };
     let window = args.select.window(false)?;

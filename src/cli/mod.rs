@@ -457,7 +457,7 @@ fn decode(
     let files = input::expand(files)?;
     let window = select.window(false)?;
     let mut opts = Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         keep_raw: false,
         flows: (!flows.is_empty()).then_some(flows.clone()),
         threads: None,

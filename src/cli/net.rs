@@ -192,8 +192,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     let several = files.len() > 1;
     // The game events of `quakecap events` come from the same pass.
     let opts = Options {
-        emit: true,
-        events_only: true,
+        detail: quakecap::pipeline::Detail::Events,
         ..options(&args.flows)
     };
     let mut parts: Vec<ReportPart> = Vec::new();
@@ -480,8 +479,7 @@ mod tests {
             looked_at: 0,
         };
         let opts = Options {
-            emit: true,
-            events_only: true,
+            detail: quakecap::pipeline::Detail::Events,
             samples: true,
             threads: Some(1),
             ..Options::default()

@@ -320,7 +320,7 @@ pub fn run(path: &Path, strict: bool, tx: SyncSender<Feed>) -> Result<InputInfo,
         .is_some_and(|e| e.eq_ignore_ascii_case("mvd"));
     let mut d = Digester::new(tx.clone(), strict, demo, mvd);
     let opts = Options {
-        emit: true,
+        detail: crate::pipeline::Detail::Full,
         ..Default::default()
     };
     let r = if demo {

@@ -82,7 +82,7 @@ impl<'a> Decoder<'a> {
             records: Reader::new(data),
             state,
             detail: opts.detail(),
-            emit: opts.emit,
+            emit: opts.emit(),
             keep_raw: opts.keep_raw,
             gamestates_seen: 0,
             summary: FlowSummary {

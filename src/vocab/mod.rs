@@ -22,3 +22,28 @@ impl Dir {
         }
     }
 }
+
+/// How much of each decoded message the consumers read, from nothing (the flow table's
+/// counters and errors alone) to every op: chosen from what the sinks and analyses ask for,
+/// so that the decoders do no work nobody reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// No message handed out: the flows' counters and errors only (`flows`, `net`).
+    #[default]
+    None,
+    /// Each message with its frame and, for Quake 3 snapshots, the head only (time, delta
+    /// base, flags, validity), no usercmd list (`check`).
+    Headers,
+    /// What the game events read: commands, gamestates and the obituary entities of each
+    /// Quake 3 snapshot, no usercmd list (`events`, `report`).
+    Events,
+    /// Every op of every message (`decode`, `diff`, `export`).
+    Full,
+}
+
+impl Detail {
+    /// Messages are handed out at all.
+    pub fn emits(self) -> bool {
+        self != Detail::None
+    }
+}

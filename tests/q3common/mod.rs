@@ -72,7 +72,7 @@ impl Sink for Collect {
 /// Decode a capture or demo file, keeping every message (and raw bodies when asked).
 pub fn decode(path: &std::path::Path, keep_raw: bool) -> (Report, Vec<Message>) {
     let opts = Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         keep_raw,
         flows: None,
         threads: None,

@@ -148,7 +148,7 @@ pub fn playback_filter(trace: &str) -> String {
 pub fn shownet_sink_output(name: &str, data: &[u8]) -> String {
     let mut out = Vec::new();
     let opts = quakecap::pipeline::Options {
-        emit: true,
+        detail: quakecap::pipeline::Detail::Full,
         ..Default::default()
     };
     let mut sink = quakecap::sink::shownet::Shownet::new(&mut out);

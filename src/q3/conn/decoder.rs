@@ -282,7 +282,7 @@ impl Decoder {
     #[inline(never)]
     fn for_state(&mut self, w: Work) -> Option<Vec<u8>> {
         let opts = self.opts;
-        self.opts.emit = false;
+        self.opts.detail = Detail::None;
         self.opts.keep_raw = false;
         self.opts.samples = false;
         let body = self.run(w, &mut Vec::new());
@@ -335,7 +335,7 @@ impl Decoder {
 
     /// A mid-session message whose key is not known yet: reported with its header only.
     fn undecoded(&mut self, a: Accepted, dir: Dir, out: &mut Vec<Message>) -> Option<Vec<u8>> {
-        if self.opts.emit && !self.quiet_for_events(true, false) {
+        if self.opts.emit() && !self.quiet_for_events(true, false) {
             let kind = if dir == Dir::S2c { "server" } else { "client" };
             self.hand_out(message(&a, dir, kind, Body::None), out);
         }
@@ -425,7 +425,7 @@ impl Decoder {
             }
             return Some(a.body);
         }
-        if self.opts.emit || self.opts.keep_raw {
+        if self.opts.emit() || self.opts.keep_raw {
             let mut m = message(&a, Dir::S2c, "server", Body::Server(parsed));
             m.client_gone = was_gone || told_to_go;
             m.error = error;
@@ -434,7 +434,7 @@ impl Decoder {
                 out.push(m);
                 return None;
             }
-            if self.opts.events_only {
+            if self.opts.events_only() {
                 self.events_timed = events_timed_after(&m, self.events_timed);
             }
             self.hand_out(m, out);
@@ -541,7 +541,7 @@ impl Decoder {
         let Some((hdr, bit)) = hdr else {
             let text = format!("client message {}: shorter than its header", a.seq);
             let e = self.error(&a, Dir::C2s, Error::new(ErrorKind::Truncated, text));
-            if self.opts.emit {
+            if self.opts.emit() {
                 let mut m = message(&a, Dir::C2s, "client", Body::None);
                 m.fragmented = false;
                 m.error = Some(e);
@@ -614,7 +614,7 @@ impl Decoder {
                 (last, _) => last,
             },
             keep_usercmds,
-            commands_only: self.opts.events_only && self.opts.emit && !self.opts.samples,
+            commands_only: self.opts.events_only() && self.opts.emit() && !self.opts.samples,
             // The key hashes the acknowledged server command: mid-session it may be one sent
             // before the capture, even after a gamestate gave the checksumFeed.
             key_unknown: feed_low.is_none() && (st.state.bases_unseen() || !hash_known),
@@ -623,9 +623,9 @@ impl Decoder {
         let mut ops = Vec::new();
         // The game events read a client message's commands only: with samples (the report)
         // the moves are still decoded, for their timing, but not copied into the message.
-        let emit_moves = self.opts.emit && !self.opts.events_only;
-        let events_only = self.opts.events_only;
-        let emit = self.opts.emit;
+        let emit_moves = self.opts.emit() && !self.opts.events_only();
+        let events_only = self.opts.events_only();
+        let emit = self.opts.emit();
         let mut stamp = CmdStamp::default();
         let max_cmd_time = &mut self.max_cmd_time;
         let (cmds, last, gone, known) = (
@@ -706,7 +706,7 @@ impl Decoder {
             Some(e) => self.decode_error(&a, Dir::C2s, Error::from(e)),
             None => None,
         };
-        if self.opts.emit && !self.quiet_for_events(ops.is_empty(), error_text.is_some()) {
+        if self.opts.emit() && !self.quiet_for_events(ops.is_empty(), error_text.is_some()) {
             let parsed = clc::ClientMessage {
                 server_id: hdr.0,
                 message_ack: hdr.1,
@@ -740,7 +740,7 @@ pub(super) fn known_low_byte(op: Option<&mut clc::ClientOp>) {
 /// game events alone).
 #[inline]
 pub(super) fn keeps_usercmds(o: &Options) -> bool {
-    (o.emit && !o.headers_only && !o.events_only) || o.samples
+    (o.emit() && !o.headers_only() && !o.events_only()) || o.samples
 }
 
 /// Mid-session before a gamestate: the snapshot server message `seq` stored echoes the

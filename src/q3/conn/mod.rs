@@ -29,6 +29,7 @@ use crate::error::{Error, ErrorKind};
 use crate::flow::{Dir, FlowSummary, MAX_KEPT_ERRORS};
 use crate::net::Datagram;
 use crate::vocab::sample::{Arrival, CmdStamp, Sample, SnapStamp};
+use crate::vocab::Detail;
 
 mod decoder;
 mod lock;
@@ -43,8 +44,9 @@ pub use work::*;
 /// What the connection should produce.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
-    /// Hand every decoded message to the caller (off: decode for the flow counters only).
-    pub emit: bool,
+    /// How much of each decoded message goes to the caller ([`Detail::None`]: decode for
+    /// the flow counters only).
+    pub detail: Detail,
     /// Keep descrambled server bodies on the events (for demo writing).
     pub keep_raw: bool,
     /// Decoding runs elsewhere (a worker thread): the connection hands out [`Work`] instead
@@ -52,22 +54,33 @@ pub struct Options {
     pub detached: bool,
     /// Produce a network [`Sample`] per netchan datagram (the `net` analysis).
     pub samples: bool,
-    /// With `emit`: snapshots carry their head only and client moves no usercmd list
-    /// ([`svc::Detail::Headers`]; what `quakecap check` reads).
-    pub headers_only: bool,
-    /// With `emit`: snapshots carry only their frame's obituary entities and client messages
-    /// no usercmd list ([`svc::Detail::Events`]; what `quakecap events` reads).
-    pub events_only: bool,
 }
 
 impl Options {
+    /// Messages are handed out.
+    pub fn emit(&self) -> bool {
+        self.detail.emits()
+    }
+
+    /// Snapshots carry their head only and client moves no usercmd list
+    /// ([`svc::Detail::Headers`]).
+    pub fn headers_only(&self) -> bool {
+        self.detail == Detail::Headers
+    }
+
+    /// Snapshots carry only their frame's obituary entities and client messages no usercmd
+    /// list ([`svc::Detail::Events`]).
+    pub fn events_only(&self) -> bool {
+        self.detail == Detail::Events
+    }
+
     /// Full op records only when someone reads them; the flow table needs the state alone.
     pub fn detail(&self) -> svc::Detail {
-        if self.headers_only && self.emit && !self.keep_raw {
+        if self.headers_only() && !self.keep_raw {
             svc::Detail::Headers
-        } else if self.events_only && self.emit && !self.keep_raw {
+        } else if self.events_only() && !self.keep_raw {
             svc::Detail::Events
-        } else if self.emit || self.keep_raw {
+        } else if self.emit() || self.keep_raw {
             svc::Detail::Full
         } else if self.samples {
             // `net`: only what the samples read (the flow table's error counts then miss
@@ -331,7 +344,7 @@ impl Connection {
                     .frame(d.frame)
                     .dir(dir);
                 self.summary.push_error(e.clone());
-                if self.opts.emit {
+                if self.opts.emit() {
                     let mut m = self.message(d, dir, None, "oob", Body::None);
                     m.error = Some(Box::new(e));
                     out.push(m);
@@ -359,7 +372,7 @@ impl Connection {
             }
             _ => {}
         }
-        if self.opts.emit {
+        if self.opts.emit() {
             out.push(self.message(d, dir, None, "oob", Body::Oob(oob)));
         }
     }
@@ -668,7 +681,7 @@ impl Connection {
         fragmented: bool,
         out: &mut Vec<Message>,
     ) {
-        if self.opts.emit {
+        if self.opts.emit() {
             let kind = if dir == Dir::S2c { "server" } else { "client" };
             let mut m = self.message(d, dir, Some(seq), kind, Body::None);
             m.fragmented = fragmented;

@@ -27,12 +27,11 @@ use writer::TableWriter;
 /// The pipeline options an export needs: every message, and the network samples.
 pub fn options() -> Options {
     Options {
-        emit: true,
+        detail: crate::pipeline::Detail::Full,
         keep_raw: false,
         flows: None,
         threads: Some(1),
         samples: true,
-        ..Options::default()
     }
 }
 
