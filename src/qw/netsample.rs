@@ -2,6 +2,7 @@
 //! its usercmds as a game-neutral [`Sample`].
 use super::clc::ClientOp;
 use super::message::{Message, NetchanStatus, OpKind};
+use super::svc::ServerOp;
 use crate::flow::Dir;
 use crate::vocab::sample::{Arrival, CmdStamp, Sample};
 
@@ -22,7 +23,18 @@ pub fn sample(m: &Message) -> Option<Sample> {
     if m.dir == Dir::C2s && arrival == Arrival::Accepted {
         s.cmds = Some(cmds(m, s.gap));
     }
+    if m.dir == Dir::S2c && arrival == Arrival::Accepted {
+        s.chokes = chokes(m);
+    }
     Some(s)
+}
+
+/// The answers the server skipped for the rate limit before this one (`svc_chokecount`).
+fn chokes(m: &Message) -> u8 {
+    m.ops.iter().fold(0u8, |n, op| match op.kind {
+        OpKind::Server(ServerOp::Choke { count }) => n.saturating_add(count),
+        _ => n,
+    })
 }
 
 /// A clc_move holds the commands of this and the two previous sequences: the ones of

@@ -241,6 +241,13 @@ fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent], stretch: usiz
         r.loss_method.s2c.unwrap_or("not knowable here"),
         r.interval
     );
+    if let Some(rt) = r.round_trip_loss {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">Round-trip loss {} (client packets that got no answer, rate-limit skips aside: both directions together, as ezQuake counts it).</p>",
+            pct(Some(rt))
+        );
+    }
     if let Some(t) = r.binned_until {
         let _ = writeln!(
             h,

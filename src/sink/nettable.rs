@@ -87,7 +87,11 @@ fn row(r: &NetQuality) -> Vec<String> {
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default(),
         format!("{}/{}", num(r.ping.median, 0), num(r.ping.p95, 0)),
-        format!("{}/{}", pct(r.loss.c2s), pct(r.loss.s2c)),
+        match (r.loss.c2s, r.loss.s2c, r.round_trip_loss) {
+            // Neither way alone, both together (QuakeWorld client side).
+            (None, None, Some(rt)) => format!("rt {}", pct(Some(rt))),
+            (c2s, s2c, _) => format!("{}/{}", pct(c2s), pct(s2c)),
+        },
         format!("{}/{}", num(r.jitter.c2s, 1), num(r.jitter.s2c, 1)),
         num(r.snapshot_rate, 1),
         format!("{:.1}", r.client_packet_rate),

@@ -58,6 +58,9 @@ pub struct Sample {
     pub fragmented: bool,
     pub snapshot: Option<SnapStamp>,
     pub cmds: Option<CmdStamp>,
+    /// Answers the server says it did not send since its previous packet, for the rate
+    /// limit (QuakeWorld `svc_chokecount`).
+    pub chokes: u8,
 }
 
 impl Sample {
@@ -76,6 +79,7 @@ impl Sample {
             fragmented: false,
             snapshot: None,
             cmds: None,
+            chokes: 0,
         }
     }
 }

@@ -81,6 +81,8 @@ pub struct DirTotals {
     pub out_of_order: u64,
     /// Sequence numbers skipped.
     pub gaps: u64,
+    /// Of those, answers the sender skipped for its rate limit (QuakeWorld server).
+    pub chokes: u64,
     pub fragmented: u64,
     pub acked: u64,
     pub unacked: u64,
@@ -309,6 +311,7 @@ impl FlowAcc {
         t.accepted += 1;
         t.fragmented += u64::from(s.fragmented);
         t.gaps += u64::from(s.gap);
+        t.chokes += u64::from(s.chokes);
         self.settle_gap(d, s, bi);
         if let Some(st) = self.acks[d].sent(s.seq, s.time) {
             self.record_one_settled(d, st);

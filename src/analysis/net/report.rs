@@ -92,6 +92,12 @@ pub struct NetQuality {
     /// "gaps" (sequence gaps of packets that crossed the path before the capture) or "acks"
     /// (packets seen leaving that the far side never acknowledged).
     pub loss_method: Both<&'static str>,
+    /// QuakeWorld client side, where neither direction's loss can be told apart (see
+    /// [`qw_loss_methods`]): the share of the client's packets that got no answer, not
+    /// counting the answers the server skipped for its rate limit (`svc_chokecount`); what
+    /// ezQuake shows as packet loss. Both directions together: 1 - (1 - up)(1 - down).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trip_loss: Option<f64>,
     pub duplicates: Both<f64>,
     pub reordered: Both<f64>,
     pub jitter: JitterOut,
@@ -141,6 +147,17 @@ fn gap_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
     // Late (reordered) packets filled gaps counted when a newer one arrived first.
     let lost = t.gaps.saturating_sub(t.out_of_order);
     ratio(lost, t.accepted + lost).filter(|_| t.accepted >= MIN_PACKETS)
+}
+
+/// mvdsv answers client packet N with server packet N: at the client, a server sequence
+/// that never came is a client packet lost, an answer lost, or an answer skipped for the rate
+/// limit (the next answer says how many: `svc_chokecount`). The first two are the loss.
+fn qw_round_trip_loss(acc: &FlowAcc) -> Option<f64> {
+    let t = &acc.dir[1];
+    let missing = t.gaps.saturating_sub(t.out_of_order);
+    let lost = missing.saturating_sub(t.chokes);
+    ratio(lost, (t.accepted + missing).saturating_sub(t.chokes))
+        .filter(|_| t.accepted >= MIN_PACKETS)
 }
 
 fn ack_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
@@ -319,6 +336,9 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
         strip: acc.strip.clone(),
         ping_method: m,
         ping,
+        round_trip_loss: (sum.game == "qw" && v == Vantage::Client)
+            .then(|| qw_round_trip_loss(acc))
+            .flatten(),
         loss,
         loss_method: lm,
         duplicates: both(
