@@ -93,7 +93,7 @@ pub struct NetQuality {
     /// (packets seen leaving that the far side never acknowledged).
     pub loss_method: Both<&'static str>,
     /// QuakeWorld client side, where neither direction's loss can be told apart (see
-    /// [`qw_loss_methods`]): the share of the client's packets that got no answer, not
+    /// `qw_loss_methods`): the share of the client's packets that got no answer, not
     /// counting the answers the server skipped for its rate limit (`svc_chokecount`); what
     /// ezQuake shows as packet loss. Both directions together: 1 - (1 - up)(1 - down).
     #[serde(skip_serializing_if = "Option::is_none")]
