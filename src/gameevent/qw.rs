@@ -6,6 +6,7 @@
 //! `svc_intermission`), maps from `svc_serverdata` and the model list, KTX's match start from
 //! its `//ktx matchstart` marker. Only decoded state is read; no bytes are decoded here.
 use crate::error::{Error, ErrorKind};
+use crate::flow::Dir;
 use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score};
 use crate::qw::clc::ClientOp;
 use crate::qw::message::{Message, NetchanStatus, OpKind};
@@ -69,6 +70,9 @@ pub struct Extractor {
     /// The last round KTX marked as played (`//demomark 0 round- N` at a round's end, in its
     /// round-based modes: a hoonymode duel restarts the match every round).
     rounds_done: Option<u32>,
+    /// Per direction (c2s, s2c): the last reliable block sent was read here (not dropped by
+    /// the receiver as out of order): its retransmission repeats what was read.
+    reliable_taken: [bool; 2],
     /// Problems found, with their position.
     pub warnings: crate::gameevent::Warnings,
 }
@@ -89,6 +93,7 @@ impl Extractor {
             seen_prints: (f64::NAN, Default::default()),
             intermission: false,
             rounds_done: None,
+            reliable_taken: [false; 2],
             warnings: Default::default(),
         }
     }
@@ -103,12 +108,28 @@ impl Extractor {
 
     /// The game events of one decoded message, appended to `out`.
     pub fn message(&mut self, m: &Message, out: &mut Vec<GameEvent>) {
-        // The receiver dropped it: what it carries never happened for the client.
-        if matches!(
-            m.netchan,
-            Some(NetchanStatus::Duplicate | NetchanStatus::OutOfOrder)
-        ) {
+        let d = usize::from(m.dir == Dir::S2c);
+        // The receiver dropped it: what it carries never happened for the client. A reliable
+        // block in it is not taken: its retransmission will be.
+        if m.netchan == Some(NetchanStatus::OutOfOrder) {
+            if m.reliable == Some(true) {
+                self.reliable_taken[d] = false;
+            }
             return;
+        }
+        if m.netchan == Some(NetchanStatus::Duplicate) {
+            return;
+        }
+        // A reliable block sent again after its first sending was read here (the peer's ack
+        // said it never got it: lost after the capture point): its prints, commands and
+        // state changes are the ones already read, once. (A block lost before the capture
+        // point is never seen: its retransmission is the first sending read.)
+        if m.reliable == Some(true) {
+            let again = m.retransmit == Some(true) && self.reliable_taken[d];
+            self.reliable_taken[d] = true;
+            if again {
+                return;
+            }
         }
         if m.block == Some("all") || m.block == Some("stats") {
             self.mvd = true;
