@@ -36,6 +36,9 @@ pub const ENTITYNUM_WORLD: i32 = MAX_GENTITIES - 2;
 pub const MAX_POWERUPS: i32 = 16;
 /// Index of `eType` in the entity field table (checked against the table by a test).
 pub const ENTITY_ETYPE: usize = 11;
+/// Indices of `pm_type` and `clientNum` in [`PLAYER_FIELDS`] (checked by a test).
+pub const PS_PM_TYPE: usize = 34;
+pub const PS_CLIENT_NUM: usize = 40;
 /// `MAX_STATS`, `MAX_PERSISTANT`, `MAX_WEAPONS`: sizes of the other playerstate arrays.
 pub const MAX_STATS: usize = 16;
 /// See [`MAX_STATS`].
@@ -171,6 +174,18 @@ pub fn player_field_index(name: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn playerstate_field_constants() {
+        assert_eq!(
+            super::player_field_index("pm_type"),
+            Some(super::PS_PM_TYPE)
+        );
+        assert_eq!(
+            super::player_field_index("clientNum"),
+            Some(super::PS_CLIENT_NUM)
+        );
+    }
+
     use super::*;
 
     #[test]

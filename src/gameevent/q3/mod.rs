@@ -11,7 +11,7 @@ use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow
 use crate::q3::clc::ClientOp;
 use crate::q3::color::plain;
 use crate::q3::delta::EntityState;
-use crate::q3::fields::ENTITYNUM_WORLD;
+use crate::q3::fields::{ENTITYNUM_WORLD, PS_CLIENT_NUM, PS_PM_TYPE};
 use crate::q3::gamemod::{info_value, GameMod, ET_EVENTS, EV_EVENT_BITS};
 use crate::q3::message::Message;
 use crate::q3::state::SnapFrame;
@@ -97,9 +97,6 @@ const F_OTHER2: usize = 30;
 /// One obituary as the entity carried it: victim, attacker, means of death.
 type Obituary = (i32, i32, i32);
 
-/// Playerstate field indices (the order of `fields::PLAYER_FIELDS`; checked by a test).
-const PS_PM_TYPE: usize = 34;
-const PS_CLIENT_NUM: usize = 40;
 /// `pm_type` of a dead player (`PM_DEAD`).
 const PM_DEAD: i32 = 3;
 /// The client's own chat lines kept to recognise the server's echo, and how long.
@@ -679,13 +676,10 @@ impl Extractor {
     /// a delta sends it, or the one victim of the obituaries that come with this player's
     /// own death (`player_die` sets `PM_DEAD` in the server frame of the obituary).
     fn own_number(&mut self, frame: &SnapFrame) {
-        let known = |i: usize| frame.ps_known.fields & (1u64 << i) != 0;
-        let pm = known(PS_PM_TYPE).then(|| frame.ps.fields[PS_PM_TYPE]);
-        if self.client_num.is_none() && known(PS_CLIENT_NUM) {
-            let c = frame.ps.fields[PS_CLIENT_NUM];
-            if (0..MAX_CLIENTS as i32).contains(&c) {
-                self.client_num = Some(c);
-            }
+        let pm = frame.ps_known.value(&frame.ps, PS_PM_TYPE);
+        if self.client_num.is_none() {
+            let c = frame.ps_known.value(&frame.ps, PS_CLIENT_NUM);
+            self.client_num = c.filter(|c| (0..MAX_CLIENTS as i32).contains(c));
         }
         // Known now and not dead before: sent by this delta (a value the capture never saw
         // is sent only when it changed), unless the snapshot is a full one.
@@ -1034,13 +1028,6 @@ pub fn parse_scores(rest: &str) -> Option<Vec<(i32, i32, i32)>> {
 mod tests {
     use super::*;
     use crate::q3::fields::entity_field_index;
-
-    #[test]
-    fn playerstate_field_indices() {
-        use crate::q3::fields::player_field_index;
-        assert_eq!(player_field_index("pm_type"), Some(PS_PM_TYPE));
-        assert_eq!(player_field_index("clientNum"), Some(PS_CLIENT_NUM));
-    }
 
     #[test]
     fn field_indices() {

@@ -102,6 +102,11 @@ pub struct PsKnown {
 }
 
 impl PsKnown {
+    /// Field `i` of `ps`, where this says it is known.
+    pub fn value(&self, ps: &PlayerState, i: usize) -> Option<i32> {
+        (self.fields & (1u64 << i) != 0).then(|| ps.fields[i])
+    }
+
     pub const ALL: PsKnown = PsKnown {
         fields: (1u64 << NUM_PLAYER_FIELDS) - 1,
         arrays: [u16::MAX; 4],

@@ -45,13 +45,13 @@
 use std::collections::VecDeque;
 
 use crate::q3::delta::{PlayerState, PsKnown};
+use crate::q3::fields::PS_PM_TYPE;
 use crate::q3::usercmd::{UserCmd, UNKNOWN_ANGLE, UNKNOWN_BUTTONS, UNKNOWN_WEAPON};
 
 /// Playerstate field indices ([`crate::q3::fields::PLAYER_FIELDS`]; checked by a test).
 const PS_COMMAND_TIME: usize = 0;
 const PS_VIEWANGLES: [usize; 2] = [7, 6];
 const PS_DELTA_ANGLES: [usize; 2] = [35, 26];
-const PS_PM_TYPE: usize = 34;
 const PS_WEAPON: usize = 41;
 
 /// The keyed values the search reads: pitch, yaw, buttons, weapon.

@@ -1,6 +1,7 @@
 //! `svc_snapshot`: `CL_ParseSnapshot` and `CL_ParsePacketEntities` on the client state,
 //! through a recorder that keeps what the asked detail needs.
 use super::*;
+use crate::q3::fields::{PS_CLIENT_NUM, PS_PM_TYPE};
 
 /// The part of a snapshot before the playerstate, and how the client takes it.
 pub(super) struct SnapHead {
@@ -450,7 +451,7 @@ impl Recorder for EventFrame {
     type Changes = ();
     fn base(&mut self, old: Option<&HistFrame>) {
         self.base_events = old.is_some_and(|o| o.maybe_obituaries);
-        self.base_pm_type = old.and_then(|o| ps_value(&o.ps, o.ps_known, PS_PM_TYPE));
+        self.base_pm_type = old.and_then(|o| o.ps_known.value(&o.ps, PS_PM_TYPE));
     }
     fn entity(&mut self, _e: EntityWire<()>, state: Option<(&EntityState, u64)>) {
         self.sent_events |= state.is_some_and(|(s, _)| is_obituary(s));
@@ -464,18 +465,9 @@ impl Recorder for EventFrame {
         }
         self.parse_entities_num = f.parse_entities_num;
         self.ents_partial = f.ents_partial;
-        self.pm_type = ps_value(&f.ps, f.ps_known, PS_PM_TYPE);
-        self.client_num = ps_value(&f.ps, f.ps_known, PS_CLIENT_NUM);
+        self.pm_type = f.ps_known.value(&f.ps, PS_PM_TYPE);
+        self.client_num = f.ps_known.value(&f.ps, PS_CLIENT_NUM);
     }
-}
-
-/// Playerstate field indices of `pm_type` and `clientNum` ([`crate::q3::fields::PLAYER_FIELDS`]).
-pub(super) const PS_PM_TYPE: usize = 34;
-pub(super) const PS_CLIENT_NUM: usize = 40;
-
-/// Playerstate field `i`'s value, where known.
-pub(super) fn ps_value(ps: &PlayerState, known: PsKnown, i: usize) -> Option<i32> {
-    (known.fields & (1u64 << i) != 0).then(|| ps.fields[i])
 }
 
 /// `CL_ParsePacketEntities`: merge the old frame's sorted list with the transmitted deltas.
