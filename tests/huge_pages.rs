@@ -1,6 +1,7 @@
-//! The command starts again with glibc's huge-page tunable set (`src/main.rs`, issue 16),
-//! once, and leaves an environment that sets `GLIBC_TUNABLES` itself alone. Seen from
-//! outside: the running process's environment (`/proc/PID/environ`) while it waits on stdin.
+//! The heap on transparent huge pages, set up inside the process (`src/main.rs`): the command
+//! starts once (no second start with `GLIBC_TUNABLES`), its heap is advised for huge pages
+//! once it has grown (the `hg` flag of the `[heap]` mapping in `/proc/PID/smaps`), and
+//! `QUAKECAP_SMALL_PAGES=1` leaves the heap alone. The output is the same either way.
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
 mod skip;
@@ -14,91 +15,125 @@ const CAPTURE: &str = concat!(
     "/../shared/captures/q3-basic/capture.pcapng"
 );
 
-/// `quakecap flows -` started with `GLIBC_TUNABLES` as given (None: unset), its stdin held
-/// open: the value of `GLIBC_TUNABLES` in the process's environment once it is stable, and
-/// the flows it then printed for q3-basic written to its stdin.
-fn tunables_seen(given: Option<&str>) -> (Option<String>, String) {
+/// What `quakecap flows -` showed while its stdin was still open after the capture was
+/// written to it: whether `[heap]` carried the huge-page advice (`hg`), its environment's
+/// `GLIBC_TUNABLES`; then the flows it printed.
+struct Seen {
+    advised: bool,
+    tunables: Option<String>,
+    flows: String,
+}
+
+fn run(small_pages: bool) -> Seen {
+    let capture = match std::fs::read(CAPTURE) {
+        Ok(c) => c,
+        Err(_) => {
+            skip::data(std::path::Path::new(CAPTURE));
+            return Seen {
+                advised: !small_pages,
+                tunables: None,
+                flows: String::new(),
+            };
+        }
+    };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_quakecap"));
     cmd.args(["flows", "-"])
+        .env_remove("GLIBC_TUNABLES")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    match given {
-        Some(v) => cmd.env("GLIBC_TUNABLES", v),
-        None => cmd.env_remove("GLIBC_TUNABLES"),
-    };
-    let mut child = cmd.spawn().expect("spawn quakecap");
-    let environ = format!("/proc/{}/environ", child.id());
-    let read = || -> Option<Option<String>> {
-        let raw = std::fs::read(&environ).ok()?;
-        Some(
-            raw.split(|&b| b == 0)
-                .filter_map(|kv| std::str::from_utf8(kv).ok())
-                .find_map(|kv| kv.strip_prefix("GLIBC_TUNABLES=").map(String::from)),
-        )
-    };
-    // Right after the spawn the environment may not be readable yet or still be the first
-    // start's: wait for the variable (both cases end with it set), then a little longer to
-    // see that no further start changes it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seen = read().flatten();
-    while seen.is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-        seen = read().flatten();
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    let later = read().flatten();
-    assert_eq!(seen, later, "the environment changed again");
-    let capture = std::fs::read(CAPTURE);
-    let mut stdin = child.stdin.take().unwrap();
-    if let Ok(c) = &capture {
-        stdin.write_all(c).unwrap();
+    if small_pages {
+        cmd.env("QUAKECAP_SMALL_PAGES", "1");
     } else {
-        skip::data(std::path::Path::new(CAPTURE));
+        cmd.env_remove("QUAKECAP_SMALL_PAGES");
     }
+    let mut child = cmd.spawn().expect("spawn quakecap");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&capture).unwrap();
+    stdin.flush().unwrap();
+    // The heap's flags: the `VmFlags:` lines of the `[heap]` mappings (the advised part of
+    // the heap may be a mapping of its own).
+    let heap_flags = || -> Option<String> {
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+        let mut flags = String::new();
+        let mut in_heap = false;
+        for line in smaps.lines() {
+            if line.contains(" [heap]") || line.ends_with("[heap]") {
+                in_heap = true;
+            } else if line.starts_with("VmFlags:") {
+                if in_heap {
+                    flags.push_str(line);
+                    flags.push('\n');
+                }
+                in_heap = false;
+            }
+        }
+        Some(flags)
+    };
+    let advised = |f: &Option<String>| {
+        f.as_deref()
+            .is_some_and(|f| f.split_whitespace().any(|w| w == "hg"))
+    };
+    // The reader takes the capture in its own time: wait for the advice (up to 5 s) when it
+    // is expected, 1 s otherwise.
+    let wait = Duration::from_secs(if small_pages { 1 } else { 5 });
+    let deadline = Instant::now() + wait;
+    let mut flags = heap_flags();
+    while !advised(&flags) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        flags = heap_flags();
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let tunables = environ
+        .split(|&b| b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix("GLIBC_TUNABLES=").map(String::from));
     drop(stdin);
     let out = child.wait_with_output().unwrap();
-    (later, String::from_utf8_lossy(&out.stdout).into_owned())
+    assert!(out.status.success());
+    Seen {
+        advised: advised(&flags),
+        tunables,
+        flows: String::from_utf8_lossy(&out.stdout).into_owned(),
+    }
 }
 
 #[test]
-fn an_environment_without_the_tunable_starts_again_with_it_once() {
-    let (seen, flows) = tunables_seen(None);
-    // Huge pages, and malloc arenas capped at half the cores (at least two).
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let want = format!(
-        "glibc.malloc.hugetlb=1:glibc.malloc.arena_max={}",
-        (cores / 2).max(2)
+fn the_heap_is_advised_for_huge_pages_without_a_second_start() {
+    let huge = run(false);
+    assert!(huge.advised, "the heap carries no huge-page advice");
+    assert_eq!(
+        huge.tunables, None,
+        "the process started again with GLIBC_TUNABLES"
     );
-    // glibc 2.36 applies the arena cap but rewrites the variable without it.
+    let small = run(true);
     assert!(
-        seen.as_deref() == Some(want.as_str()) || seen.as_deref() == Some("glibc.malloc.hugetlb=1"),
-        "{seen:?}"
+        !small.advised,
+        "QUAKECAP_SMALL_PAGES=1 still advised the heap"
     );
-    // The new start read the arguments and stdin as the first would have.
-    let direct = Command::new(env!("CARGO_BIN_EXE_quakecap"))
-        .args(["flows", "-"])
-        .env("GLIBC_TUNABLES", "")
-        .stdin(
-            std::fs::File::open(CAPTURE)
-                .map(Stdio::from)
-                .unwrap_or_else(|_| Stdio::null()),
-        )
-        .output()
-        .unwrap();
-    assert_eq!(flows, String::from_utf8_lossy(&direct.stdout));
-    // Both printed the session's flow (two empty outputs would be equal too).
+    // The same output, and a real one (two empty outputs would be equal too).
+    assert_eq!(huge.flows, small.flows);
     if std::path::Path::new(CAPTURE).exists() {
-        assert!(flows.contains("LabPlayer1"), "{flows}");
-    } else {
-        skip::data(std::path::Path::new(CAPTURE));
+        assert!(huge.flows.contains("LabPlayer1"), "{}", huge.flows);
     }
 }
 
+/// One `execve`, seen by strace where it is installed.
 #[test]
-fn an_environment_that_sets_the_tunables_is_left_alone() {
-    for given in ["", "glibc.malloc.arena_max=1"] {
-        let (seen, _) = tunables_seen(Some(given));
-        assert_eq!(seen.as_deref(), Some(given));
-    }
+fn the_command_starts_once() {
+    let Ok(out) = Command::new("strace")
+        .args(["-f", "-e", "trace=execve", "-o", "/dev/stdout", "-qq"])
+        .arg(env!("CARGO_BIN_EXE_quakecap"))
+        .arg("--help")
+        .env_remove("GLIBC_TUNABLES")
+        .stderr(Stdio::null())
+        .output()
+    else {
+        skip::tool("strace (apt-get install strace)");
+        return;
+    };
+    let trace = String::from_utf8_lossy(&out.stdout);
+    let execs = trace.lines().filter(|l| l.contains("execve(")).count();
+    assert_eq!(execs, 1, "{trace}");
 }

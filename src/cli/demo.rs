@@ -311,6 +311,7 @@ fn as_output_error(e: &InputError) -> Option<&OutputError> {
 /// once than the usual soft limit (1,024) would otherwise fail on `EMFILE` (the Go runtime
 /// does the same at start). Best effort: unchanged when the call fails.
 #[cfg(unix)]
+#[allow(unsafe_code)] // getrlimit/setrlimit: libc calls (see the SAFETY note)
 fn raise_open_file_limit() {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
