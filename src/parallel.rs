@@ -26,7 +26,7 @@ pub trait Detached: Send + 'static {
     fn run(&mut self, work: Self::Work) -> Option<Self::Spare>;
     /// Prefetch, `level` pointers deep, what running `work` will touch; the worker calls
     /// levels 0 to [`Self::PREFETCH_LEVELS`]` - 1` on the items after the current one,
-    /// deepest for the next (see `crate::pipeline`'s `Lookahead`). A hint: the default does
+    /// deepest for the next (see `crate::pipeline::lookahead`). A hint: the default does
     /// nothing.
     fn prefetch(&self, _work: &Self::Work, _level: u8) {}
     const PREFETCH_LEVELS: usize = 0;
