@@ -35,7 +35,7 @@ impl Spilled {
 /// Bytes of one encoded [`Interval`]: a presence mask, nine 8-byte and four 4-byte fields.
 const INTERVAL_BYTES: usize = 2 + 8 * 9 + 4 * 4;
 /// Bytes of one encoded [`Col`].
-const COL_BYTES: usize = 8 * 4 + 4 * 7;
+const COL_BYTES: usize = 8 * 4 + 4 * (4 + crate::analysis::net::acc::RTT_METHODS);
 
 /// The scratch file, unlinked at once where the system allows (nothing is left behind
 /// when the run is killed), else removed when dropped.
@@ -283,7 +283,7 @@ fn get_col(rec: &[u8]) -> Col {
         seq_first: f.i64(),
         seq_last: f.i64(),
         packets: f.u32(),
-        latency: [f.f32(), f.f32(), f.f32()],
+        latency: std::array::from_fn(|_| f.f32()),
         rate_delayed: f.u32(),
         lost_gap: f.u32(),
         lost_ack: f.u32(),
@@ -340,7 +340,7 @@ mod tests {
             seq_first: -i64::from(k),
             seq_last: i64::MAX - i64::from(k),
             packets: k + 1,
-            latency: [-1.0, f32::from(k as u16) * 0.5, f32::MAX],
+            latency: [-1.0, f32::from(k as u16) * 0.5, f32::MAX, 3.0],
             rate_delayed: k % 5,
             lost_gap: k * 3,
             lost_ack: u32::MAX,

@@ -34,7 +34,18 @@ pub enum RttMethod {
     /// A Quake 3 client packet seen leaving, to the first snapshot whose playerstate
     /// commandTime reaches its last usercmd (the engine's `cl.snap.ping`).
     Command = 2,
+    /// Quake 3, at the client's side: the ping the server computes (SV_CalcPings, what
+    /// `status` and the scoreboard show), estimated per server message from when the client
+    /// last acknowledged it and the path's round trip ([`FlowAcc`]'s `server_ping`).
+    Server = 3,
 }
+
+/// Round-trip methods ([`RttMethod`]).
+pub const RTT_METHODS: usize = 4;
+
+/// How long the lowest recent `Command` round trip stands for the path's round trip in the
+/// client-side estimate of the server's ping (s).
+const PATH_RTT_WINDOW_S: f64 = 2.0;
 
 /// One direction's counters in a bin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,7 +74,7 @@ pub struct RttBin {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bin {
     pub dir: [DirBin; 2],
-    pub rtt: [RttBin; 3],
+    pub rtt: [RttBin; RTT_METHODS],
     pub snapshots: u32,
     pub rate_delayed: u32,
     /// Sum and count of the running RFC 3550 jitter estimate after each update, each way.
@@ -119,8 +130,8 @@ pub struct FlowAcc {
     pub dir: [DirTotals; 2],
     /// Packets of each direction waiting for the far side's ack.
     acks: [AckTable; 2],
-    pub rtt: [Hist; 3],
-    pub rtt_var: [Variation; 3],
+    pub rtt: [Hist; RTT_METHODS],
+    pub rtt_var: [Variation; RTT_METHODS],
     /// Sender-stamped jitter: c2s by usercmd serverTime, s2c by snapshot serverTime.
     pub jitter: [Jitter; 2],
     /// Quake 3 client packets: (capture time, last usercmd serverTime), newest last.
@@ -148,6 +159,17 @@ pub struct FlowAcc {
     /// The server message the client acknowledges now, as SV_CalcPings keeps it: (sequence,
     /// its send time, the server's frame (send) time at its latest acknowledgement).
     q3_acking: Option<(i64, f64, f64)>,
+    /// The server message the client acknowledges now, seen at the client's side: (sequence,
+    /// its arrival, the client's latest packet acknowledging it).
+    q3_holding: Option<(i64, f64, f64)>,
+    /// Recent `Command` round trips, (send time, ms), their lowest first (a monotonic
+    /// queue over [`PATH_RTT_WINDOW_S`]): the path's round trip with the least server-frame
+    /// wait in it.
+    path_rtt: VecDeque<(f64, f64)>,
+    /// Quake 3: the shortest step between two snapshots' serverTimes (ms): the server frame.
+    frame_ms: Option<f64>,
+    /// Quake 3: the last snapshot's serverTime.
+    last_server_time: Option<i32>,
     /// Windows (capture time) where the client's packets did not reach the server or the
     /// server ran none of its commands while it kept sending: a c2s stall (a held upstream).
     /// The third value: client packets with new commands seen within the window (none reach
@@ -469,6 +491,60 @@ impl FlowAcc {
         }
     }
 
+    /// Quake 3, a client packet acknowledging server message `a`, seen at `now`: the
+    /// server's ping as the client's side can estimate it. SV_CalcPings stamps message `a`
+    /// with the frame time T it was sent in, and its acknowledgement with the frame time
+    /// current when the server reads the last client packet acknowledging it; frames come
+    /// every `frame` ms from T. At the client's side `a` arrived at t_a = T + down, its last
+    /// acknowledgement left at t_l and reached the server at t_l + up: so the server's ping
+    /// is `frame * floor((t_l - t_a + round trip) / frame)` (0 on loopback, where each
+    /// message is acknowledged before the next frame). The round trip is the lowest recent
+    /// `Command` one (a command that reached the server just before a frame waited least).
+    fn q3_client_hold(&mut self, a: i64, now: f64) {
+        match self.q3_holding {
+            Some((seq, _, ref mut last)) if seq == a => *last = now,
+            Some((seq, ..)) if a < seq => {}
+            cur => {
+                if let Some((seq, arrived, last)) = cur {
+                    self.q3_server_ping(seq, arrived, last);
+                }
+                let arrived = self.q3_sent.iter().find(|x| x.0 == a).map(|x| x.1);
+                self.q3_holding = arrived.filter(|&t| t <= now).map(|t| (a, t, now));
+            }
+        }
+    }
+
+    fn q3_server_ping(&mut self, seq: i64, arrived: f64, last: f64) {
+        let (Some(frame), Some(&(_, path))) = (self.frame_ms, self.path_rtt.front()) else {
+            return;
+        };
+        let held = (last - arrived) * 1000.0;
+        let ms = frame * ((held + path) / frame).floor();
+        if !(0.0..f64::INFINITY).contains(&ms) {
+            return;
+        }
+        self.rtt_sample(RttMethod::Server, arrived, ms);
+        if let Some(st) = &mut self.strip {
+            st.latency(RttMethod::Server, Some(seq), ms);
+        }
+    }
+
+    /// A `Command` round trip of `ms` for a packet sent at `sent`, into the window of
+    /// recent ones ([`Self::path_rtt`]).
+    fn note_path_rtt(&mut self, sent: f64, ms: f64) {
+        let q = &mut self.path_rtt;
+        while q.back().is_some_and(|&(_, x)| x >= ms) {
+            q.pop_back();
+        }
+        q.push_back((sent, ms));
+        while q
+            .front()
+            .is_some_and(|&(t, _)| t < sent - PATH_RTT_WINDOW_S)
+        {
+            q.pop_front();
+        }
+    }
+
     fn q3_engine_rtt(&mut self, seq: i64, sent: f64, acked: f64) {
         let ms = (acked - sent) * 1000.0;
         if !(0.0..f64::INFINITY).contains(&ms) {
@@ -486,6 +562,7 @@ impl FlowAcc {
         let q3 = !self.q3_sent.is_empty();
         if q3 && far == 1 {
             self.q3_engine_ack(a, s.time);
+            self.q3_client_hold(a, s.time);
         }
         if let Some((sent, _)) = self.acks[far].ack(a, s.time, &mut self.settled) {
             if q3 && far == 1 {
@@ -573,6 +650,9 @@ impl FlowAcc {
     /// A round trip, filed at the time its measured packet left (where a delay began).
     fn rtt_sample(&mut self, m: RttMethod, sent: f64, ms: f64) {
         let k = m as usize;
+        if m == RttMethod::Command {
+            self.note_path_rtt(sent, ms);
+        }
         self.rtt[k].add(ms);
         self.rtt_var[k].add(ms);
         if let Some(b) = self.bin(sent, Cache::Rtt) {
@@ -589,6 +669,13 @@ impl FlowAcc {
     fn snapshot(&mut self, s: &Sample, snap: super::sample::SnapStamp, bi: Option<usize>) {
         self.snapshots += 1;
         self.rate_delayed += u64::from(snap.rate_delayed);
+        if let Some(prev) = self.last_server_time {
+            let step = f64::from(snap.server_time.wrapping_sub(prev));
+            if step > 0.0 && self.frame_ms.is_none_or(|f| step < f) {
+                self.frame_ms = Some(step);
+            }
+        }
+        self.last_server_time = Some(snap.server_time);
         let j = self.jitter[1].add(s.time, f64::from(snap.server_time));
         self.bin_jitter(1, bi, j);
         if let Some(b) = bi.and_then(|i| self.bins.get_mut(i)) {

@@ -29,7 +29,9 @@ pub struct Ping {
     pub p95: Option<f64>,
     pub max: Option<f64>,
     /// "ack" (a packet seen leaving, to the far side's first acknowledgement of it),
-    /// "command" (Quake 3 client side: usercmd sent to the first snapshot that ran it).
+    /// "command" (Quake 3 client side: usercmd sent to the first snapshot that ran it),
+    /// "server" (Quake 3 client side: the server's ping estimated, see
+    /// [`RttMethod::Server`]).
     pub method: Option<&'static str>,
     pub samples: u64,
 }
@@ -226,6 +228,21 @@ fn ping_method(acc: &FlowAcc, v: Vantage) -> Option<RttMethod> {
     order.iter().copied().find(|&m| has(m))
 }
 
+/// The method of the ping summary: at a Quake 3 client's side the server's ping as the
+/// capture can estimate it (what `status` and the scoreboard show), the figure a player
+/// compares; elsewhere the timing method itself. (The series over time and the lag events
+/// keep the timing method: at the client's side that is the client's own `cl.snap.ping`,
+/// which answers to a delay at once, where the estimate waits for its round trip.)
+fn summary_method(acc: &FlowAcc, v: Vantage, m: Option<RttMethod>) -> Option<RttMethod> {
+    let server = RttMethod::Server;
+    match (v, m) {
+        (Vantage::Client, Some(RttMethod::Command)) if !acc.rtt[server as usize].is_empty() => {
+            Some(server)
+        }
+        _ => m,
+    }
+}
+
 fn ping(acc: &FlowAcc, m: Option<RttMethod>) -> Ping {
     let Some(m) = m else {
         return Ping::default();
@@ -237,6 +254,7 @@ fn ping(acc: &FlowAcc, m: Option<RttMethod>) -> Ping {
         max: h.max(),
         method: Some(match m {
             RttMethod::Command => "command",
+            RttMethod::Server => "server",
             _ => "ack",
         }),
         samples: h.len(),
@@ -318,8 +336,13 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
     );
     let span = (acc.t_last - acc.t0).max(1e-3);
     let (c, s) = (&acc.dir[0], &acc.dir[1]);
-    let ping = ping(acc, m);
-    let lag_events = super::events::find(acc, m, ping.median, &lm, v == Vantage::Client);
+    let ping = ping(acc, summary_method(acc, v, m));
+    // The lag events' baseline is the timing method's own.
+    let baseline = match ping.method {
+        Some("server") => m.and_then(|m| acc.rtt[m as usize].quantile(0.5)),
+        _ => ping.median,
+    };
+    let lag_events = super::events::find(acc, m, baseline, &lm, v == Vantage::Client);
     let jitter = jitter(acc, v, m);
     let jd = both(jitter.c2s.map(|_| ()), jitter.s2c.map(|_| ()));
     let per = ((interval / BIN_S).round() as usize).max(1);

@@ -22,7 +22,7 @@ pub struct Col {
     /// Packets (snapshots) in the column.
     pub packets: u32,
     /// Worst latency per round-trip method (ms; negative: none measured).
-    pub latency: [f32; 3],
+    pub latency: [f32; super::acc::RTT_METHODS],
     pub rate_delayed: u32,
     /// Server packets lost before these, by sequence gaps at the client / unacknowledged at
     /// the server (the report shows the one its loss method uses).
@@ -62,7 +62,7 @@ impl Strip {
             seq_first: seq,
             seq_last: seq,
             packets: 1,
-            latency: [-1.0; 3],
+            latency: [-1.0; super::acc::RTT_METHODS],
             rate_delayed: u32::from(rate_delayed),
             lost_gap: gap,
             lost_ack: 0,
