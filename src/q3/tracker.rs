@@ -163,6 +163,10 @@ enum Routed {
     Summarised,
 }
 
+/// The longest packet from a candidate's server side weighed as a client's while the roles
+/// rest on one packet ([`Tracker::mid_session_candidate`]).
+const WEAK_ROLE_MAX_LEN: usize = 400;
+
 /// Packets one candidate holds for replay once confirmed: a client loading a map sends
 /// nothing for seconds while the server sends its gamestate and snapshots (20/s).
 const CANDIDATE_HELD: usize = 128;
@@ -619,12 +623,23 @@ impl Tracker {
         // its bytes look like (a server packet can pass the client shape): once a client
         // packet named the pair's roles, or the sender sent server packets before. (One odd
         // client packet with a server's shape must not turn the roles round.)
-        let from_server = !self.candidates.is_empty()
-            && self
-                .candidates
+        let prior = if self.candidates.is_empty() {
+            None
+        } else {
+            self.candidates
                 .get(&(d.src, d.dst))
-                .is_some_and(|c| c.hits > 0 || c.held.len() >= 2);
-        if from_server {
+                .map(|c| (c.hits, c.held.len()))
+        };
+        // One client-shaped packet and nothing else names the roles only weakly: a cut can
+        // open with a server packet that passes the client shape, and the real client's
+        // packets would then all be held as the server's. So while a candidate rests on
+        // that one packet, a small packet the other way with a client's shape is weighed
+        // as a client's instead (small: a client's moves are 15–60 bytes; the server's
+        // signon is fragments of a kilobyte and more).
+        let weak = prior.is_some_and(|(hits, held)| hits == 1 && held == 1)
+            && d.payload.len() <= WEAK_ROLE_MAX_LEN
+            && netchan_shape(d.payload) == Some(Dir::C2s);
+        if !weak && prior.is_some_and(|(hits, held)| hits > 0 || held >= 2) {
             self.hold_server_packet(d, false);
             return None;
         }
