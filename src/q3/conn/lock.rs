@@ -48,7 +48,20 @@ pub(super) struct Lock68 {
     /// text with every challenge byte ([`Lock68::tail_lock`]), and the reads so far.
     tails: crate::q3::midsession::tailsearch::Tails,
     pub(super) tail_reads: u32,
+    /// The current acknowledgement's server messages older than the group's latest
+    /// ([`Lock68::spill`]), oldest first, and their bytes: decoded for the state with the
+    /// group's once locked on, so that the server commands they carried (which the client's
+    /// keys are made of) are known.
+    pub(super) spilled: std::collections::VecDeque<(i32, Vec<u8>)>,
+    spilled_bytes: usize,
 }
+
+/// Older server messages of the current acknowledgement kept for the lock-on (about 13 s of
+/// snapshots at 20 a second), and at most this many bytes of them: a reliable server
+/// command is in every message until the client acknowledges it, a round trip after its
+/// first sending, so the messages that carried one before a late lock-on are among these.
+const SPILL_MAX: usize = 256;
+const SPILL_MAX_BYTES: usize = 256 << 10;
 
 /// Reads of a command's text off the server messages' ends before the lock-on, the
 /// challenge byte solved with the text (a group is read at every 8 ends kept from 16:
@@ -71,6 +84,8 @@ impl Default for Lock68 {
             ruled_out: false,
             tails: Default::default(),
             tail_reads: 0,
+            spilled: Default::default(),
+            spilled_bytes: 0,
         }
     }
 }
@@ -176,7 +191,10 @@ impl Lock68 {
         if self.group.start(ack) {
             self.ruled_out = false;
             self.tails.clear();
+            self.spilled.clear();
+            self.spilled_bytes = 0;
         }
+        self.spill();
         // Read every 8 ends kept from 16 on: before the lock-on nothing else decodes
         // these messages, and a read costs about 0.2 ms. No ends are kept once the reads
         // are spent.
@@ -209,6 +227,25 @@ impl Lock68 {
                 self.ruled_out = true;
                 None
             }
+        }
+    }
+
+    /// The group's oldest message, about to leave it for the next one, into
+    /// [`Lock68::spilled`] (the oldest spilled ones go first past its bounds).
+    fn spill(&mut self) {
+        if self.group.msgs.len() < crate::q3::midsession::keysearch::AckGroup::MAX {
+            return;
+        }
+        let Some(oldest) = self.group.msgs.first().cloned() else {
+            return;
+        };
+        self.spilled_bytes += oldest.1.len();
+        self.spilled.push_back(oldest);
+        while self.spilled.len() > SPILL_MAX || self.spilled_bytes > SPILL_MAX_BYTES {
+            let Some((_, b)) = self.spilled.pop_front() else {
+                break;
+            };
+            self.spilled_bytes -= b.len();
         }
     }
 

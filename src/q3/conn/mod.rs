@@ -569,7 +569,9 @@ impl Connection {
             return false;
         };
         let (packets, tries, decodes) = (l.packets, l.tries, l.decodes);
-        let mut prior = std::mem::take(&mut l.group.msgs);
+        let mut prior: super::midsession::keysearch::Held =
+            std::mem::take(&mut l.spilled).into_iter().collect();
+        prior.append(&mut l.group.msgs);
         prior.pop(); // This message: decoded as usual next.
         let how = if from_ends {
             format!(
