@@ -89,28 +89,3 @@ fn report(what: &str, fatal_under_ci: bool) {
         "{what} is missing, and CI=true: CI provides it (.ci/run), so this check must run"
     );
 }
-
-/// The session folders of `QUAKECAP_LAB_SESSIONS` (a directory of lab sessions recorded
-/// outside the repository, one folder each, as `../shared/lab/q3/scenario.sh` writes them),
-/// sorted; `None` (skipped visibly, under CI too: it names data CI does not have) when the
-/// variable is unset or empty, or names no readable directory.
-pub fn lab_sessions() -> Option<Vec<PathBuf>> {
-    let Some(dir) = std::env::var_os("QUAKECAP_LAB_SESSIONS").filter(|v| !v.is_empty()) else {
-        unavailable("QUAKECAP_LAB_SESSIONS=DIR (held-out lab sessions, one folder each)");
-        return None;
-    };
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        unavailable(&format!(
-            "QUAKECAP_LAB_SESSIONS={} to be a readable directory",
-            Path::new(&dir).display()
-        ));
-        return None;
-    };
-    let mut got: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.join("capture.pcapng").is_file())
-        .collect();
-    got.sort();
-    Some(got)
-}
