@@ -2,6 +2,7 @@
 //! [`Position`] where it was found and the per-layer message. Built only when something
 //! fails, so the success path pays nothing; rendered once (`file: flow 3, frame 120, bit 344:
 //! message`) and serialized as one flat JSON object (absent position fields omitted).
+#![warn(missing_docs)]
 use std::fmt;
 
 use serde::Serialize;
@@ -63,6 +64,7 @@ pub enum ErrorKind {
 /// Where a problem was found; every field is optional, absent ones are not rendered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Position {
+    /// The input file, when several are read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// Capture frame (1-based).
@@ -77,8 +79,10 @@ pub struct Position {
     /// Bit offset in the (Huffman-coded) message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bit: Option<u64>,
+    /// The flow (`flows` id).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow: Option<u32>,
+    /// The direction of the packet within its flow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<Dir>,
 }
@@ -86,13 +90,17 @@ pub struct Position {
 /// A counted problem: kind, position, and the layer's message (without the position).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Error {
+    /// What kind of problem.
     pub kind: ErrorKind,
+    /// Where it was found.
     #[serde(flatten)]
     pub pos: Position,
+    /// The layer's own words, without the position.
     pub message: String,
 }
 
 impl Error {
+    /// A problem of `kind` with no position yet (the builders below add it).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -100,32 +108,40 @@ impl Error {
             message: message.into(),
         }
     }
+    /// Found in input `file`.
     pub fn file(mut self, file: &str) -> Self {
         self.pos.file = Some(file.to_string());
         self
     }
+    /// Found in flow `flow`.
     pub fn flow(mut self, flow: u32) -> Self {
         self.pos.flow = Some(flow);
         self
     }
+    /// Found in a packet of direction `dir`.
     pub fn dir(mut self, dir: Dir) -> Self {
         self.pos.dir = Some(dir);
         self
     }
+    /// Found in capture frame `frame` (1-based).
     pub fn frame(mut self, frame: u64) -> Self {
         self.pos.frame = Some(frame);
         self
     }
+    /// Found in demo record or block `record`.
     pub fn record(mut self, record: u64) -> Self {
         self.pos.record = Some(record);
         self
     }
+    /// Found at byte `byte` (of the file, or of the message).
     pub fn byte(mut self, byte: u64) -> Self {
         self.pos.byte = Some(byte);
         self
     }
     /// Sets the bit and drops a trailing " at bit N" the layer's message already carries, so
     /// the position is rendered once.
+    /// Found at bit `bit` of the (Huffman-coded) message; a message ending " at bit N" for
+    /// the same bit loses that ending (the position says it).
     pub fn bit(mut self, bit: u64) -> Self {
         self.pos.bit = Some(bit);
         let suffix = format!(" at bit {bit}");
@@ -204,6 +220,7 @@ pub struct Warnings {
 }
 
 impl Warnings {
+    /// Count `e`, and keep it while fewer than [`MAX_WARNINGS`] are kept.
     pub fn push(&mut self, e: Error) {
         self.total += 1;
         if self.kept.len() < MAX_WARNINGS {

@@ -10,6 +10,7 @@
 //! players joining and leaving, network-quality samples) become new variants without any
 //! change to the sink API, and sinks that do not know a variant ignore it with their `_`
 //! arm.
+#![warn(missing_docs)]
 use crate::flow::FlowSummary;
 use crate::q3;
 use crate::qw;

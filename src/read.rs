@@ -9,6 +9,7 @@
 //! }
 //! # Ok::<(), quakecap::pipeline::InputError>(())
 //! ```
+#![warn(missing_docs)]
 use std::path::Path;
 
 use crate::analysis::net::{NetQuality, NetSink};

@@ -1293,6 +1293,9 @@ fn check_cut_usercmds(src: &Path, skip: u64) -> CmdFigures {
             })
         })
         .count();
+    // Full-capture connections matched (a client whose NAT port changed after the cut is
+    // two mid-session flows of one connection).
+    let mut matched = std::collections::BTreeSet::new();
     for mid in rows
         .iter()
         .filter(|f| f["kind"] == "connection" && is_mid(f) && f["protocol"] == 68)
@@ -1305,7 +1308,7 @@ fn check_cut_usercmds(src: &Path, skip: u64) -> CmdFigures {
         }) else {
             continue;
         };
-        fig.connections += 1;
+        matched.insert(same["id"].as_u64());
         let full = full_by_frame(src, same["id"].as_u64(), skip);
         for m in cut_msgs
             .iter()
@@ -1339,6 +1342,7 @@ fn check_cut_usercmds(src: &Path, skip: u64) -> CmdFigures {
             }
         }
     }
+    fig.connections = matched.len();
     let _ = std::fs::remove_dir_all(&dir);
     fig
 }
@@ -1414,9 +1418,13 @@ fn quake3_proto68_cuts_give_full_usercmds() {
 const AGGREGATE_FLOOR: f64 = 55.5;
 
 /// The goal: at least 95 % of the client messages with usercmds after the lock-on give every
-/// value, in every cut. Met by the aimbot cuts and the 30 % cuts of q3-lagswitch and
-/// q3-aimbot-smooth; not by the others, and mostly out of reach of one connection's
-/// messages. Of the messages the search saw in the stored cuts (measured with the cuts of
+/// value, in every cut. Met by the aimbot cuts, the 30 % cuts of q3-lagswitch and
+/// q3-aimbot-smooth, and the 60 % cuts of the sessions recorded with movement
+/// (q3-fight-two-clients 97.1 % and 96.9 %, q3-fight-one-client 98.3 %); their 30 % cuts
+/// reach 83–88 %: the key part is found only at the first echo that pins it (a turn with
+/// the view-angle offset known, i.e. after a respawn; a weapon change), up to 9–14 s after
+/// the cut, and the messages before it were already handed out. Not met by the others,
+/// mostly out of reach of one connection's messages. Of the messages the search saw in the stored cuts (measured with the cuts of
 /// `capture.pcapng`), roughly:
 ///
 /// * a third come while nothing echoes the commands: a player who neither turns nor changes

@@ -214,7 +214,7 @@ impl<R: Read> CaptureReader<R> {
     /// [`Self::next_frame`] returns next (`k = 0`: that one). None unless that block is an
     /// Enhanced Packet Block already whole in the read-ahead (and, without `at`, every
     /// block before it is there too). For hints only (the pipeline's prefetch,
-    /// [`crate::prefetch`]): it checks just enough to stay inside the buffer; the real
+    /// `crate::prefetch`): it checks just enough to stay inside the buffer; the real
     /// read does every check.
     pub fn peek(&self, k: usize, at: Option<u64>) -> Option<(LinkType, &[u8], u64)> {
         const FIXED: usize = 28; // as in buffered_epb

@@ -3,12 +3,13 @@
 //! it is and streams what its decoder gives. The pipeline defines the sink trait; sinks see one
 //! [`Event`] type for both games, only finished events, and never reach back into parsing.
 //!
-//! * [`frames`]: where frames come from (one capture, or several merged in time order);
-//! * [`tracker`]: the router ([`Trackers`]) and the trait every game's tracker implements;
-//! * [`games`]: the list of games, and which reads a demo file;
+//! * `frames`: where frames come from (one capture, or several merged in time order);
+//! * `tracker`: the router ([`Trackers`]) and the trait every game's tracker implements;
+//! * `games`: the list of games, and which reads a demo file;
 //! * `quake3`, `quakeworld`: each game behind that trait (Quake 3's worker threads and
 //!   prefetching are its own);
-//! * [`lookahead`]: the datagrams ahead, given to the games that prefetch.
+//! * `lookahead`: the datagrams ahead, given to the games that prefetch.
+#![warn(missing_docs)]
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -20,7 +21,7 @@ use crate::net::NetDecoder;
 
 mod frames;
 mod games;
-pub mod lookahead;
+mod lookahead;
 mod quake3;
 mod quakeworld;
 mod tracker;
@@ -71,7 +72,7 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Hand an [`Event::NetSample`] per netchan datagram to the sink (the `net` analysis);
     /// off, no sample is built. With [`Detail::None`] and no `keep_raw`, Quake 3 server messages are
-    /// then decoded only as far as the samples read ([`q3::svc::Detail::Samples`]): the flow
+    /// then decoded only as far as the samples read ([`crate::q3::svc::Detail::Samples`]): the flow
     /// rows' error counts miss errors in what is left unread.
     pub samples: bool,
 }
@@ -79,9 +80,13 @@ pub struct Options {
 /// The outcome of one input.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// The input's name (several joined by `+` for `--merge`).
     pub file: String,
+    /// Every flow's summary, by id.
     pub flows: Vec<FlowSummary>,
+    /// Capture frames (or demo records) read.
     pub frames: u64,
+    /// Frames that were whole UDP datagrams.
     pub udp_datagrams: u64,
     /// Frames that could not be read as UDP (malformed, unsupported link type).
     pub net_errors: u64,
@@ -103,12 +108,30 @@ pub struct Report {
 /// Why an input could not be used at all.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// The file is not a capture this reader takes (or could not be opened).
     #[error("{file}: {source}")]
-    Capture { file: String, source: CaptureError },
+    Capture {
+        /// The input.
+        file: String,
+        /// Why.
+        source: CaptureError,
+    },
+    /// Reading the input or writing to the sink failed.
     #[error("{file}: {source}")]
-    Io { file: String, source: io::Error },
+    Io {
+        /// The input.
+        file: String,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// Every frame of the input failed (no packet could be read).
     #[error("{file}: {message}")]
-    Unusable { file: String, message: String },
+    Unusable {
+        /// The input.
+        file: String,
+        /// The first problem.
+        message: String,
+    },
 }
 
 pub use crate::flow::table::MAX_OTHER_FLOWS;

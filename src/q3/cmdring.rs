@@ -98,7 +98,7 @@ impl CommandRing {
         &slot.text
     }
 
-    /// The slot of command `seq`, for [`crate::prefetch`] (its text's pointer, length and
+    /// The slot of command `seq`, for `crate::prefetch` (its text's pointer, length and
     /// version share a cache line).
     #[inline]
     pub fn slot_ptr(&self, seq: i32) -> *const u8 {

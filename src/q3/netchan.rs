@@ -280,7 +280,7 @@ impl Receiver {
     }
 
     /// Prefetch what [`Self::process`] reads for a packet of sequence `seq` (the
-    /// counters and the fingerprint slot it checks or writes): see [`crate::prefetch`].
+    /// counters and the fingerprint slot it checks or writes): see `crate::prefetch`.
     #[inline]
     pub fn prefetch(&self, seq: i32) {
         crate::prefetch::read(&self.incoming);

@@ -167,7 +167,7 @@ impl KeyCache {
     }
 
     /// Prefetch the start of the key stream, `bytes` long at most (see
-    /// [`crate::prefetch`]).
+    /// `crate::prefetch`).
     #[inline]
     pub fn prefetch_stream(&self, bytes: usize) {
         crate::prefetch::range::<false>(self.x.as_ptr(), self.x.len().min(bytes), 4);

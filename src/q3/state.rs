@@ -483,7 +483,7 @@ impl ClientState {
         self.server_commands.keyed(seq)
     }
 
-    /// The ring of server commands, for [`crate::prefetch`].
+    /// The ring of server commands, for `crate::prefetch`.
     pub fn server_commands(&self) -> &CommandRing {
         &self.server_commands
     }
@@ -665,7 +665,7 @@ impl ClientState {
     }
 
     /// Prefetch what the next snapshot parse will touch, one level of pointers per call
-    /// (each level reads only what the one before asked for; see [`crate::prefetch`]):
+    /// (each level reads only what the one before asked for; see `crate::prefetch`):
     /// 0, this state's head; 1, the history ring's slot of the last snapshot and the tops
     /// of the spare-frame and free-slot stacks; 2, the frame the snapshot will be built in
     /// (last used 32 snapshots ago, written whole: the playerstate is copied into it), the

@@ -1,6 +1,7 @@
 //! The small vocabulary every layer may use: the direction of a packet in a connection and
 //! the game-neutral network sample each game's decoder fills. It imports nothing of the
 //! crate, so every layer can depend on it without closing a cycle.
+#![warn(missing_docs)]
 use serde::Serialize;
 
 pub mod sample;
@@ -8,13 +9,16 @@ pub mod sample;
 /// Direction of a packet inside a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum Dir {
+    /// Client to server.
     #[serde(rename = "c2s")]
     C2s,
+    /// Server to client.
     #[serde(rename = "s2c")]
     S2c,
 }
 
 impl Dir {
+    /// `"c2s"` or `"s2c"`, as JSON writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Dir::C2s => "c2s",

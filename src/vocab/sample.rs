@@ -38,7 +38,9 @@ pub struct CmdStamp {
 /// One netchan datagram of a connection, as the capture saw it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
+    /// The connection's `flows` id.
     pub flow: u32,
+    /// Which way the datagram went.
     pub dir: Dir,
     /// Capture time, seconds since the Unix epoch.
     pub time: f64,
@@ -46,6 +48,7 @@ pub struct Sample {
     pub bytes: u32,
     /// Netchan sequence.
     pub seq: i64,
+    /// What the receiving netchan made of it (accepted, duplicate, out of order, ...).
     pub arrival: Arrival,
     /// Sequence numbers skipped just before this accepted one.
     pub gap: u32,
@@ -56,7 +59,9 @@ pub struct Sample {
     pub reliable: bool,
     /// The message came in fragments (counted on the datagram that completed it).
     pub fragmented: bool,
+    /// The snapshot's stamps, for a server message carrying one (Quake 3).
     pub snapshot: Option<SnapStamp>,
+    /// The usercmds, for a client message carrying some.
     pub cmds: Option<CmdStamp>,
     /// Answers the server says it did not send since its previous packet, for the rate
     /// limit (QuakeWorld `svc_chokecount`).

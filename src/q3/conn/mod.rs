@@ -288,7 +288,7 @@ impl Connection {
     /// touch, one level of pointers per call: level 0 is this struct's own lines (counters,
     /// the receiver, the decoder's head); each later level reads only lines the level
     /// before asked for and asks for what they point to. The pipeline calls the levels on
-    /// later datagrams, deepest for the next one to be handled ([`crate::prefetch`]).
+    /// later datagrams, deepest for the next one to be handled (`crate::prefetch`).
     #[inline]
     pub fn prefetch(&self, level: u8, dir: Dir, seq: i32) {
         match level {
