@@ -253,3 +253,151 @@ pub(super) fn decode_unsettled(
     let mut r = Reader::with_base(payload, base);
     Some(svc::parse_message(st, &mut r))
 }
+
+impl Tracker {
+    /// A netchan packet of no known connection: a candidate connection seen mid-session
+    /// (see the module docs). Unconfirmed packets are left to the table (false) and held for
+    /// replay; at confirmation the flow adopts the table's counts and replays what it held.
+    pub(super) fn mid_session(
+        &mut self,
+        d: &Datagram<'_>,
+        table: &mut FlowTable,
+        out: &mut Vec<Event>,
+    ) -> bool {
+        // A packet from the server of a candidate is that candidate's server packet, whatever
+        // its bytes look like (a server packet can pass the client shape).
+        let from_server = !self.candidates.is_empty()
+            && self
+                .candidates
+                .get(&(d.src, d.dst))
+                .is_some_and(|c| c.hits > 0);
+        let (key, dir) = if let Some((h, checked)) = c2s_shape(d.payload).filter(|_| !from_server) {
+            let (seq, qport) = (h.sequence(), h.qport().unwrap_or(0));
+            let key = (d.dst, d.src);
+            if !self.candidates.contains_key(&key) && self.candidates.len() >= MAX_CANDIDATES {
+                self.candidates.clear();
+                self.held.clear();
+            }
+            let c = self.candidates.entry(key).or_insert(Candidate {
+                qport,
+                first_seq: seq,
+                seq,
+                hits: 0,
+                answered: false,
+                moves: 0,
+                held: HeldPackets::default(),
+            });
+            if c.hits > 0 && (c.qport != qport || seq <= c.seq || seq - c.seq > CANDIDATE_MAX_STEP)
+            {
+                self.held.release(&c.held);
+                *c = Candidate {
+                    qport,
+                    first_seq: seq,
+                    seq,
+                    hits: 0,
+                    answered: false,
+                    moves: 0,
+                    held: HeldPackets::default(),
+                };
+            }
+            if c.hits == 0 {
+                // Held server packets (if any) came first; the client packet names the qport.
+                c.qport = qport;
+                c.first_seq = seq;
+            }
+            c.hits = c.hits.saturating_add(1);
+            c.moves = c.moves.saturating_add(u8::from(checked));
+            c.seq = seq;
+            (key, Dir::C2s)
+        } else {
+            let key = (d.src, d.dst);
+            if oob::is_oob(d.payload) {
+                return false;
+            }
+            let Some(h) = Header::new_checked(d.payload, Dir::S2c) else {
+                return false;
+            };
+            if !self.candidates.contains_key(&key) {
+                // A server packet before any client packet: held (a few) in case the client
+                // turns out to be a connection, so that decoding starts at the first packet.
+                if self.candidates.len() >= MAX_CANDIDATES || h.sequence() == 0 {
+                    return false;
+                }
+                self.candidates.insert(
+                    key,
+                    Candidate {
+                        qport: 0,
+                        first_seq: 0,
+                        seq: 0,
+                        hits: 0,
+                        answered: false,
+                        moves: 0,
+                        held: HeldPackets::default(),
+                    },
+                );
+            }
+            let Some(c) = self.candidates.get_mut(&key) else {
+                return false;
+            };
+            if c.hits > 0 && (c.first_seq..=c.seq).contains(&h.ack()) {
+                c.answered = true;
+            }
+            (key, Dir::S2c)
+        };
+        let Some(c) = self.candidates.get_mut(&key) else {
+            return false;
+        };
+        if c.hits < MID_SESSION_CONFIRM || !c.answered || c.moves < MID_SESSION_CONFIRM - 1 {
+            let room = if c.hits == 0 { 2 } else { CANDIDATE_HELD };
+            self.held.hold(&mut c.held, room, dir, d);
+            return false;
+        }
+        let Some(c) = self.candidates.remove(&key) else {
+            return false;
+        };
+        self.held.release(&c.held);
+        if self.flows.len() >= MAX_FLOW_ROWS {
+            table.refuse_row(d.frame);
+            return false;
+        }
+        if self.connections >= MAX_CONNECTIONS {
+            return false;
+        }
+        self.connections += 1;
+        let (server, client) = key;
+        let claim = table.claim(server, client, true);
+        let mut f = Flow::new(claim.id, server, client, true);
+        // The flow starts at the adopted counts (the held packets are in them).
+        let first_frame = c.held.first_frame().unwrap_or(d.frame);
+        f.sum = FlowSummary {
+            packets: Default::default(),
+            bytes: Default::default(),
+            client_ports: Vec::new(),
+            ..f.sum
+        };
+        if let Some((prior, swapped)) = &claim.prior {
+            f.sum.absorb(prior, *swapped);
+        }
+        f.sum.add_client_port(client.port());
+        f.accepted = true;
+        f.qport = Some(c.qport);
+        f.sum.qport = Some(c.qport);
+        f.state = Some(Box::new(ServerState {
+            baselines_known: false,
+            ..ServerState::new(false)
+        }));
+        let mut mid = MidSession::new(first_frame);
+        mid.recognised_after = c.held.len() + 1;
+        f.mid = Some(Box::new(mid));
+        self.flows.push(f);
+        let i = self.flows.len() - 1;
+        self.by_pair.insert(key, Some(i));
+        self.by_accepted_pair.insert(key, Some(i));
+        self.by_qport.insert(server, client.ip(), c.qport, i);
+        for (dir, dg) in c.held.datagrams() {
+            self.netchan(i, dir, &dg, out, false);
+        }
+        self.netchan(i, dir, d, out, true);
+        true
+    }
+}
