@@ -292,6 +292,15 @@ fn warn_unfinished(report: &mut Report, net: &NetDecoder, file: Option<&str>) {
     push_warning(report, w);
 }
 
+/// A demo file's name (for the report) and bytes.
+fn read_file(path: &Path) -> Result<(String, Vec<u8>), InputError> {
+    let file = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(data) => Ok((file, data)),
+        Err(source) => Err(InputError::Io { file, source }),
+    }
+}
+
 fn push_warning(report: &mut Report, w: Error) {
     report.warnings_total += 1;
     if report.warnings.len() < MAX_WARNINGS {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::lookahead::DISTANCE;
 use super::tracker::{GameTracker, Offered, Setup};
-use super::{push_warning, wanted, Event, InputError, Options, Report, Sink};
+use super::{push_warning, read_file, wanted, Event, InputError, Options, Report, Sink};
 use crate::flow::{FlowMap, FlowSummary, FlowTable};
 use crate::net::Datagram;
 use crate::parallel::Pool;
@@ -223,11 +223,7 @@ impl GameTracker for Quake3 {
 
 /// Decode a Quake 3 demo file (.dm_66/67/68/71) through the same decoders.
 pub fn run_q3_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
-    let file = path.display().to_string();
-    let data = std::fs::read(path).map_err(|source| InputError::Io {
-        file: file.clone(),
-        source,
-    })?;
+    let (file, data) = read_file(path)?;
     run_q3_demo_bytes(&data, file, demo_protocol(path), opts, sink)
 }
 

@@ -4,7 +4,7 @@ use std::io;
 use std::path::Path;
 
 use super::tracker::{GameTracker, Offered, Setup};
-use super::{wanted, Event, InputError, Options, Report, Sink};
+use super::{read_file, wanted, Event, InputError, Options, Report, Sink};
 use crate::flow::{FlowSummary, FlowTable};
 use crate::net::Datagram;
 use crate::qw;
@@ -105,11 +105,7 @@ pub fn is_qw_demo(path: &Path) -> bool {
 
 /// Decode a QuakeWorld .qwd or .mvd file.
 pub fn run_qw_demo(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Report, InputError> {
-    let file = path.display().to_string();
-    let data = std::fs::read(path).map_err(|source| InputError::Io {
-        file: file.clone(),
-        source,
-    })?;
+    let (file, data) = read_file(path)?;
     run_qw_demo_bytes(&data, file, opts, sink)
 }
 

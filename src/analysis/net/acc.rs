@@ -156,12 +156,12 @@ pub struct FlowAcc {
     q3_acks: Vec<(i64, i32)>,
     /// Quake 3 server packets with a snapshot, newest last: (sequence, capture time).
     q3_sent: VecDeque<(i64, f64)>,
-    /// The server message the client acknowledges now, as SV_CalcPings keeps it: (sequence,
-    /// its send time, the server's frame (send) time at its latest acknowledgement).
-    q3_acking: Option<(i64, f64, f64)>,
-    /// The server message the client acknowledges now, seen at the client's side: (sequence,
-    /// its arrival, the client's latest packet acknowledging it).
-    q3_holding: Option<(i64, f64, f64)>,
+    /// The server message the client acknowledges now, as SV_CalcPings keeps it: its send
+    /// time, and the server's frame (send) time at its latest acknowledgement.
+    q3_acking: Acking,
+    /// The server message the client acknowledges now, seen at the client's side: its
+    /// arrival, and the client's latest packet acknowledging it.
+    q3_holding: Acking,
     /// Recent `Command` round trips, (send time, ms), their lowest first (a monotonic
     /// queue over [`PATH_RTT_WINDOW_S`]): the path's round trip with the least server-frame
     /// wait in it.
@@ -186,6 +186,35 @@ pub struct FlowAcc {
     max_cmd_time: Option<i32>,
     /// Quake 3: (highest playerstate commandTime, when it last advanced, snapshots since).
     cmd_advance: Option<(i32, f64, u32)>,
+}
+
+/// The server message a client's packets acknowledge now: (sequence, when it left or
+/// arrived, the time of its latest acknowledgement as the measure stamps it).
+#[derive(Debug, Clone, Copy, Default)]
+struct Acking(Option<(i64, f64, f64)>);
+
+impl Acking {
+    /// A client packet acknowledging message `a`, stamped `at`: a later acknowledgement of
+    /// the message followed (`at` kept), an older one ignored, or a newer message started
+    /// (`start` gives its time; None: not followed) and the one it ends returned.
+    fn ack(
+        &mut self,
+        a: i64,
+        at: f64,
+        start: impl FnOnce() -> Option<f64>,
+    ) -> Option<(i64, f64, f64)> {
+        match self.0 {
+            Some((seq, _, ref mut last)) if seq == a => {
+                *last = at;
+                None
+            }
+            Some((seq, ..)) if a < seq => None,
+            ended => {
+                self.0 = start().map(|t| (a, t, at.max(t)));
+                ended
+            }
+        }
+    }
 }
 
 /// The client's upstream stalled when the server heard nothing from it, or ran none of its
@@ -478,16 +507,12 @@ impl FlowAcc {
             .rev()
             .find(|x| x.1 <= now)
             .map_or(now, |x| x.1);
-        match self.q3_acking {
-            Some((seq, _, ref mut acked)) if seq == a => *acked = frame,
-            Some((seq, ..)) if a < seq => {}
-            cur => {
-                if let Some((seq, sent, acked)) = cur {
-                    self.q3_engine_rtt(seq, sent, acked);
-                }
-                let sent = self.q3_sent.iter().find(|x| x.0 == a).map(|x| x.1);
-                self.q3_acking = sent.map(|t| (a, t, frame.max(t)));
-            }
+        let sent = &self.q3_sent;
+        let ended = self
+            .q3_acking
+            .ack(a, frame, || sent.iter().find(|x| x.0 == a).map(|x| x.1));
+        if let Some((seq, sent, acked)) = ended {
+            self.q3_engine_rtt(seq, sent, acked);
         }
     }
 
@@ -501,16 +526,15 @@ impl FlowAcc {
     /// message is acknowledged before the next frame). The round trip is the lowest recent
     /// `Command` one (a command that reached the server just before a frame waited least).
     fn q3_client_hold(&mut self, a: i64, now: f64) {
-        match self.q3_holding {
-            Some((seq, _, ref mut last)) if seq == a => *last = now,
-            Some((seq, ..)) if a < seq => {}
-            cur => {
-                if let Some((seq, arrived, last)) = cur {
-                    self.q3_server_ping(seq, arrived, last);
-                }
-                let arrived = self.q3_sent.iter().find(|x| x.0 == a).map(|x| x.1);
-                self.q3_holding = arrived.filter(|&t| t <= now).map(|t| (a, t, now));
-            }
+        let sent = &self.q3_sent;
+        let ended = self.q3_holding.ack(a, now, || {
+            sent.iter()
+                .find(|x| x.0 == a)
+                .map(|x| x.1)
+                .filter(|&t| t <= now)
+        });
+        if let Some((seq, arrived, last)) = ended {
+            self.q3_server_ping(seq, arrived, last);
         }
     }
 
@@ -715,8 +739,11 @@ impl FlowAcc {
 
     /// End of the capture: settle what the acknowledgements can still tell.
     pub fn finish(&mut self) {
-        if let Some((seq, sent, acked)) = self.q3_acking.take() {
+        if let Some((seq, sent, acked)) = self.q3_acking.0.take() {
             self.q3_engine_rtt(seq, sent, acked);
+        }
+        if let Some((seq, arrived, last)) = self.q3_holding.0.take() {
+            self.q3_server_ping(seq, arrived, last);
         }
         for d in 0..2 {
             self.acks[d].finish(&mut self.settled);
