@@ -25,6 +25,21 @@ pub(super) struct Candidate {
     pub(super) held: HeldPackets,
 }
 
+impl Candidate {
+    /// A candidate starting at client packet `seq` with qport `qport`, nothing counted yet.
+    pub(super) fn new(qport: u16, seq: u32) -> Self {
+        Candidate {
+            qport,
+            first_seq: seq,
+            seq,
+            hits: 0,
+            answered: false,
+            moves: 0,
+            held: HeldPackets::default(),
+        }
+    }
+}
+
 /// A client packet's netchan shape: a non-zero sequence, the qport, then client ops that read
 /// to the end. The flag: a `clc_move` whose checksum (over the moves and the sequence) holds,
 /// which a server packet or other UDP passes about once in 256 tries at best.
@@ -278,27 +293,14 @@ impl Tracker {
                 self.candidates.clear();
                 self.held.clear();
             }
-            let c = self.candidates.entry(key).or_insert(Candidate {
-                qport,
-                first_seq: seq,
-                seq,
-                hits: 0,
-                answered: false,
-                moves: 0,
-                held: HeldPackets::default(),
-            });
+            let c = self
+                .candidates
+                .entry(key)
+                .or_insert_with(|| Candidate::new(qport, seq));
             if c.hits > 0 && (c.qport != qport || seq <= c.seq || seq - c.seq > CANDIDATE_MAX_STEP)
             {
                 self.held.release(&c.held);
-                *c = Candidate {
-                    qport,
-                    first_seq: seq,
-                    seq,
-                    hits: 0,
-                    answered: false,
-                    moves: 0,
-                    held: HeldPackets::default(),
-                };
+                *c = Candidate::new(qport, seq);
             }
             if c.hits == 0 {
                 // Held server packets (if any) came first; the client packet names the qport.
@@ -323,18 +325,7 @@ impl Tracker {
                 if self.candidates.len() >= MAX_CANDIDATES || h.sequence() == 0 {
                     return false;
                 }
-                self.candidates.insert(
-                    key,
-                    Candidate {
-                        qport: 0,
-                        first_seq: 0,
-                        seq: 0,
-                        hits: 0,
-                        answered: false,
-                        moves: 0,
-                        held: HeldPackets::default(),
-                    },
-                );
+                self.candidates.insert(key, Candidate::new(0, 0));
             }
             let Some(c) = self.candidates.get_mut(&key) else {
                 return false;
