@@ -14,23 +14,28 @@ pub use crate::vocab::Dir;
 /// A pair of counters, one per direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PerDir {
+    /// Client to server.
     pub c2s: u64,
+    /// Server to client.
     pub s2c: u64,
 }
 
 impl PerDir {
+    /// The counter of direction `d`.
     pub fn get_mut(&mut self, d: Dir) -> &mut u64 {
         match d {
             Dir::C2s => &mut self.c2s,
             Dir::S2c => &mut self.s2c,
         }
     }
+    /// The count of direction `d`.
     pub fn get(&self, d: Dir) -> u64 {
         match d {
             Dir::C2s => self.c2s,
             Dir::S2c => self.s2c,
         }
     }
+    /// Both directions together.
     pub fn total(&self) -> u64 {
         self.c2s + self.s2c
     }
@@ -48,29 +53,39 @@ pub struct FlowSummary {
     pub game: &'static str,
     /// "connection", "query" or "other".
     pub kind: &'static str,
+    /// The game protocol (Quake 3: 68 or 71; QuakeWorld: 28), when known.
     pub protocol: Option<u32>,
     /// "ip:port" (IPv6 as "\[ip\]:port").
     pub server: String,
+    /// The client's IP address.
     pub client_ip: String,
     /// Every client UDP port seen, in order of first use (NAT rebinding adds ports).
     pub client_ports: Vec<u16>,
+    /// The client's qport (connections).
     pub qport: Option<u16>,
+    /// The handshake's challenge (Quake 3 protocol 71 mid-session: solved).
     pub challenge: Option<i64>,
+    /// The player's name, when the flow tells it.
     pub name: Option<String>,
+    /// Datagrams each way.
     pub packets: PerDir,
+    /// UDP payload bytes each way.
     pub bytes: PerDir,
     /// Messages that arrived in fragments (counted once per reassembled message).
     pub fragments: PerDir,
     /// Sequence gaps (messages the receiver never got).
     pub dropped: PerDir,
+    /// Duplicates each way (netchan sequence seen before).
     pub duplicates: PerDir,
+    /// Packets each way that came after a newer one.
     pub out_of_order: PerDir,
     /// Number of errors in this flow (malformed packets, failed messages).
     pub errors: u64,
     /// The first [`MAX_KEPT_ERRORS`] errors.
     pub error_details: Vec<Error>,
-    /// Seconds since the Unix epoch of the first and last packet.
+    /// Seconds since the Unix epoch of the first packet.
     pub first_time: f64,
+    /// Seconds since the Unix epoch of the last packet.
     pub last_time: f64,
     /// Only on rows of kind "query_aggregate" / "other_aggregate": traffic past a flow limit.
     #[serde(flatten)]

@@ -15,16 +15,27 @@ pub use crate::error::Warnings;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// A frag ([`Kill`]).
     Kill,
+    /// A chat line ([`Chat`]).
     Chat,
+    /// A player entered ([`Player`]).
     Join,
+    /// A player left ([`Player`]).
     Leave,
+    /// A player renamed ([`Player`], with the old name).
     Rename,
+    /// A player changed team ([`Player`], with the old team).
     Team,
+    /// A level started or restarted ([`MapChange`]).
     Map,
+    /// The match started ([`MatchFlow`]).
     MatchStart,
+    /// The match ended ([`MatchFlow`]).
     MatchEnd,
+    /// A player's score as the server reported it ([`Score`]).
     Score,
+    /// A CTF flag taken, captured, returned or dropped ([`Flag`]).
     Flag,
 }
 
@@ -83,6 +94,7 @@ pub fn clock_ms(ms: i64) -> String {
 /// One game event as one server's game saw it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GameEvent {
+    /// What happened.
     pub kind: Kind,
     /// Seconds since the Unix epoch (captures); demo files: the demo's own clock.
     pub time: f64,
@@ -108,6 +120,7 @@ pub struct GameEvent {
     /// event, two commands or two echoes are two ([`merge`]).
     #[serde(skip)]
     pub from_client: bool,
+    /// The kind's own fields.
     #[serde(flatten)]
     pub detail: Detail,
 }
@@ -208,12 +221,19 @@ impl GameEvent {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Detail {
+    /// Of [`Kind::Kill`].
     Kill(Kill),
+    /// Of [`Kind::Chat`].
     Chat(Chat),
+    /// Of joins, leaves, renames and team changes.
     Player(Player),
+    /// Of [`Kind::Map`].
     Map(MapChange),
+    /// Of [`Kind::Score`].
     Score(Score),
+    /// Of match starts and ends.
     Match(MatchFlow),
+    /// Of [`Kind::Flag`].
     Flag(Flag),
 }
 
@@ -222,9 +242,13 @@ pub enum Detail {
 /// the killer (QuakeWorld's "K checks his glasses").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Kill {
+    /// The killer's name, colour codes removed.
     pub killer: Option<String>,
+    /// The victim's name, colour codes removed.
     pub victim: Option<String>,
+    /// The killer's client number, when known.
     pub killer_num: Option<i32>,
+    /// The victim's client number, when known.
     pub victim_num: Option<i32>,
     /// The game's means-of-death name ("MOD_ROCKET"; QuakeWorld: a weapon word).
     #[serde(rename = "mod")]
@@ -238,12 +262,15 @@ pub struct Kill {
 /// A chat line. `name` is None for the server console.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Chat {
+    /// The sender's name, colour codes removed.
     pub name: Option<String>,
+    /// The sender's client number, when known.
     pub num: Option<i32>,
     /// Without colour codes.
     pub text: String,
     /// As sent, colour codes kept.
     pub text_raw: String,
+    /// Sent to the sender's team only.
     pub team: bool,
     /// The target of a `tell`, when known.
     pub to: Option<String>,
@@ -254,8 +281,11 @@ pub struct Chat {
 /// A player joined, left, renamed or changed team.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Player {
+    /// The client number (slot).
     pub num: i32,
+    /// The name, colour codes removed.
     pub name: String,
+    /// The name as the game sent it.
     pub name_raw: String,
     /// The game's team word ("red", "blue", "free", "spectator"; QuakeWorld: the team name).
     pub team: Option<String>,
@@ -270,6 +300,7 @@ pub struct Player {
 /// A level (re)started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MapChange {
+    /// The map's name.
     pub map: String,
     /// The same map restarted (`map_restart`).
     pub restart: bool,
@@ -281,9 +312,13 @@ pub struct MapChange {
 /// One player's score as the server reported it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Score {
+    /// The player's name, colour codes removed.
     pub name: String,
+    /// The client number.
     pub num: i32,
+    /// The score (frags in free-for-all).
     pub score: i32,
+    /// The ping the server reported (ms).
     pub ping: i32,
     /// Final (sent during the intermission).
     #[serde(rename = "final")]
@@ -293,6 +328,7 @@ pub struct Score {
 /// Match start or end.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MatchFlow {
+    /// Why it started or ended: the game's own words, or "level start", "warmup", "intermission".
     pub reason: String,
 }
 

@@ -1,5 +1,7 @@
 //! From a connection's accumulation to what `quakecap net` prints: vantage, ping, loss,
-//! jitter, rates, lag events and the per-interval series.
+//! jitter, rates, lag events and the per-interval series. The JSON keys are described field
+//! by field in `docs/reference.md`.
+#![warn(missing_docs)]
 use serde::Serialize;
 
 use super::acc::{Bin, FlowAcc, RttMethod, BIN_S};
@@ -10,35 +12,50 @@ use crate::flow::{Dir, FlowSummary};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Vantage {
+    /// At the client's end of the path: the server's packets show the path's gaps.
     Client,
+    /// At the server's end: the client's packets show the path's gaps.
     Server,
+    /// Somewhere along the path: both directions show gaps.
     Between,
+    /// No gap either way and no telling side (loopback, a clean path).
     Unknown,
 }
 
 /// A pair of per-direction values, `null` where unknowable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Both<T> {
+    /// Client to server.
     pub c2s: Option<T>,
+    /// Server to client.
     pub s2c: Option<T>,
 }
 
+/// A connection's ping, as the engines define it from this vantage (see the guide's **Ping**).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Ping {
+    /// Median (ms, to the millisecond).
     pub median: Option<f64>,
+    /// 95th percentile (ms).
     pub p95: Option<f64>,
+    /// Highest (ms).
     pub max: Option<f64>,
     /// "ack" (a packet seen leaving, to the far side's first acknowledgement of it),
     /// "command" (Quake 3 client side: usercmd sent to the first snapshot that ran it),
     /// "server" (Quake 3 client side: the server's ping estimated, see
     /// [`RttMethod::Server`]).
     pub method: Option<&'static str>,
+    /// Round trips measured.
     pub samples: u64,
 }
 
+/// Jitter each way and of the ping.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct JitterOut {
+    /// RFC 3550 interarrival jitter of the client's packets (ms), where they crossed the
+    /// path before the capture and carry the sender's stamps.
     pub c2s: Option<f64>,
+    /// The same for the server's packets (ms).
     pub s2c: Option<f64>,
     /// Mean absolute difference of successive ping samples (ms).
     pub rtt: Option<f64>,
@@ -53,7 +70,9 @@ pub struct LagEvent {
     pub kind: &'static str,
     /// Seconds since the Unix epoch (capture clock).
     pub start: f64,
+    /// End, seconds since the Unix epoch.
     pub end: f64,
+    /// The direction that lagged, when known (`c2s`: the client's upstream stalled).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<Dir>,
     /// Ping: the highest ping in the window (ms); loss: the worst loss fraction in it.
@@ -69,11 +88,17 @@ pub struct Interval {
     pub start: f64,
     /// Mean and highest ping of the samples whose packet left in the interval (ms).
     pub ping: Option<f64>,
+    /// The highest of them (ms).
     pub ping_max: Option<f64>,
+    /// Loss each way in the interval (fraction), by the connection's loss methods.
     pub loss: Both<f64>,
+    /// Packets each way.
     pub packets: Both<u32>,
+    /// UDP payload bytes each way.
     pub bytes: Both<u64>,
+    /// Snapshots accepted (Quake 3).
     pub snapshots: u32,
+    /// Of them, flagged SNAPFLAG_RATE_DELAYED.
     pub rate_delayed: u32,
     /// Mean of the running RFC 3550 jitter estimate over the interval (ms), each way where
     /// the connection's `jitter` is known.
@@ -83,13 +108,21 @@ pub struct Interval {
 /// The network quality of one connection (one object of `quakecap net --json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetQuality {
+    /// The connection's `flows` id.
     pub flow: u32,
+    /// `"q3"` or `"qw"`.
     pub game: &'static str,
+    /// The player's name, when the capture tells it.
     pub name: Option<String>,
+    /// First netchan packet, seconds since the Unix epoch (capture clock).
     pub first_time: f64,
+    /// Last netchan packet, the same clock.
     pub last_time: f64,
+    /// Where the capture was taken.
     pub vantage: Vantage,
+    /// The ping.
     pub ping: Ping,
+    /// Path loss each way (fraction 0..1), `None` where this vantage cannot know it.
     pub loss: Both<f64>,
     /// "gaps" (sequence gaps of packets that crossed the path before the capture) or "acks"
     /// (packets seen leaving that the far side never acknowledged).
@@ -100,20 +133,33 @@ pub struct NetQuality {
     /// ezQuake shows as packet loss. Both directions together: 1 - (1 - up)(1 - down).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round_trip_loss: Option<f64>,
+    /// Share of packets each way that were duplicates.
     pub duplicates: Both<f64>,
+    /// Share of packets each way that arrived after a newer one.
     pub reordered: Both<f64>,
+    /// Jitter each way and of the ping.
     pub jitter: JitterOut,
+    /// Accepted snapshots per second (Quake 3).
     pub snapshot_rate: Option<f64>,
+    /// Share of snapshots flagged SNAPFLAG_RATE_DELAYED (the client's `rate` is too low).
     pub rate_delayed: Option<f64>,
+    /// Server datagrams per second.
     pub server_packet_rate: f64,
+    /// Client datagrams per second.
     pub client_packet_rate: f64,
+    /// New usercmds per client packet.
     pub usercmds_per_packet: Option<f64>,
+    /// New usercmds per second: the client's command frame rate.
     pub fps: Option<f64>,
+    /// UDP payload bytes per second each way.
     pub bytes_per_second: Both<f64>,
+    /// Messages each way that came in fragments (gamestate, downloads).
     pub fragmented: Both<u64>,
+    /// Windows of bad network.
     pub lag_events: Vec<LagEvent>,
     /// Seconds per entry of `series`.
     pub interval: f64,
+    /// The connection over time, an entry per `interval`.
     pub series: Vec<Interval>,
     /// The round trips `ping` reports (HTML report only; not in the JSON).
     #[serde(skip)]
