@@ -28,7 +28,9 @@ for tool in tshark valgrind /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
 done
 
-cargo build --profile dist --quiet --bin quakecap --example mkbench
+# The binary alone first: built with the examples, it would get their `testkit` feature.
+cargo build --profile dist --quiet --bin quakecap
+cargo build --profile dist --quiet --example mkbench
 Q=target/dist/quakecap
 BIG=$OUT/bench.pcapng
 SMALL=$OUT/bench-cg.pcapng

@@ -21,7 +21,9 @@ mkdir -p "$OUT"
 for tool in tshark /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench_scale: $tool is required" >&2; exit 1; }
 done
-cargo build --profile dist --quiet --bin quakecap --example mkbench
+# The binary alone first: built with the examples, it would get their `testkit` feature.
+cargo build --profile dist --quiet --bin quakecap
+cargo build --profile dist --quiet --example mkbench
 Q=target/dist/quakecap
 
 # best_of CMD...: "wall_s cpu_s max_rss_kb" of the run with the least CPU time.

@@ -15,7 +15,9 @@ RUNS=${FLOOD_RUNS:-3}
 OUT=bench-out/floods
 mkdir -p "$OUT"
 [ -x /usr/bin/time ] || { echo "floods: GNU time (/usr/bin/time) is required" >&2; exit 1; }
-cargo build --profile dist --quiet --bin quakecap --example mkflood
+# The binary alone first: built with the examples, it would get their `testkit` feature.
+cargo build --profile dist --quiet --bin quakecap
+cargo build --profile dist --quiet --example mkflood
 Q=target/dist/quakecap
 
 # best CAPTURE: "cpu_s rss_kb" of the run with the least CPU.

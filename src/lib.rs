@@ -21,13 +21,34 @@
 //! Where to start: [`read`] answers one question about one file in one call (its game
 //! events, its players' network quality, its connections); [`pipeline`] runs the pass
 //! over captures and demos into a [`pipeline::Sink`] of your own, which receives each
-//! [`event::Event`]; [`error`] and [`vocab`] are the types those share. These modules
-//! document every public item (`missing_docs` is on for them). The decoders (`q3`, `qw`),
-//! the flow table, the sinks and the analyses are public for the command-line tool, the
-//! tests and authors who need the decoded messages themselves; their internals are not a
-//! stable interface. The test kits (`flood`, `fuzzing`) need the `testkit` feature.
+//! [`event::Event`]; [`error`] and [`vocab`] are the types those share. The decoded
+//! messages and the game state are in [`q3`] and [`qw`] ([`q3::message::Message`],
+//! [`qw::Message`]); the flow table, the sinks and the analyses the command-line tool uses
+//! are public too. Every public item is documented (`missing_docs` is on for the crate).
+//!
+//! The decoders' internals (netchan, Huffman coding, descrambling, the mid-session key
+//! searches, the per-connection decode state) are `pub(crate)`. The `testkit` feature makes
+//! them public, hidden from these docs, together with the test kits (`flood`, `fuzzing`):
+//! for the crate's own tests, benchmarks and tool examples; it is not a stable interface.
 // Unsafe code is refused everywhere but in `prefetch` (one function: cache hints).
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+/// Declares internal modules: `pub(crate)` for a library user, public (hidden from the docs)
+/// with the `testkit` feature, which the crate's own tests, benchmarks and tool examples turn
+/// on. Not a stable interface.
+macro_rules! internal_mod {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "testkit")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "testkit"))]
+        #[allow(dead_code, unused_imports)]
+        pub(crate) mod $name;
+    )*};
+}
 
 pub mod analysis;
 pub mod capture;

@@ -23,12 +23,14 @@ pub trait Detached: Send + 'static {
     /// the router so it need not allocate one per message on one thread and free it on
     /// another.
     type Spare: Send + 'static;
+    /// Run one piece of work of this decoder's flow; what it leaves for reuse, if anything.
     fn run(&mut self, work: Self::Work) -> Option<Self::Spare>;
     /// Prefetch, `level` pointers deep, what running `work` will touch; the worker calls
     /// levels 0 to [`Self::PREFETCH_LEVELS`]` - 1` on the items after the current one,
     /// deepest for the next (see `crate::pipeline::lookahead`). A hint: the default does
     /// nothing.
     fn prefetch(&self, _work: &Self::Work, _level: u8) {}
+    /// How many levels [`Self::prefetch`] knows; 0 (the default): the workers prefetch none.
     const PREFETCH_LEVELS: usize = 0;
 }
 

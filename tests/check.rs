@@ -436,7 +436,6 @@ fn q3_message(dir: Dir, seq: i32, frame: u64, body: Body) -> Message {
         client_gone: false,
         protocol: 68,
         file_offset: None,
-        quiet_snapshot: None,
         size: 0,
     }
 }

@@ -1517,3 +1517,76 @@ fn quake3_proto68_cut_kills_name_every_connected_player() {
     eprintln!("cuts: {named} kill players named, {unnamed} bots unnamed");
     assert!(named > 0);
 }
+
+/// A capture that begins mid-session has no join for the players already in the game: their
+/// time in game counts from the input's first event, not zero. At 30 % and 60 % of every
+/// protocol-68 capture file, every player of the cut's summary with one stint in the full
+/// capture has that stint's part within the cut's events (within 2 s), and nobody has more
+/// than in the full capture.
+#[test]
+fn quake3_proto68_cut_summary_counts_time_in_game() {
+    use quakecap::gameevent::summary::summarize;
+    let files = proto68_capture_files();
+    assert!(files.len() >= 10, "{files:?}");
+    let mut checked = 0;
+    for (label, src) in &files {
+        let full = events_with(src, true);
+        let full_sum = summarize(&full);
+        let n = frame_count(src);
+        for pct in [30u64, 60] {
+            let skip = n * pct / 100;
+            let dir = scratch(&format!("time-{skip}"));
+            let cap = dir.join("cut.pcap");
+            cut(src, skip, &cap);
+            let got = events_with(&cap, true);
+            let _ = std::fs::remove_dir_all(&dir);
+            let Some(start) = got.iter().map(|e| e.time).reduce(f64::min) else {
+                continue;
+            };
+            let end = got.iter().map(|e| e.time).fold(start, f64::max);
+            for p in summarize(&got) {
+                let Some(f) = full_sum.iter().find(|f| f.name == p.name) else {
+                    continue;
+                };
+                assert!(
+                    p.time_in_game <= f.time_in_game + 1.0,
+                    "{label} cut {pct}%: {p:?} against the full capture's {f:?}"
+                );
+                // The player's one stint in the full capture (players with several are
+                // not judged here): his time in the cut is that stint within the cut's
+                // events (a cut file can stop before the capture's end).
+                let of = |kind: quakecap::gameevent::Kind| -> Vec<f64> {
+                    full.iter()
+                        .filter(|e| e.kind == kind && e.describe().contains(&p.name))
+                        .map(|e| e.time)
+                        .collect()
+                };
+                let (joins, leaves) = (
+                    of(quakecap::gameevent::Kind::Join),
+                    of(quakecap::gameevent::Kind::Leave),
+                );
+                let full_end = full.iter().map(|e| e.time).fold(f64::MIN, f64::max);
+                // A gamestate after the cut (a map change) lists its players as joining:
+                // the cut counts from there, as it cannot know who was in before.
+                let joins_in_cut = got.iter().any(|e| {
+                    e.kind == quakecap::gameevent::Kind::Join && e.describe().contains(&p.name)
+                });
+                if joins_in_cut {
+                    continue;
+                }
+                if let ([join], [] | [_]) = (joins.as_slice(), leaves.as_slice()) {
+                    let leave = leaves.first().copied().unwrap_or(full_end);
+                    let want = (leave.min(end) - join.max(start)).max(0.0);
+                    assert!(
+                        (p.time_in_game - want).abs() < 2.0,
+                        "{label} cut {pct}%: {p:?}, want {want:.1} s (in the game \
+                         {join:.1}-{leave:.1}, the cut's events {start:.1}-{end:.1})"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    eprintln!("cuts: {checked} players' time in game checked against the full capture");
+    assert!(checked > 20, "{checked}");
+}

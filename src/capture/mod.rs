@@ -56,13 +56,21 @@ pub use writer::{ByteOrder, PcapNgWriter, PcapWriter, TsPrecision};
 pub struct LinkType(pub u32);
 
 impl LinkType {
+    /// BSD loopback: a 4-byte address family in the capturing host's byte order, then IP.
     pub const NULL: LinkType = LinkType(0);
+    /// Ethernet II (802.1Q / QinQ VLAN tags allowed).
     pub const ETHERNET: LinkType = LinkType(1);
+    /// Raw IP: the packet starts with an IPv4 or IPv6 header (the version nibble says which).
     pub const RAW: LinkType = LinkType(101);
+    /// OpenBSD loopback: as [`LinkType::NULL`], the address family in network byte order.
     pub const LOOP: LinkType = LinkType(108);
+    /// Linux "cooked" capture v1 (`any` interface): a 16-byte SLL header.
     pub const LINUX_SLL: LinkType = LinkType(113);
+    /// Raw IPv4, no link-layer header.
     pub const IPV4: LinkType = LinkType(228);
+    /// Raw IPv6, no link-layer header.
     pub const IPV6: LinkType = LinkType(229);
+    /// Linux "cooked" capture v2: a 20-byte SLL2 header.
     pub const LINUX_SLL2: LinkType = LinkType(276);
 }
 
@@ -90,9 +98,11 @@ pub struct Frame<'a> {
     pub index: u64,
     /// Capture time in nanoseconds since the Unix epoch.
     pub ts_ns: i64,
+    /// Link-layer type of the frame's interface (pcap: the file's; pcapng: its IDB's).
     pub link: LinkType,
     /// Captured bytes (may be shorter than `orig_len` when the snaplen cut it).
     pub data: &'a [u8],
+    /// Length of the packet on the wire, in bytes, as the record states it.
     pub orig_len: u32,
     /// Offset of the record in the file.
     pub file_offset: u64,
@@ -102,7 +112,12 @@ pub struct Frame<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaptureFormat {
     /// Classic libpcap file; `nanos` for the ns-resolution magic (0xa1b23c4d).
-    Pcap { nanos: bool, big_endian: bool },
+    Pcap {
+        /// Timestamps in ns (magic 0xa1b23c4d); false: in µs (0xa1b2c3d4).
+        nanos: bool,
+        /// The file's header and records are big-endian.
+        big_endian: bool,
+    },
     /// pcapng (each section has its own byte order).
     PcapNg,
 }
@@ -121,28 +136,56 @@ pub const MAX_CAPLEN: u32 = 256 * 1024;
 pub enum CaptureError {
     /// Not a pcap or pcapng file at all.
     #[error("not a capture file (byte {offset}): {message}")]
-    NotACapture { offset: u64, message: String },
+    NotACapture {
+        /// Byte offset in the file (0: the file's start).
+        offset: u64,
+        /// Why: the file is too short, or its first bytes are no pcap or pcapng magic.
+        message: String,
+    },
     /// The file ends in the middle of a header, record or block.
     #[error("truncated capture: the record at byte {offset} is cut short by the end of the file")]
-    Truncated { offset: u64 },
+    Truncated {
+        /// Byte offset in the file of the record or block that is cut short.
+        offset: u64,
+    },
     /// Reading failed.
     #[error("I/O error at byte {offset}: {source}")]
     Io {
+        /// Byte offset in the file where the read was attempted.
         offset: u64,
+        /// The error of the underlying reader.
         #[source]
         source: std::io::Error,
     },
     /// The framing itself is broken (impossible block length, unsupported version,
     /// trailer mismatch): the rest of the file cannot be located.
     #[error("corrupt capture framing at byte {offset}: {message}")]
-    BadFraming { offset: u64, message: String },
+    BadFraming {
+        /// Byte offset in the file of the record or block whose framing is broken.
+        offset: u64,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A record or block longer than the limits ([`MAX_CAPLEN`]); it was skipped.
     #[error("record at byte {offset} too large ({len} bytes, limit {limit}); skipped")]
-    TooLarge { offset: u64, len: u64, limit: u64 },
+    TooLarge {
+        /// Byte offset in the file of the record or block that was skipped.
+        offset: u64,
+        /// Its size in bytes: the captured length, or a pcapng packet block's total length.
+        len: u64,
+        /// The limit in bytes it passed: [`MAX_CAPLEN`], or for a whole packet block
+        /// [`MAX_CAPLEN`] + 64 KiB.
+        limit: u64,
+    },
     /// A well-framed record whose content is inconsistent (captured length beyond its
     /// block, unknown interface, packet before any interface); it was skipped.
     #[error("bad record at byte {offset}: {message}; skipped")]
-    BadRecord { offset: u64, message: String },
+    BadRecord {
+        /// Byte offset in the file of the record or block that was skipped.
+        offset: u64,
+        /// What is inconsistent in it.
+        message: String,
+    },
 }
 
 impl CaptureError {

@@ -9,8 +9,10 @@ use super::LinkType;
 /// Byte order of the written file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ByteOrder {
+    /// Little-endian (the default).
     #[default]
     Little,
+    /// Big-endian.
     Big,
 }
 
@@ -32,7 +34,9 @@ impl ByteOrder {
 /// Timestamp resolution of a classic pcap file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TsPrecision {
+    /// Microseconds (magic 0xa1b2c3d4).
     Micro,
+    /// Nanoseconds (magic 0xa1b23c4d).
     Nano,
 }
 

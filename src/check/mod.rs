@@ -1,12 +1,11 @@
 //! `quakecap check`: conformance of every connection and demo. Most conditions are already
 //! found by the decoders and recorded as errors on their flows and messages; this maps them
-//! to named rules ([`rules`]) and adds the checks no decoder makes ([`state`]: serverTime
+//! to named rules (`rules`) and adds the checks no decoder makes (`state`: serverTime
 //! going back within a gamestate, deltas from frames too old, reliable acknowledgements
 //! outside the window, a demo without its end marker) and [`qw`]: QuakeWorld's netchan rules.
 pub mod junit;
 pub mod qw;
-pub mod rules;
-pub mod state;
+internal_mod!(rules, state);
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -23,6 +22,7 @@ use crate::pipeline::{self, Event, InputError, Options, Sink};
 /// [`Position`](crate::error::Position) when a decoder found it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Finding {
+    /// The input's name, as given to [`check_input`] (the path for [`check_file`]).
     pub file: String,
     /// Flow id (demo files: 1); none for the input's own framing.
     pub flow: Option<u32>,
@@ -40,21 +40,25 @@ pub struct Finding {
     /// Direction of the message, when the finding is about one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<Dir>,
-    /// The rule broken: `layer.name` (see [`rules::rule`] and [`state`]).
+    /// The rule broken: `layer.name` (see `rules::rule` and `state`).
     pub rule: &'static str,
     /// The decoder's error kind, when a decoder found it (the check's own rules have none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ErrorKind>,
+    /// What is wrong, without the position (the decoder's error message, or the rule's own).
     pub message: String,
 }
 
 /// The result of checking one input.
 #[derive(Debug, Clone, Default)]
 pub struct FileCheck {
+    /// The input's name, as in its findings' [`Finding::file`].
     pub file: String,
+    /// The input is a demo file (its framing rules applied), not a capture.
     pub demo: bool,
     /// Connections and demos checked: (flow id, label).
     pub units: Vec<(u32, String)>,
+    /// Every finding, in file order (by frame or record, then bit; those with neither last).
     pub findings: Vec<Finding>,
 }
 

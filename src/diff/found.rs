@@ -7,20 +7,27 @@ use super::{Kind, Side};
 /// One difference inside a matched pair of messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
+    /// Missing on one side, or changed.
     pub kind: Kind,
+    /// For [`Kind::Missing`]: the side that lacks it.
     pub side: Option<Side>,
+    /// What differs, as in [`Difference::what`](super::Difference::what).
     pub what: String,
+    /// The value in input A, `None` where A lacks it.
     pub a: Option<Value>,
+    /// The value in input B, `None` where B lacks it.
     pub b: Option<Value>,
 }
 
 /// Collects the differences of one message pair.
 #[derive(Debug, Default)]
 pub struct Finds {
+    /// The differences, in the order they were found.
     pub list: Vec<Found>,
 }
 
 impl Finds {
+    /// `what` is on both sides with different values: `a` and `b`.
     pub fn changed(&mut self, what: impl Into<String>, a: Value, b: Value) {
         self.list.push(Found {
             kind: Kind::Changed,

@@ -2,7 +2,7 @@
 //!
 //! Each input is decoded on its own thread into [`item::Item`]s (one per accepted netchan
 //! message or demo record, reduced to what the game means: commands, gamestate, absolute
-//! snapshot state, usercmds) and sent over a bounded channel. [`align::Aligner`] pairs the
+//! snapshot state, usercmds) and sent over a bounded channel. `align::Aligner` pairs the
 //! items of both sides by connection (player name and occurrence), direction and netchan
 //! sequence, compares pairs as they arrive and decides that a message is missing once the
 //! other side has passed its sequence. Memory is bounded by the alignment window, not by the
@@ -11,12 +11,11 @@
 //! What is noise (ignored unless `strict`): capture timestamps, packet boundaries and
 //! fragmentation, netchan headers, Huffman and delta encoding (snapshots are compared as the
 //! absolute state they produce), the order of ops within a message.
-pub mod align;
-pub mod digest;
 pub mod found;
 pub mod item;
 pub mod q3;
 pub mod qw;
+internal_mod!(align, digest);
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -65,11 +64,14 @@ impl Default for Options {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
+    /// The first input (`quakecap diff A B`).
     A,
+    /// The second input.
     B,
 }
 
 impl Side {
+    /// The other input: B for A, A for B.
     pub fn other(self) -> Side {
         match self {
             Side::A => Side::B,
@@ -83,19 +85,23 @@ impl Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// Present on one side only; [`Difference::side`] is the side that lacks it.
     Missing,
+    /// Present on both sides with different values.
     Changed,
 }
 
 /// One difference between the inputs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Difference {
+    /// Whether something is missing on one side or changed between the two.
     pub kind: Kind,
     /// For `missing`: the side that lacks it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub side: Option<Side>,
     /// The connection (player name and occurrence, e.g. `UnnamedPlayer#1`).
     pub conn: String,
+    /// Direction of the message: client to server or server to client.
     pub dir: Dir,
     /// Netchan sequence (server message number for s2c).
     pub seq: i64,
@@ -103,13 +109,16 @@ pub struct Difference {
     pub game_time: Option<i64>,
     /// What differs: "message", "snapshot", "configstring 5", "entity 12 pos.trBase\[0\]", ...
     pub what: String,
+    /// The value in input A (a whole message: its ops' names); `None` where A lacks it.
     pub a: Option<serde_json::Value>,
+    /// The value in input B; `None` where B lacks it.
     pub b: Option<serde_json::Value>,
 }
 
 /// The result of a comparison.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Outcome {
+    /// No difference was found (`total` is 0).
     pub same: bool,
     /// The first differences ([`Options::keep`] at most), in the order they were found.
     pub differences: Vec<Difference>,
@@ -135,8 +144,11 @@ impl Outcome {
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
+    /// An input cannot be read or decoded at all.
     #[error(transparent)]
     Input(#[from] InputError),
+    /// The comparison cannot be made: the inputs have no message in common, or a decoding
+    /// thread failed; the text says why.
     #[error("{0}")]
     Unusable(String),
 }

@@ -20,36 +20,55 @@ use crate::q3::usercmd::UserCmd;
 pub struct Server {
     /// Reliable server commands carried (sequence, text).
     pub commands: Vec<(i32, String)>,
+    /// The gamestate, when the message carries one (compared as its tables and baselines).
     pub gamestate: Option<Box<Gamestate>>,
+    /// The snapshot, when the message carries one.
     pub snapshot: Option<Snap>,
     /// (block, size, FNV hash of the data) per svc_download.
     pub downloads: Vec<(i32, i32, u64)>,
+    /// The message's decode error as [`error_text`](super::error_text) renders it, if it failed.
     pub error: Option<String>,
     /// Strict only: reliableAcknowledge and the op names in order.
     pub ack: i32,
+    /// svc op names in order (`svc_snapshot`, ...): compared when strict; a missing message's
+    /// value in the difference.
     pub ops: Vec<&'static str>,
 }
 
 /// A snapshot as the client took it.
 #[derive(Debug, Clone)]
 pub struct Snap {
+    /// The snapshot's serverTime (ms).
     pub server_time: i32,
+    /// snapFlags (SNAPFLAG_RATE_DELAYED, SNAPFLAG_NOT_ACTIVE, SNAPFLAG_SERVERCOUNT).
     pub flags: u8,
+    /// The area visibility mask as sent.
     pub areamask: Vec<u8>,
+    /// The client accepted it (delta base held); states are compared only when both are.
     pub valid: bool,
+    /// deltaNum: frames back to the delta base, 0 for a full snapshot (compared when strict).
     pub delta_num: u8,
+    /// The absolute playerstate and entities the client holds after it.
     pub frame: Arc<SnapFrame>,
 }
 
 /// A client message's meaning.
 #[derive(Debug, Clone, Default)]
 pub struct Client {
+    /// serverId: the gamestate the client acts on.
     pub server_id: i32,
+    /// messageAcknowledge: the last server message sequence the client received.
     pub message_ack: i32,
+    /// reliableAcknowledge: the last reliable server command the client received.
     pub reliable_ack: i32,
+    /// Reliable client commands carried (sequence, text).
     pub commands: Vec<(i32, String)>,
+    /// The usercmds of the message's move ops, in order.
     pub usercmds: Vec<UserCmd>,
+    /// The message's decode error as [`error_text`](super::error_text) renders it, if it failed.
     pub error: Option<String>,
+    /// clc op names in order (`clc_move`, ...): compared when strict; a missing message's
+    /// value in the difference.
     pub ops: Vec<&'static str>,
 }
 

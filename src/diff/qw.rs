@@ -15,7 +15,10 @@ use crate::qw::{Message, OpKind};
 /// One message's ops, by name, in order.
 #[derive(Debug, Clone, Default)]
 pub struct Msg {
+    /// Each op's name and decoded value, in order; entity updates are named `entities` and
+    /// valued as the absolute frame they leave (when their delta base is known).
     pub ops: Vec<(&'static str, Value)>,
+    /// The message's decode error as [`error_text`](super::error_text) renders it, if it failed.
     pub error: Option<String>,
 }
 

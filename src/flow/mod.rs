@@ -4,9 +4,8 @@
 use crate::error::Error;
 use serde::Serialize;
 
-pub mod held;
-pub mod index;
 pub mod table;
+internal_mod!(held, index);
 pub use table::FlowTable;
 
 pub use crate::vocab::Dir;

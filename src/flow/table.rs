@@ -62,6 +62,7 @@ impl Released {
             self.flows.push(i);
         }
     }
+    /// Flows were released and not taken yet.
     #[inline]
     pub fn any(&self) -> bool {
         !self.flows.is_empty()
@@ -162,18 +163,26 @@ fn splitmix(mut z: u64) -> u64 {
 /// Traffic past a limit, summed per (game, server, command).
 #[derive(Debug, Clone, Default)]
 pub struct QueryAggregate {
+    /// `"q3"`, `"qw"`, or `"udp"` for other UDP.
     pub game: &'static str,
     /// "query_aggregate" or "other_aggregate".
     pub kind: &'static str,
+    /// The server's `ip:port`; `*` for other UDP and the catch-all row past [`MAX_AGGREGATES`].
     pub server: String,
+    /// The request's command word, lowercased and cut to 32 bytes (`other` for other UDP,
+    /// `*` for the catch-all row).
     pub command: String,
     /// Requests (client to server datagrams).
     pub requests: u64,
+    /// UDP payload bytes of the requests.
     pub bytes: u64,
+    /// Distinct source IP addresses of the requests (exact to 256, then estimated).
     pub sources: SourceCount,
     /// Server replies to a request of this aggregate.
     pub answered: u64,
+    /// First datagram summed, seconds since the Unix epoch.
     pub first_time: f64,
+    /// Last datagram summed, seconds since the Unix epoch.
     pub last_time: f64,
 }
 
@@ -219,6 +228,7 @@ impl Default for FlowTable {
 /// What [`FlowTable::claim`] hands a game starting a flow.
 #[derive(Debug)]
 pub struct Claim {
+    /// The new flow's id (that of the adopted other-UDP flow when one is handed over).
     pub id: u32,
     /// What was counted for these endpoints as other UDP before (to absorb), and whether its
     /// first sender was the server (its directions are then reversed).

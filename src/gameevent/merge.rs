@@ -18,8 +18,8 @@ const WINDOW_MS: i64 = 3000;
 /// The same window in wall-clock seconds, for events without game time.
 const WINDOW_S: f64 = 3.0;
 
-/// Player slot state per (server, client number): name and team.
-type Slots = HashMap<(Option<String>, i32), (String, Option<String>)>;
+/// Player slot state per (server, client number): name and team, `None` once left.
+type Slots = HashMap<(Option<String>, i32), Option<(String, Option<String>)>>;
 
 /// Who reported an event: its input, its flow (0 for a demo file: one source) and whether
 /// it came from the client's own command.
@@ -226,16 +226,20 @@ fn add_flows(kept: &mut GameEvent, flows: &[u32]) {
     kept.flows.sort_unstable();
 }
 
-/// Apply a player event to the slot state; false when it changes nothing (a repeat).
+/// Apply a player event to the slot state; false when it changes nothing (a repeat). A
+/// slot never seen before (a capture that began mid-session) takes any event as new, a
+/// leave included; a slot already left takes a second leave as a repeat.
 fn player_is_new(slots: &mut Slots, e: &GameEvent) -> bool {
     let Detail::Player(p) = &e.detail else {
         return true;
     };
     let key = (e.server.clone(), p.num);
-    let now = (p.name.clone(), p.team.clone());
+    if e.kind == Kind::Leave {
+        return slots.insert(key, None) != Some(None);
+    }
+    let now = Some((p.name.clone(), p.team.clone()));
     match e.kind {
         Kind::Join => slots.insert(key, now.clone()) != Some(now),
-        Kind::Leave => slots.remove(&key).is_some(),
         _ => match slots.get_mut(&key) {
             Some(s) if *s == now => false,
             Some(s) => {

@@ -3,8 +3,7 @@
 //! JSON keys are part of the user-facing contract (README, "quakecap events").
 use serde::Serialize;
 
-pub mod merge;
-pub mod names;
+internal_mod!(merge, names);
 pub mod q3;
 pub mod qw;
 pub mod summary;
@@ -117,7 +116,7 @@ pub struct GameEvent {
     pub server_clock: bool,
     /// Read from the client's own command (its chat as it sent it), not from what the server
     /// sent: a connection's command and the server's echo of it to that connection are one
-    /// event, two commands or two echoes are two ([`merge`]).
+    /// event, two commands or two echoes are two (`gameevent::merge`).
     #[serde(skip)]
     pub from_client: bool,
     /// The kind's own fields.

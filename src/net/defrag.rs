@@ -9,8 +9,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
+/// Most datagrams in reassembly at once; past it the oldest is dropped to make room.
 pub const MAX_PENDING: usize = 1024;
 pub(crate) const MAX_DATAGRAM: usize = 65_535;
+/// Capture time in ns (30 s) after its first fragment past which an incomplete datagram is
+/// dropped.
 pub const EXPIRE_NS: i64 = 30_000_000_000;
 /// [`Defragmenter::order`] is compacted past this many times [`MAX_PENDING`] items: a pass
 /// over it every few thousand datagrams at most.

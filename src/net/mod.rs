@@ -24,9 +24,13 @@ use link::L3;
 pub struct Datagram<'a> {
     /// Frame number of the packet that completed the datagram.
     pub frame: u64,
+    /// Capture time of that frame, in ns since the Unix epoch.
     pub ts_ns: i64,
+    /// Source IP address and UDP port.
     pub src: SocketAddr,
+    /// Destination IP address and UDP port.
     pub dst: SocketAddr,
+    /// The UDP payload (bounded by the UDP length field; the 8-byte UDP header excluded).
     pub payload: &'a [u8],
 }
 
@@ -39,17 +43,31 @@ pub enum NetError {
     /// A header or payload is cut short (snaplen, or a length field larger than the packet).
     #[error("{layer} needs {needed} bytes, only {have} present")]
     Truncated {
+        /// Frame number (1-based, as [`Frame::index`]).
         frame: u64,
+        /// The header or payload cut short: `"IPv4"`, `"UDP"`, `"Linux SLL header"`, ...
         layer: &'static str,
+        /// Bytes that layer needs.
         needed: usize,
+        /// Bytes present.
         have: usize,
     },
     /// A header with impossible content.
     #[error("{message}")]
-    Malformed { frame: u64, message: String },
+    Malformed {
+        /// Frame number (1-based, as [`Frame::index`]).
+        frame: u64,
+        /// What is wrong; an IP header's message starts with its name (`IPv4 header: ...`).
+        message: String,
+    },
     /// Inconsistent fragments (overlap, two ends, over 64 KiB): the datagram was dropped.
     #[error("bad IP fragment: {message}")]
-    Fragment { frame: u64, message: String },
+    Fragment {
+        /// Frame number of the fragment that showed the inconsistency.
+        frame: u64,
+        /// What is inconsistent.
+        message: String,
+    },
 }
 
 impl NetError {
@@ -93,6 +111,7 @@ pub struct NetDecoder {
 }
 
 impl NetDecoder {
+    /// A decoder with no fragment held and every counter at zero.
     pub fn new() -> Self {
         Self::default()
     }
@@ -114,6 +133,7 @@ impl NetDecoder {
         r
     }
 
+    /// The counters so far, with the fragment reassembly's dropped and pending datagrams.
     pub fn stats(&self) -> NetStats {
         NetStats {
             fragments_dropped: self.defrag.dropped,

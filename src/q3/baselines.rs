@@ -145,6 +145,7 @@ impl Baselines {
         self.table.states.len()
     }
 
+    /// True when no baseline is set (before a gamestate, or one without baselines).
     pub fn is_empty(&self) -> bool {
         self.table.states.is_empty()
     }

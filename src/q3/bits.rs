@@ -3,7 +3,7 @@
 //!
 //! Packing: bit `p` of the stream is bit `p & 7` (LSB first) of byte `p >> 3`. An `n`-bit value
 //! is sent as its low `n & 7` bits raw (LSB first), then `n >> 3` bytes, low byte first, each as
-//! its static-tree Huffman code ([`crate::q3::huffman`]).
+//! its static-tree Huffman code (`crate::q3::huffman`).
 //!
 //! Bookkeeping mirrors `msg_t`: `bit` is absolute, `readcount`/`cursize` = `(bit >> 3) + 1`.
 //! A read is past the end exactly when the engine would find `readcount > cursize` after it,
@@ -17,10 +17,16 @@ use crate::q3::huffman::{self, NYT};
 pub enum BitError {
     /// The read needed bits at or beyond the end of the message (engine: `readcount > cursize`).
     #[error("read past end of message at bit {bit}")]
-    PastEnd { bit: usize },
+    PastEnd {
+        /// Bit position at which the failing read started.
+        bit: usize,
+    },
     /// A Huffman code decoded to the NYT leaf, which the engine's writer never emits.
     #[error("Huffman NYT code (not a valid netchan symbol) at bit {bit}")]
-    Nyt { bit: usize },
+    Nyt {
+        /// Bit position at which the failing read started.
+        bit: usize,
+    },
 }
 
 impl BitError {
@@ -477,6 +483,7 @@ pub fn read_bytes_into(r: &mut BitReader<'_>, n: usize, out: &mut Vec<u8>) -> Re
 /// What [`decode_window`] read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decoded {
+    /// The value read: masked to `n` bits, sign-extended for a negative (signed) `n`.
     pub value: i32,
     /// Stream bits the value took.
     pub bits: u32,

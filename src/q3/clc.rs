@@ -6,27 +6,55 @@ use super::bits::{BitError, BitReader};
 use super::cmdring::NO_VERSION;
 use super::usercmd::{hash_key, read_delta_usercmd, UserCmd};
 
+/// `clc_bad`: never sent; a bad command byte.
 pub const CLC_BAD: u8 = 0;
+/// `clc_nop`: no content.
 pub const CLC_NOP: u8 = 1;
+/// `clc_move`: usercmds; the server may delta the next snapshot from `messageAcknowledge`.
 pub const CLC_MOVE: u8 = 2;
+/// `clc_moveNoDelta`: usercmds, laid out as `clc_move`; asks for a full snapshot.
 pub const CLC_MOVE_NODELTA: u8 = 3;
+/// `clc_clientCommand`: a reliable client command (long sequence, string).
 pub const CLC_CLIENTCOMMAND: u8 = 4;
+/// `clc_EOF`: the end of the message.
 pub const CLC_EOF: u8 = 5;
+/// `clc_voipSpeex` (ioquake3, protocol 71): legacy Speex voice, laid out as Opus, ignored.
 pub const CLC_VOIP_SPEEX: u8 = 6;
+/// `clc_voipOpus` (ioquake3, protocol 71): one Opus voice packet for the server to relay.
 pub const CLC_VOIP_OPUS: u8 = 7;
+/// `MAX_PACKET_USERCMDS`: the most usercmds one move op may carry (its count is 1..=32).
 pub const MAX_PACKET_USERCMDS: u8 = 32;
 
 /// Why a client message could not be decoded to its end.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ClcError {
+    /// A read ran past the end of the message, or met the Huffman NYT code.
     #[error("read past end of client message ({0})")]
     Bits(#[from] BitError),
+    /// An op byte that is no `clc_*` op (the server's "bad command byte").
     #[error("bad client command byte {op} at bit {bit}")]
-    BadOp { op: u8, bit: usize },
+    BadOp {
+        /// The op byte read.
+        op: u8,
+        /// Bit position right after the op byte.
+        bit: usize,
+    },
+    /// A move op's usercmd count outside 1..=[`MAX_PACKET_USERCMDS`].
     #[error("usercmd count {count} (1..32) at bit {bit}")]
-    CmdCount { count: u8, bit: usize },
+    CmdCount {
+        /// The count byte read.
+        count: u8,
+        /// Bit position right after the move op byte (where the count starts).
+        bit: usize,
+    },
+    /// A VoIP payload size outside 0..=4096 bytes.
     #[error("voip packet of {size} bytes at bit {bit}")]
-    VoipSize { size: i32, bit: usize },
+    VoipSize {
+        /// The payload size as read (a signed short).
+        size: i32,
+        /// Bit position right after the voip op byte.
+        bit: usize,
+    },
 }
 
 impl Serialize for ClcError {
@@ -39,45 +67,77 @@ impl Serialize for ClcError {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op")]
 pub enum ClientOp {
+    /// `clc_clientCommand`: a reliable client command (`userinfo`, `say`, `cp`, ...).
     #[serde(
         rename = "clientCommand",
         serialize_with = "super::color::command_json"
     )]
     ClientCommand {
+        /// Bit position right after the op byte.
         bit: usize,
+        /// The command's reliable sequence number (the client's `reliableSequence`).
         seq: i32,
+        /// The command text as `MSG_ReadString` gives it (at most 1023 chars, `%` and bytes
+        /// above 127 read as `.`).
         text: String,
         /// False for a retransmission already seen; `None` when unknown (mid-session,
         /// before the server's count of received commands is known).
         new: Option<bool>,
     },
+    /// `clc_move` or `clc_moveNoDelta`: the usercmds.
     #[serde(rename = "move")]
     Move {
+        /// Bit position right after the op byte.
         bit: usize,
         /// `clc_moveNoDelta`: the client asks for a full snapshot.
         #[serde(rename = "noDelta")]
         no_delta: bool,
         /// `None` when unknown (mid-session before a gamestate: the checksumFeed is).
         key: Option<i32>,
+        /// The usercmds, oldest first, each a delta from the one before (the first from
+        /// zero); empty unless [`ClcContext::keep_usercmds`].
         cmds: Vec<UserCmd>,
     },
+    /// `clc_voipSpeex` or `clc_voipOpus` (protocol 71); its content is skipped.
     #[serde(rename = "voip")]
-    Voip { bit: usize, opus: bool, size: i16 },
+    Voip {
+        /// Bit position right after the op byte.
+        bit: usize,
+        /// True for `clc_voipOpus`.
+        opus: bool,
+        /// Payload bytes, 0..=4096.
+        size: i16,
+    },
+    /// `clc_nop`.
     #[serde(rename = "nop")]
-    Nop { bit: usize },
+    Nop {
+        /// Bit position right after the op byte.
+        bit: usize,
+    },
+    /// `clc_EOF`: the end of the message.
     #[serde(rename = "EOF")]
-    Eof { bit: usize },
+    Eof {
+        /// Bit position right after the op byte.
+        bit: usize,
+    },
 }
 
 /// A decoded client message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClientMessage {
+    /// `serverId`: the client's `cl.serverId` (`sv_serverid` of the systeminfo it last got;
+    /// 0 before its first gamestate). The server ignores a packet whose id is stale.
     #[serde(rename = "serverId")]
     pub server_id: i32,
+    /// `messageAcknowledge`: netchan sequence of the last server message the client
+    /// received (`clc.serverMessageSequence`): after `clc_move`, the server's delta base.
     #[serde(rename = "messageAcknowledge")]
     pub message_ack: i32,
+    /// `reliableAcknowledge`: the highest server command sequence the client received
+    /// (`clc.serverCommandSequence`).
     #[serde(rename = "reliableAcknowledge")]
     pub reliable_ack: i32,
+    /// The ops in message order, up to `clc_EOF` or the error.
     pub ops: Vec<ClientOp>,
     /// Not in JSON: the message's own `error` (with its position) says it.
     #[serde(skip)]
@@ -93,6 +153,7 @@ pub fn read_header(r: &mut BitReader<'_>) -> Result<(i32, i32, i32), BitError> {
 
 /// What the decoder needs from the connection to decode client ops.
 pub struct ClcContext<'a> {
+    /// The `checksumFeed` of the last gamestate (part of the usercmd key).
     pub checksum_feed: i32,
     /// The server command the packet acknowledges (the usercmd key hashes it).
     pub acked_server_command: &'a [u8],
@@ -137,29 +198,46 @@ pub fn parse_client_ops(
 /// A client op as [`walk_client_ops`] meets it, borrowing the walk's buffers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OpView<'a> {
+    /// `clc_clientCommand` (see [`ClientOp::ClientCommand`]).
     ClientCommand {
+        /// Bit position right after the op byte.
         bit: usize,
+        /// The command's reliable sequence number.
         seq: i32,
         /// ASCII (the string reader maps every other byte to `.`).
         text: &'a [u8],
+        /// False for a retransmission already seen; `None` when unknown (mid-session).
         new: Option<bool>,
     },
+    /// `clc_move` or `clc_moveNoDelta` (see [`ClientOp::Move`]).
     Move {
+        /// Bit position right after the op byte.
         bit: usize,
+        /// `clc_moveNoDelta`: the client asks for a full snapshot.
         no_delta: bool,
+        /// The usercmd base key, `checksumFeed ^ messageAcknowledge ^ HashKey(acknowledged
+        /// server command, 32)` (each usercmd XORs its serverTime in); `None` when unknown.
         key: Option<i32>,
         /// Empty unless [`ClcContext::keep_usercmds`].
         cmds: &'a [UserCmd],
     },
+    /// `clc_voipSpeex` or `clc_voipOpus` (protocol 71); its content is skipped.
     Voip {
+        /// Bit position right after the op byte.
         bit: usize,
+        /// True for `clc_voipOpus`.
         opus: bool,
+        /// Payload bytes, 0..=4096.
         size: i16,
     },
+    /// `clc_nop`.
     Nop {
+        /// Bit position right after the op byte.
         bit: usize,
     },
+    /// `clc_EOF`, or the first move op with [`ClcContext::commands_only`].
     Eof {
+        /// Bit position right after the op byte.
         bit: usize,
     },
 }
@@ -214,7 +292,7 @@ pub struct KeyHashCache {
 }
 
 impl KeyHashCache {
-    /// The hash of `s`, whose [`super::cmdring`] version is `version` ([`NO_VERSION`]:
+    /// The hash of `s`, whose `cmdring` version is `version` (`NO_VERSION`:
     /// unknown): the same version as the last call's means the same text, not read again.
     pub fn get(&mut self, s: &[u8], version: u64) -> i32 {
         if version != NO_VERSION && version == self.version {

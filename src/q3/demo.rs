@@ -11,31 +11,53 @@ pub struct Record<'a> {
     pub index: u64,
     /// Byte offset of the record header in the file.
     pub offset: u64,
+    /// The record's sequence: the netchan sequence of the message (the snapshot's
+    /// messageNum, from which its delta byte counts back).
     pub seq: i32,
+    /// The message body as the client kept it: descrambled, still Huffman-coded, starting
+    /// with reliableAcknowledge.
     pub body: &'a [u8],
 }
 
 /// Why the record stream stopped early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DemoError {
+    /// The file ends inside a record (its header or its body).
     #[error("demo truncated in record {index} at byte {offset} (needs {need} bytes, {have} left)")]
     Truncated {
+        /// 1-based number of the cut record.
         index: u64,
+        /// Byte offset of the record header in the file.
         offset: u64,
+        /// Bytes the record needs from `offset`: 8 for the header, or 8 + its length.
         need: u64,
+        /// Bytes left in the file from `offset`.
         have: u64,
     },
+    /// A record length outside 0..=`MAX_MSGLEN` (16384) that is not the `-1` end marker.
     #[error("record {index} at byte {offset} claims {len} bytes (max {MAX_MSGLEN}); {}", resync_text(*.resync_at, *.offset))]
     BadLength {
+        /// 1-based record number.
         index: u64,
+        /// Byte offset of the record header in the file.
         offset: u64,
+        /// The length as read.
         len: i32,
+        /// Byte offset of the next record found by scanning on (it is read next); `None`:
+        /// none found, reading stops.
         resync_at: Option<u64>,
     },
+    /// The file ends at a record boundary without the `-1, -1` end marker (the engine
+    /// tolerates it; the recording was cut).
     #[error(
         "demo truncated: ends at byte {offset} after record {index} without the end-of-demo marker"
     )]
-    NoEndMarker { index: u64, offset: u64 },
+    NoEndMarker {
+        /// Number of the last record read.
+        index: u64,
+        /// The file's length in bytes (where the marker should be).
+        offset: u64,
+    },
 }
 
 pub(crate) fn resync_text(at: Option<u64>, from: u64) -> String {
@@ -75,6 +97,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader over a whole demo file held in memory, at its first record.
     pub fn new(data: &'a [u8]) -> Self {
         Reader {
             data,
@@ -227,11 +250,13 @@ impl<'a> Iterator for Reader<'a> {
 #[derive(Debug)]
 pub struct Writer<W: Write> {
     out: W,
+    /// Records written so far (the end marker not counted).
     pub records: u64,
     last_seq: Option<i32>,
 }
 
 impl<W: Write> Writer<W> {
+    /// A writer with nothing written yet (a demo has no file header).
     pub fn new(out: W) -> Self {
         Writer {
             out,

@@ -166,7 +166,6 @@ impl<'a> Decoder<'a> {
             client_gone: false,
             size: body.len(),
             file_offset: Some(offset),
-            quiet_snapshot: None,
         })
     }
 }

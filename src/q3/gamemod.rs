@@ -6,10 +6,13 @@ use std::fmt;
 /// A game module whose event and means-of-death numbering is known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GameMod {
+    /// id's own game (`baseq3`, also when neither `gamename` nor `fs_game` is set).
     BaseQ3,
     /// OpenArena (`gamename` baseoa): baseq3 numbering plus the Team Arena means of death.
     OpenArena,
+    /// Challenge ProMode Arena (`cpma`), read with the baseq3 numbering.
     Cpma,
+    /// Orange Smoothie Productions (`osp`), read with the baseq3 numbering.
     Osp,
     /// Anything else: read with the baseq3 tables (the name is kept to say so).
     Unknown(String),

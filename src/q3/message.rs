@@ -10,8 +10,11 @@ use crate::flow::Dir;
 /// is one op `connectionless` with its command, arguments, text and userinfo.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
+    /// A connectionless packet (`FF FF FF FF` + text), either direction.
     Oob(Oob),
+    /// A server→client netchan message, or a demo record.
     Server(ServerMessage),
+    /// A client→server netchan message.
     Client(ClientMessage),
     /// Nothing could be decoded (the error says why).
     None,
@@ -48,18 +51,25 @@ impl Serialize for Body {
 /// engine accepted (reassembled, descrambled, decoded).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
+    /// The flow's id: 1.. in order of the flow's first packet (a demo file's one flow: 1).
     pub flow: u32,
+    /// Always `"q3"` (QuakeWorld messages say `"qw"`).
     pub game: &'static str,
+    /// The direction the message travelled (demo records: server to client).
     pub dir: Dir,
+    /// 1-based capture frame of the packet that completed the message (a demo file: the
+    /// record number).
     pub frame: u64,
     /// Seconds since the Unix epoch (captures) or since the start (demo files: 0).
     pub time: f64,
     /// Netchan sequence (None for connectionless packets).
     pub seq: Option<i32>,
+    /// The message was reassembled from netchan fragments (`FRAGMENT_BIT` set).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fragmented: bool,
     /// "oob", "server" or "client".
     pub kind: &'static str,
+    /// The decoded content (flattened into the message's JSON).
     #[serde(flatten)]
     pub body: Body,
     /// Set when the message (or part of it) could not be decoded: what and where.
@@ -82,11 +92,6 @@ pub struct Message {
     /// Byte offset of the record in a demo file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,
-    /// Decoding for the game events only: server messages that carried nothing but a
-    /// snapshot without obituary entities are left out, and the next message handed out gives
-    /// the serverTime of the latest of them (the game clock of the events that follow).
-    #[serde(skip)]
-    pub quiet_snapshot: Option<i32>,
 }
 
 impl Message {

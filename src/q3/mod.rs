@@ -1,47 +1,39 @@
 //! Quake 3 (protocol 68, ioquake3 protocol 71). Sans-IO: no files, no printing.
 //! Reference: shared/specs/q3-protocol.md.
 //!
-//! Entry points, the same as QuakeWorld's: [`tracker::Tracker`] takes UDP datagrams, finds
+//! Entry points, the same as QuakeWorld's: `tracker::Tracker` takes UDP datagrams, finds
 //! Quake 3 flows and decodes every message; [`decode_demo_file`] (streaming:
 //! [`demo_file::Decoder`]) reads .dm_66/67/68/71 files with the same decoders; [`demo::Writer`]
 //! writes demos. What is emitted is a [`message::Message`].
 //!
 //! Layers, each using only those above it:
-//! * [`huffman`]: the static netchan code tables; its child [`huffman::adaptive`] is the
+//! * `huffman`: the static netchan code tables; its child `huffman::adaptive` is the
 //!   unrelated adaptive coder of the `connect` packet;
 //! * [`bits`]: the engine-exact bitstream over the static tables, with the one window decoder
 //!   ([`bits::decode_window`]) and the one exact step-by-step reader behind `read_bits`;
-//! * [`fields`] (field tables), [`cfloat`] (C `printf` of floats);
-//! * [`delta`]: entity/playerstate states and records ([`delta::types`]), the field fast path
-//!   and its exact fallback, the readers ([`delta::read`]) and writers ([`delta::write`]);
-//!   [`delta::shownet_bits`] is the one `cl_shownet` `(N bits)` formula;
+//! * `fields` (field tables), [`cfloat`] (C `printf` of floats);
+//! * `delta`: entity/playerstate states and records (`delta::types`), the field fast path
+//!   and its exact fallback, the readers (`delta::read`) and writers (`delta::write`);
+//!   `delta::shownet_bits` is the one `cl_shownet` `(N bits)` formula;
 //! * [`usercmd`], [`svc`], [`clc`], [`oob`], [`demo`]: messages and demo records;
-//! * [`netchan`], [`scramble`], [`cmdring`], [`state`], [`conn`], [`tracker`], [`message`]:
+//! * `netchan`, `scramble`, `cmdring`, [`state`], `conn`, `tracker`, [`message`]:
 //!   connections.
 
 pub mod baselines;
 pub mod bits;
 pub mod cfloat;
 pub mod clc;
-pub mod cmdring;
 pub mod color;
 pub mod configstrings;
-pub mod conn;
-pub mod delta;
 pub mod demo;
 pub mod demo_file;
 pub mod error;
-pub mod fields;
 pub mod gamemod;
-pub mod huffman;
 pub mod message;
-pub mod midsession;
-pub mod netchan;
 pub mod oob;
-pub mod scramble;
 pub mod state;
 pub mod svc;
-pub mod tracker;
 pub mod usercmd;
+internal_mod!(cmdring, conn, delta, fields, huffman, midsession, netchan, scramble, tracker);
 
 pub use demo_file::decode_demo_file;

@@ -19,8 +19,11 @@ pub struct Oob {
 /// Why a connectionless packet could not be decoded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OobError {
+    /// The payload is not connectionless: under 4 bytes, or not starting with `FF FF FF FF`
+    /// (its length given).
     #[error("connectionless packet too short ({0} bytes)")]
     Short(usize),
+    /// A `connect` whose adaptive-Huffman userinfo block did not decompress (why given).
     #[error("connect packet: {0}")]
     Connect(String),
 }

@@ -8,14 +8,20 @@ pub use super::delta::PsKnown;
 use super::delta::{EntityState, PlayerState};
 use super::fields::NUM_ENTITY_FIELDS;
 
+/// `MAX_CONFIGSTRINGS`: size of the configstring table (indices 0..1024).
 pub const MAX_CONFIGSTRINGS: usize = 1024;
+/// `PACKET_BACKUP`: snapshot history slots (`cl.snapshots`), indexed by message number & 31.
 pub const PACKET_BACKUP: usize = 32;
+/// `MAX_RELIABLE_COMMANDS`: size of each reliable command ring (slot = sequence & 63).
 pub const MAX_RELIABLE_COMMANDS: usize = 64;
 /// ioquake3's limit on parse entities between a delta base and its snapshot.
 pub const MAX_PARSE_ENTITIES: u64 = 32 * 256;
+/// ioquake3's `MAX_SNAPSHOT_ENTITIES`: a delta base more than `MAX_PARSE_ENTITIES` minus
+/// this many parse entities back is too old ("Delta parseEntitiesNum too old").
 pub const MAX_SNAPSHOT_ENTITIES: u64 = 256;
 /// Client-side limit on the total configstring text of a gamestate.
 pub const MAX_GAMESTATE_CHARS: usize = 16000;
+/// `CS_SYSTEMINFO`: the systeminfo configstring (`sv_serverid`, `sv_paks`, `fs_game`, ...).
 pub const CS_SYSTEMINFO: usize = 1;
 /// First player configstring (`CS_PLAYERS`).
 pub const CS_PLAYERS: usize = 544;
@@ -26,11 +32,18 @@ pub const MAX_CLIENTS: usize = 64;
 /// decoded [`super::svc::Snapshot`] carries; the history keeps [`HistFrame`]s).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SnapFrame {
+    /// `messageNum`: netchan sequence of the message that carried the snapshot.
     pub message_num: i32,
+    /// `serverTime` in ms.
     pub server_time: i32,
+    /// `deltaNum` as the engine keeps it: the base message number, -1 for a full snapshot
+    /// (not the delta byte sent).
     pub delta_num: i32,
+    /// `snapFlags` (`SNAPFLAG_*` bits).
     pub flags: u8,
+    /// The area mask bytes (empty from a [`super::svc::Detail::Events`] decode).
     pub areamask: Vec<u8>,
+    /// The playerstate after the delta (`ps`); see `ps_known` for which values are known.
     pub ps: PlayerState,
     /// Sorted by entity number.
     pub entities: Vec<EntityState>,
@@ -248,6 +261,7 @@ impl EntityPool {
         self.known[e.id() as usize] = mask;
     }
 
+    /// The state behind `e`.
     #[inline]
     pub fn get(&self, e: EntRef) -> &EntityState {
         &self.states[e.id() as usize]
@@ -264,6 +278,7 @@ impl EntityPool {
         self.states.len()
     }
 
+    /// True when the pool has no slot.
     pub fn is_empty(&self) -> bool {
         self.states.is_empty()
     }
@@ -310,13 +325,18 @@ impl EntityPool {
 #[derive(Debug, Clone, Default)]
 #[repr(C)]
 pub struct HistFrame {
+    /// `messageNum`: netchan sequence of the message that carried the snapshot.
     pub message_num: i32,
+    /// `serverTime` in ms.
     pub server_time: i32,
+    /// The base message number, -1 for a full snapshot (see [`SnapFrame::delta_num`]).
     pub delta_num: i32,
     /// The client still holds it as valid.
     pub valid: bool,
+    /// `snapFlags` (`SNAPFLAG_*` bits).
     pub flags: u8,
     areamask_len: u8,
+    /// The entity list may lack entities (see [`SnapFrame::ents_partial`]).
     pub ents_partial: bool,
     /// The frame may hold an obituary entity (set only by the game-events decode,
     /// [`super::svc::Detail::Events`]: false is exact, true may be stale).
@@ -328,6 +348,7 @@ pub struct HistFrame {
     /// Sorted by entity number (as the server sent them), states in the pool.
     pub ents: Vec<EntRef>,
     areamask: [u8; MAX_AREAMASK],
+    /// The playerstate after the delta.
     pub ps: PlayerState,
 }
 
@@ -342,6 +363,7 @@ pub fn is_obituary(s: &EntityState) -> bool {
 }
 
 impl HistFrame {
+    /// The area mask bytes as sent (at most [`MAX_AREAMASK`]).
     pub fn areamask(&self) -> &[u8] {
         &self.areamask[..self.areamask_len as usize]
     }
@@ -360,7 +382,9 @@ pub const MAX_AREAMASK: usize = 32;
 /// The client's parse state for one connection (or one demo file).
 #[derive(Debug, Clone)]
 pub struct ClientState {
+    /// The configstring table: the gamestate's, updated by `cs` and `bcs0/1/2` commands.
     pub configstrings: Configstrings,
+    /// The entity baselines of the last gamestate (`cl.entityBaselines`).
     pub baselines: Baselines,
     /// The snapshot ring, by message number; `None` for a slot never filled.
     snapshots: Vec<Option<Box<HistFrame>>>,
@@ -373,15 +397,22 @@ pub struct ClientState {
     spare: Vec<Box<HistFrame>>,
     /// Message number of the last valid snapshot (the engine's `cl.snap.messageNum`).
     pub last_snap_num: i32,
+    /// serverTime (ms) of the last valid snapshot; `None` until one since the gamestate.
     pub last_snap_time: Option<i32>,
+    /// Entities parsed so far (`cl.parseEntitiesNum`), the count a delta base's age is
+    /// measured in.
     pub parse_entities_num: u64,
     /// Highest server command received (`clc.serverCommandSequence`).
     pub server_command_seq: i32,
     /// The server commands received (`clc.serverCommands`), by sequence.
     server_commands: CommandRing,
+    /// `clc.clientNum`: the client's slot, from the last gamestate.
     pub client_num: i32,
+    /// `clc.checksumFeed` of the last gamestate (part of the usercmd key).
     pub checksum_feed: i32,
+    /// `cl.serverId`: `sv_serverid` of the systeminfo configstring; 0 before one.
     pub server_id: i32,
+    /// Gamestates parsed so far.
     pub gamestates: u32,
     /// Next expected download block (`clc.downloadBlock`).
     pub download_block: i32,
@@ -478,7 +509,7 @@ impl ClientState {
         self.server_commands.text(seq)
     }
 
-    /// [`Self::server_command`] with its [`CommandRing`] version (the key caches').
+    /// [`Self::server_command`] with its `CommandRing` version (the key caches').
     pub fn server_command_keyed(&self, seq: i32) -> (&str, u64) {
         self.server_commands.keyed(seq)
     }

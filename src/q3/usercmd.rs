@@ -34,10 +34,15 @@ pub struct UserCmd {
 
 /// [`UserCmd::unknown`] bits: angle `i` is `UNKNOWN_ANGLE << i`.
 pub const UNKNOWN_ANGLE: u8 = 1;
+/// [`UserCmd::unknown`] bit: `forwardmove` is unknown.
 pub const UNKNOWN_FORWARD: u8 = 1 << 3;
+/// [`UserCmd::unknown`] bit: `rightmove` is unknown.
 pub const UNKNOWN_RIGHT: u8 = 1 << 4;
+/// [`UserCmd::unknown`] bit: `upmove` is unknown.
 pub const UNKNOWN_UP: u8 = 1 << 5;
+/// [`UserCmd::unknown`] bit: `buttons` is unknown.
 pub const UNKNOWN_BUTTONS: u8 = 1 << 6;
+/// [`UserCmd::unknown`] bit: `weapon` is unknown.
 pub const UNKNOWN_WEAPON: u8 = 1 << 7;
 
 impl UserCmd {
@@ -45,18 +50,23 @@ impl UserCmd {
     pub fn angle(&self, i: usize) -> Option<i32> {
         (self.unknown & (UNKNOWN_ANGLE << i) == 0).then(|| self.angles[i % 3])
     }
+    /// `forwardmove` (-127..=127), `None` when unknown.
     pub fn forward(&self) -> Option<i8> {
         (self.unknown & UNKNOWN_FORWARD == 0).then_some(self.forwardmove)
     }
+    /// `rightmove` (-127..=127), `None` when unknown.
     pub fn right(&self) -> Option<i8> {
         (self.unknown & UNKNOWN_RIGHT == 0).then_some(self.rightmove)
     }
+    /// `upmove` (-127..=127), `None` when unknown.
     pub fn up(&self) -> Option<i8> {
         (self.unknown & UNKNOWN_UP == 0).then_some(self.upmove)
     }
+    /// `buttons` (`BUTTON_*` bits), `None` when unknown.
     pub fn buttons_known(&self) -> Option<i32> {
         (self.unknown & UNKNOWN_BUTTONS == 0).then_some(self.buttons)
     }
+    /// `weapon` (the selected `WP_*` number), `None` when unknown.
     pub fn weapon_known(&self) -> Option<u8> {
         (self.unknown & UNKNOWN_WEAPON == 0).then_some(self.weapon)
     }

@@ -46,7 +46,9 @@ pub enum At {
 /// The part of a demo to keep; both ends inclusive.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Window {
+    /// Start of the window; `None`: from the demo's first block.
     pub from: Option<At>,
+    /// End of the window; `None`: to the demo's end.
     pub to: Option<At>,
 }
 
@@ -75,14 +77,20 @@ pub struct CutStats {
 /// Why no cut was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CutError {
+    /// The window holds no accepted server packet (dem_read) of the demo.
     #[error("the window holds no server packet of the demo")]
     Empty,
+    /// No `svc_serverdata` before or in the window: the cut could not be played.
     #[error("no svc_serverdata before or in the window: the cut could not be played")]
     NoSignon,
+    /// A block of the .qwd could not be framed (truncated header, bad type or length).
     #[error("block {block} at byte {at}: {what}")]
     Bad {
+        /// 1-based number of the block.
         block: usize,
+        /// Byte offset of the block's start in the file.
         at: usize,
+        /// What was wrong.
         what: String,
     },
 }

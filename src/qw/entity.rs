@@ -4,27 +4,49 @@ use super::cursor::{Reader, Result};
 use super::ext::{self, Ext};
 use serde::Serialize;
 
+/// Update word (bits 0–8: entity number): `origin[0]` follows (a coord, or float32 under
+/// MVD_PEXT1_FLOATCOORDS).
 pub const U_ORIGIN1: u16 = 1 << 9;
+/// Update word: `origin[1]` follows.
 pub const U_ORIGIN2: u16 = 1 << 10;
+/// Update word: `origin[2]` follows.
 pub const U_ORIGIN3: u16 = 1 << 11;
+/// Update word: `angles[1]` (yaw) follows.
 pub const U_ANGLE2: u16 = 1 << 12;
+/// Update word: the frame byte follows.
 pub const U_FRAME: u16 = 1 << 13;
+/// Update word: the entity leaves the frame; no fields follow (delta updates only).
 pub const U_REMOVE: u16 = 1 << 14;
+/// Update word: a more-bits byte (`U_ANGLE1` … `U_FTE_EVENMORE`) follows the word.
 pub const U_MOREBITS: u16 = 1 << 15;
 // more-bits byte
+/// More-bits byte: `angles[0]` (pitch) follows.
 pub const U_ANGLE1: u8 = 1;
+/// More-bits byte: `angles[2]` (roll) follows.
 pub const U_ANGLE3: u8 = 2;
+/// More-bits byte: the model index byte follows.
 pub const U_MODEL: u8 = 4;
+/// More-bits byte: the colormap byte follows.
 pub const U_COLORMAP: u8 = 8;
+/// More-bits byte: the skin byte follows.
 pub const U_SKIN: u8 = 16;
+/// More-bits byte: the effects byte (`EF_*`) follows.
 pub const U_EFFECTS: u8 = 32;
+/// More-bits byte: an FTE evenmore byte follows (read only when some FTE extension is on).
 pub const U_FTE_EVENMORE: u8 = 128;
 // evenmore bits (FTE)
+/// Evenmore bits: an alpha byte follows (FTE_PEXT_TRANS).
 pub const U_FTE_TRANS: u16 = 2;
+/// Evenmore bits (FTE_PEXT_MODELDBL): with `U_MODEL` the model byte is +256, without it a 16-bit
+/// model index follows.
 pub const U_FTE_MODELDBL: u16 = 8;
+/// Evenmore bits: add 512 to the entity number (FTE_PEXT_ENTITYDBL).
 pub const U_FTE_ENTITYDBL: u16 = 32;
+/// Evenmore bits: add 1024 to the entity number (FTE_PEXT_ENTITYDBL2).
 pub const U_FTE_ENTITYDBL2: u16 = 64;
+/// Evenmore bits: a second evenmore byte follows (bits 8–15 of these flags).
 pub const U_FTE_YETMORE: u16 = 128;
+/// Evenmore bits (second byte): colour modulation bytes r, g, b follow (FTE_PEXT_COLOURMOD).
 pub const U_FTE_COLOURMOD: u16 = 1 << 10;
 
 /// Most entities in one frame we accept (MAX_MVD_PACKET_ENTITIES in ezQuake is 300).
@@ -35,16 +57,28 @@ pub const MAX_EDICTS: usize = 2048;
 /// One entity, absolute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct EntityState {
+    /// Entity number below 2048 (0 is the world; player slot `i` is entity `i + 1`).
     pub num: u16,
+    /// Index into the model precache (`svc_modellist`; 1 is the map), 0 for none.
     pub model: u16,
+    /// Animation frame of the model.
     pub frame: u8,
+    /// 0 for the model's own colours, else 1 + the player slot whose colours it wears.
     pub colormap: u8,
+    /// Skin number of the model.
     pub skin: u8,
+    /// `EF_*` bits: 1 brightfield, 2 muzzleflash, 4 brightlight, 8 dimlight, 16/32 flags, 64 blue,
+    /// 128 red.
     pub effects: u8,
+    /// Position in world units (x, y, z).
     pub origin: [f32; 3],
+    /// Orientation in degrees (pitch, yaw, roll).
     pub angles: [f32; 3],
+    /// Opacity × 255 from `U_FTE_TRANS` (FTE_PEXT_TRANS); `None` while never sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<u8>,
+    /// Colour modulation bytes r, g, b from `U_FTE_COLOURMOD` (FTE_PEXT_COLOURMOD); `None` while
+    /// never sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub colourmod: Option<[u8; 3]>,
 }

@@ -6,8 +6,8 @@
 //! * [`decode_demo_file`] reads .qwd and .mvd files with the same decoders.
 //! * [`qwd::Writer`] turns one connection's server stream into a .qwd ezQuake plays.
 //!
-//! Layout, one concern per file: [`cursor`] (checked little-endian reads), [`ext`] (FTE/MVD
-//! extension flags and the coord/angle encodings they select), [`netchan`] (header view and
+//! Layout, one concern per file: `cursor` (checked little-endian reads), [`ext`] (FTE/MVD
+//! extension flags and the coord/angle encodings they select), `netchan` (header view and
 //! the receiver's acceptance rule), [`oob`] (connectionless), [`svc`] + [`entity`] +
 //! [`playerinfo`] (server messages and the state they need), [`clc`] + [`usercmd`] (client
 //! messages, the move checksum), [`message`] (what is emitted), `tracker` (flows),
@@ -40,7 +40,6 @@
 //! ```
 pub mod charset;
 pub mod clc;
-pub mod cursor;
 pub mod cut;
 pub mod cut_mvd;
 pub mod demo;
@@ -48,8 +47,6 @@ pub mod entity;
 pub mod error;
 pub mod ext;
 pub mod message;
-pub mod netchan;
-pub mod netsample;
 pub mod oob;
 pub mod playerinfo;
 pub mod qwd;
@@ -57,6 +54,7 @@ pub mod state;
 pub mod svc;
 mod tracker;
 pub mod usercmd;
+internal_mod!(cursor, netchan, netsample);
 
 pub use demo::{decode_demo_file, decode_demo_stream};
 pub use message::{Message, NetchanStatus, Op, OpKind};

@@ -7,48 +7,72 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Oob {
+    /// `getchallenge`: the client asks for a challenge (answered by `c`).
     Getchallenge,
     /// `c`: the challenge and the extension pairs the server offers.
     Challenge {
+        /// The challenge number the client echoes in `connect` (may be negative).
         challenge: i64,
+        /// Extension sets offered after the NUL (`<magic> <flags>` pairs); all zero from vanilla
+        /// servers.
         ext: Ext,
     },
+    /// `connect 28 <qport> <challenge> "<userinfo>"`, then a `0x<magic> 0x<flags>` line per
+    /// extension set the client claims.
     Connect {
+        /// Protocol version (28 for QuakeWorld; −1 when missing).
         protocol: i64,
+        /// The client's 16-bit qport; its c2s netchan packets carry it after the header.
         qport: u16,
+        /// The challenge from the server's `c` reply (0 when missing).
         challenge: i64,
+        /// The userinfo string `\key\value…` (name, rate, `*client`, …), quotes removed.
         userinfo: String,
+        /// Extension flags claimed on the lines after the command (ezQuake: the server's offer
+        /// masked by what it supports).
         ext: Ext,
     },
     /// `j`: connection accepted.
     Accept,
     /// `n`: text (status reply, rejection, rcon output).
     Print {
+        /// The text up to the NUL; Quake-charset bytes as chars U+0000–U+00FF (see `qw::charset`).
         text: String,
     },
     /// `n` "\\chunk": a chunked-download block sent out of band.
     Chunk {
+        /// Download number the chunk belongs to.
         dlnum: i32,
+        /// Chunk number: the data starts at byte `chunk × 1024` of the file.
         chunk: i32,
+        /// Bytes of data after the chunk header (1024 normally).
         len: usize,
     },
+    /// `status [flags]`: a server browser or scoreboard query (answered by `n` text).
     Status {
+        /// The arguments after `status`, space-joined (ezQuake's browser sends `23`: bit flags of
+        /// what to list).
         args: String,
     },
+    /// `ping` or `k` (A2A_PING): answered by a raw `l`.
     Ping,
     /// Raw `l` (ping reply) — no FF prefix.
     Ack,
     /// svc_disconnect: the .qwd end marker `FF FF FF FF 02 "EndOfDemo"`.
     Disconnect {
+        /// The text after it (`EndOfDemo`).
         text: String,
     },
     /// Any other client command line (`ip`, `log`, `rcon` — its arguments are not kept).
     Command {
+        /// The command word, at most 32 characters.
         name: String,
     },
     /// Any other server reply letter.
     Reply {
+        /// The byte after the prefix, as a char (`'\0'` for an empty packet).
         letter: char,
+        /// Bytes after the letter.
         len: usize,
     },
 }
@@ -61,6 +85,7 @@ impl Oob {
             Oob::Command { .. } | Oob::Reply { .. } | Oob::Disconnect { .. }
         )
     }
+    /// The packet's `op` name in JSON (`getchallenge`, `challenge`, `connect`, …).
     pub fn name(&self) -> &'static str {
         match self {
             Oob::Getchallenge => "getchallenge",
@@ -79,6 +104,7 @@ impl Oob {
     }
 }
 
+/// True when `payload` starts with the connectionless prefix `FF FF FF FF` (long −1).
 pub fn is_oob(payload: &[u8]) -> bool {
     payload.starts_with(&[0xFF, 0xFF, 0xFF, 0xFF])
 }

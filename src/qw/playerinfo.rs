@@ -5,40 +5,71 @@ use super::ext::{self, read_angle16, Ext};
 use super::usercmd::Usercmd;
 use serde::Serialize;
 
+/// Netchan flags: the msec byte follows (age of the player's last command).
 pub const PF_MSEC: u32 = 1;
+/// Netchan flags: a usercmd delta from a zero command follows.
 pub const PF_COMMAND: u32 = 2;
+/// Netchan flags: `velocity[0]` short follows; `PF_VELOCITY1 << 1` and `<< 2` (`PF_VELOCITY2`/`3`)
+/// announce y and z.
 pub const PF_VELOCITY1: u32 = 4;
+/// Netchan flags: the model index byte follows (absent: player.mdl).
 pub const PF_MODEL: u32 = 32;
+/// Netchan flags: the skin byte follows; its bit 7 with `PF_MODEL` adds 256 to the model.
 pub const PF_SKINNUM: u32 = 64;
+/// Netchan flags: the effects byte (`EF_*`) follows.
 pub const PF_EFFECTS: u32 = 128;
+/// Netchan flags: the weapon frame byte follows (own or tracked player).
 pub const PF_WEAPONFRAME: u32 = 256;
+/// Netchan flags, with FTE_PEXT_TRANS: a third flags byte (bits 16–23) follows; without TRANS this
+/// bit is `PF_SOLID`.
 pub const PF_EXTRA_PFS: u32 = 1 << 15;
+/// Netchan flags (extra byte, FTE_PEXT_TRANS): the alpha byte follows.
 pub const PF_TRANS_Z: u32 = 1 << 17;
 
+/// MVD `DF_*` flags: `DF_ORIGIN << i` (1, 2, 4) = a coord for `origin[i]` follows.
 pub const DF_ORIGIN: u32 = 1;
+/// MVD flags: `DF_ANGLES << i` (8, 16, 32) = an angle16 for `angles[i]` follows.
 pub const DF_ANGLES: u32 = 1 << 3;
+/// MVD flags: the effects byte follows.
 pub const DF_EFFECTS: u32 = 1 << 6;
+/// MVD flags: the skin byte follows (bit 7 with `DF_MODEL` adds 256 to the model under
+/// FTE_PEXT_MODELDBL).
 pub const DF_SKINNUM: u32 = 1 << 7;
+/// MVD flags: the weapon frame byte follows.
 pub const DF_WEAPONFRAME: u32 = 1 << 10;
+/// MVD flags: the model index byte follows.
 pub const DF_MODEL: u32 = 1 << 11;
 
 /// One player's state as the message leaves it (absolute values).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct PlayerInfo {
+    /// Player slot, 0..=31. The player is entity `num + 1`.
     pub num: u8,
     /// Flag bits as on the wire (netchan form: with the TRANS extra byte in bits 16..23).
     pub flags: u32,
+    /// Position in world units (netchan form: float32 under MVD_PEXT1_FLOATCOORDS).
     pub origin: [f32; 3],
+    /// Animation frame of the player model.
     pub frame: u8,
+    /// `PF_MSEC`: age of the player's last command in milliseconds (≤ 255).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub msec: Option<u8>,
+    /// `PF_COMMAND`: the player's last command (buttons and impulse zeroed; with `Z_EXT_VWEP` the
+    /// impulse is the weapon model index).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<Usercmd>,
+    /// Velocity in units per second (integers); 0 where its `PF_VELOCITY*` bit is absent and in
+    /// the MVD form.
     pub velocity: [i16; 3],
+    /// Index into the model precache (netchan form: 0 when not sent, meaning player.mdl).
     pub model: u16,
+    /// Skin number (bit 7 cleared when it extended the model).
     pub skin: u8,
+    /// `EF_*` bits (quad, pentagram, flags, lights).
     pub effects: u8,
+    /// Frame of the view weapon model.
     pub weaponframe: u8,
+    /// `PF_TRANS_Z` alpha byte (FTE_PEXT_TRANS).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<u8>,
     /// MVD form only: view angles.

@@ -34,11 +34,17 @@ use std::io::{self, Write};
 /// One packet of a connection as the .qwd writer needs it ([`super::Event::Raw`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawPacket {
+    /// Flow id of the connection (as in `Message::flow`).
     pub flow: u32,
+    /// Direction of the packet.
     pub dir: Dir,
+    /// Capture frame number.
     pub frame: u64,
+    /// Capture time in nanoseconds since the Unix epoch.
     pub ts_ns: i64,
+    /// Netchan sequence, reliable bit stripped.
     pub seq: u32,
+    /// Sequence of the other direction acknowledged, bit 31 stripped.
     pub ack: u32,
     /// The receiving engine accepted it (sequence above the last accepted one).
     pub accepted: bool,
@@ -109,6 +115,7 @@ impl Default for Writer<Vec<u8>> {
 }
 
 impl<W: Write> Writer<W> {
+    /// A writer streaming the .qwd of one connection into `out`.
     pub fn new(out: W) -> Self {
         Writer {
             out,
@@ -332,6 +339,7 @@ pub struct Writers {
 }
 
 impl Writers {
+    /// No connections yet.
     pub fn new() -> Self {
         Writers::default()
     }

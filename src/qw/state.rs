@@ -11,9 +11,11 @@ const UPDATE_BACKUP: usize = 64;
 /// What the decoder must remember between server messages of one connection or demo.
 #[derive(Debug, Clone)]
 pub struct ServerState {
+    /// Extension sets in force: those of the last `svc_serverdata` (each one replaces them).
     pub ext: Ext,
     /// Decoding an .mvd stream (no netchan; DF_ playerinfo; float time in serverdata).
     pub mvd: bool,
+    /// The last `svc_serverdata` of the stream, once one was seen.
     pub serverdata: Option<ServerData>,
     /// Sequence of the s2c packet being decoded (entity frames are stored under it).
     pub seq: u32,
@@ -34,6 +36,7 @@ pub struct ServerState {
 }
 
 impl ServerState {
+    /// Fresh state for a netchan stream (`mvd` false) or an .mvd file (`mvd` true).
     pub fn new(mvd: bool) -> Self {
         ServerState {
             ext: Ext::default(),

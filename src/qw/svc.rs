@@ -10,9 +10,13 @@ use serde::Serialize;
 /// Decoded svc_serverdata.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerData {
+    /// Extension sets the server uses from here on (the leading FTEX/FTE2/MVD1 pairs).
     pub ext: Ext,
+    /// Protocol version: 28 (24..=28 accepted, as ezQuake does for demos).
     pub protocol: i32,
+    /// Spawn count (`servercount`) the client echoes in its signon commands; new with each map.
     pub spawncount: i32,
+    /// Game directory (`qw`, `fortress`, …).
     pub gamedir: String,
     /// Player slot (bit 7 = spectator) — netchan streams only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -20,15 +24,21 @@ pub struct ServerData {
     /// Demo time — .mvd only, in place of playernum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub demotime: Option<f32>,
+    /// The level's full title (worldspawn `message`).
     pub levelname: String,
+    /// Movement variables: gravity, stopspeed, maxspeed, spectatormaxspeed, accelerate,
+    /// airaccelerate, wateraccelerate, friction, waterfriction, entgravity.
     pub movevars: [f32; 10],
 }
 
 /// A name list (svc_modellist, svc_soundlist, svc_fte_modellistshort).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NameList {
+    /// Names sent before this message; the first name here has index `start + 1`.
     pub start: u16,
+    /// Model or sound paths, in index order.
     pub names: Vec<String>,
+    /// 0 when the list is complete, else the `start` the client asks for next (its low 8 bits).
     pub next: u8,
 }
 
@@ -49,169 +59,291 @@ impl NameList {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum ServerOp {
+    /// `svc_nop` (1): nothing.
     Nop,
+    /// `svc_disconnect` (2): the server drops the client, or the demo ends.
     Disconnect {
+        /// The string after it in .mvd / QTV streams (`EndOfDemo`).
         #[serde(skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// `svc_updatestat` (3): a stat whose value fits a byte.
     Updatestat {
+        /// `STAT_*` index below 32 (0 health, 2 weapon, 3 ammo, 4 armor, 6–9 shells, nails,
+        /// rockets, cells, 10 activeweapon, 15 items, …).
         stat: u8,
+        /// The new value, 0..=255.
         value: i32,
     },
+    /// `svc_updatestatlong` (38): a stat with a 32-bit value.
     Updatestatlong {
+        /// `STAT_*` index below 32.
         stat: u8,
+        /// The new value.
         value: i32,
     },
+    /// `svc_sound` (6): a sound starts on an entity's channel.
     Sound {
+        /// Entity the sound comes from (10 bits).
         entity: u16,
+        /// Channel 0..=7 (0 auto, 1 weapon, 2 voice, 3 item, 4 body).
         channel: u8,
+        /// Volume 0..=255 (255 unless the `SND_VOLUME` bit sent one).
         volume: u8,
+        /// Distance attenuation: the sent byte / 64 (`SND_ATTENUATION`), else 1.0.
         attenuation: f32,
+        /// Index into the sound precache (`svc_soundlist`).
         sound: u8,
+        /// Where the sound starts, in world units.
         origin: [f32; 3],
     },
+    /// `svc_print` (8): console or chat text.
     Print {
+        /// `PRINT_*` level: 0 low (pickups), 1 medium (obituaries), 2 high, 3 chat.
         level: u8,
+        /// The text; Quake-charset bytes as chars U+0000–U+00FF (see `qw::charset`).
         text: String,
     },
+    /// `svc_stufftext` (9): console text the client executes.
     Stufftext {
+        /// Commands, usually `\n`-terminated; `//` lines are hints (`//vwep`, `//ktx`, …).
         text: String,
     },
+    /// `svc_setangle` (10): forces the view angles (teleport, respawn, intermission).
     Setangle {
+        /// Player slot whose view is set (.mvd only).
         #[serde(skip_serializing_if = "Option::is_none")]
         player: Option<u8>,
+        /// Reason byte under MVD_PEXT1_HIGHLAGTELEPORT: 0 none, 1 teleport, 2 respawn.
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<u8>,
+        /// View angles in degrees (pitch, yaw, roll).
         angles: [f32; 3],
     },
+    /// `svc_serverdata` (11): a level starts; resets the decoder's level state.
     Serverdata(ServerData),
+    /// `svc_lightstyle` (12): a light style's brightness pattern.
     Lightstyle {
+        /// Light style number, 0..=63.
         index: u8,
+        /// Brightness letters, one per 0.1 s: `a` dark, `m` normal, `z` bright.
         style: String,
     },
+    /// `svc_updatefrags` (14): a player's frag count.
     Updatefrags {
+        /// Player slot, 0..=31.
         slot: u8,
+        /// Frag count.
         frags: i16,
     },
+    /// `svc_stopsound` (16): the sound on an entity's channel stops.
     Stopsound {
+        /// Entity number (bits 3–15 of the short).
         entity: u16,
+        /// Channel 0..=7.
         channel: u8,
     },
+    /// `svc_damage` (19): damage the player took this frame.
     Damage {
+        /// Damage absorbed by armour.
         armor: u8,
+        /// Damage taken to health.
         blood: u8,
+        /// Point the damage came from, in world units.
         from: [f32; 3],
     },
+    /// `svc_spawnstatic` (20): a static (never updated) entity; its `num` is 0.
     Spawnstatic(EntityState),
+    /// `svc_spawnbaseline` (22): an entity's baseline, the base of its full updates.
     Spawnbaseline(EntityState),
+    /// `svc_fte_spawnstatic2` (21, FTE_PEXT_SPAWNSTATIC2): a static entity, as a delta from zero.
     FteSpawnstatic2(EntityState),
+    /// `svc_fte_spawnbaseline2` (66, FTE_PEXT_SPAWNSTATIC2): a baseline, as a delta from zero.
     FteSpawnbaseline2(EntityState),
+    /// `svc_temp_entity` (23): a short-lived effect (explosion, spike hit, lightning beam, …).
     TempEntity {
+        /// `TE_*` type: 0 spike, 1 superspike, 2 gunshot, 3 explosion, 4 tarexplosion,
+        /// 5/6/9 lightning1/2/3, 7 wizspike, 8 knightspike, 10 lavasplash, 11 teleport,
+        /// 12 blood, 13 lightningblood.
         kind: u8,
+        /// Entity the beam comes from (lightning types).
         #[serde(skip_serializing_if = "Option::is_none")]
         entity: Option<u16>,
+        /// Count byte of `TE_GUNSHOT` and `TE_BLOOD` (amount of particles).
         #[serde(skip_serializing_if = "Option::is_none")]
         count: Option<u8>,
+        /// Position in world units (a beam's start).
         origin: [f32; 3],
+        /// A beam's end point (lightning types).
         #[serde(skip_serializing_if = "Option::is_none")]
         end: Option<[f32; 3]>,
     },
+    /// `svc_setpause` (24): the game was paused or unpaused.
     Setpause {
+        /// True when paused.
         paused: bool,
     },
+    /// `svc_centerprint` (26): text shown in the middle of the screen.
     Centerprint {
+        /// The text; Quake-charset bytes as chars U+0000–U+00FF (see `qw::charset`).
         text: String,
     },
+    /// `svc_killedmonster` (27): a monster died (single player, coop).
     Killedmonster,
+    /// `svc_foundsecret` (28): a secret was found.
     Foundsecret,
+    /// `svc_spawnstaticsound` (29): a looping ambient sound at a fixed point.
     Spawnstaticsound {
+        /// Position in world units.
         origin: [f32; 3],
+        /// Index into the sound precache (`svc_soundlist`).
         sound: u8,
+        /// Volume 0..=255.
         volume: u8,
+        /// Attenuation × 64, as sent.
         attenuation: u8,
     },
+    /// `svc_intermission` (30): the level ended; the camera moves to a fixed view.
     Intermission {
+        /// Camera position in world units.
         origin: [f32; 3],
+        /// Camera angles in degrees.
         angles: [f32; 3],
     },
+    /// `svc_finale` (31): end-of-episode text.
     Finale {
+        /// The text; Quake-charset bytes as chars U+0000–U+00FF (see `qw::charset`).
         text: String,
     },
+    /// `svc_cdtrack` (32): the level's music track.
     Cdtrack {
+        /// CD track number.
         track: u8,
     },
+    /// `svc_sellscreen` (33): show the shareware sell screen.
     Sellscreen,
+    /// `svc_smallkick` (34): a small view kick (weapon recoil).
     Smallkick,
+    /// `svc_bigkick` (35): a big view kick (weapon recoil).
     Bigkick,
+    /// `svc_updateping` (36): a player's ping.
     Updateping {
+        /// Player slot, 0..=31.
         slot: u8,
+        /// Ping in milliseconds.
         ping: i16,
     },
+    /// `svc_updateentertime` (37): when a player entered the game.
     Updateentertime {
+        /// Player slot, 0..=31.
         slot: u8,
+        /// Seconds since the player entered, as of this message.
         seconds_ago: f32,
     },
+    /// `svc_muzzleflash` (39): a muzzle flash on an entity.
     Muzzleflash {
+        /// Entity number (player slot `i` is entity `i + 1`).
         entity: i16,
     },
+    /// `svc_updateuserinfo` (40): a player's whole userinfo.
     Updateuserinfo {
+        /// Player slot, 0..=31.
         slot: u8,
+        /// Server-assigned user id (kept while the player stays connected).
         userid: i32,
+        /// The `\key\value…` string (name, team, topcolor, bottomcolor, skin, `*spectator`, …).
         userinfo: String,
     },
+    /// `svc_download` (41): one block of a file download (the data is skipped).
     Download {
         /// Chunked (FTE CHUNKEDDOWNLOADS) form: chunk number, or a negative status.
         #[serde(skip_serializing_if = "Option::is_none")]
         chunk: Option<i32>,
         /// Vanilla: block size (−1 not found); chunked status: total size / error code.
         size: i32,
+        /// Vanilla form: download progress in percent.
         #[serde(skip_serializing_if = "Option::is_none")]
         percent: Option<u8>,
+        /// Chunked status (negative `chunk`): the file name.
         #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// Bytes of file data carried (1024 per chunk).
         data_len: usize,
     },
+    /// `svc_playerinfo` (42): one player's state this frame.
     Playerinfo(PlayerInfo),
+    /// `svc_nails` (43): the nails and spikes in flight this frame.
     Nails {
+        /// One entry per projectile.
         projectiles: Vec<Projectile>,
     },
+    /// `svc_nails2` (54, .mvd only): nails, each with its number.
     Nails2 {
+        /// One entry per projectile, `index` set.
         projectiles: Vec<Projectile>,
     },
+    /// `svc_chokecount` (44): server frames not sent (rate limit) since the last packet.
     Choke {
+        /// Number of choked frames.
         count: u8,
     },
+    /// `svc_modellist` (45): a part of the model precache list.
     Modellist(NameList),
+    /// `svc_soundlist` (46): a part of the sound precache list.
     Soundlist(NameList),
+    /// `svc_fte_modellistshort` (60, FTE_PEXT_MODELDBL): a part of the model list, 16-bit start.
     FteModellistshort(NameList),
+    /// `svc_packetentities` (47): a full entity update, each entity against its baseline.
     Packetentities(PacketEntities),
+    /// `svc_deltapacketentities` (48): an entity update as a delta from the frame `from`.
     Deltapacketentities(PacketEntities),
+    /// `svc_maxspeed` (49): the player's top speed changed.
     Maxspeed {
+        /// Units per second.
         value: f32,
     },
+    /// `svc_entgravity` (50): the player's gravity multiplier changed.
     Entgravity {
+        /// Multiplier of `sv_gravity` (1.0 normal).
         value: f32,
     },
+    /// `svc_setinfo` (51): one userinfo key of a player changed.
     Setinfo {
+        /// Player slot, 0..=31.
         slot: u8,
+        /// Userinfo key.
         key: String,
+        /// Its new value.
         value: String,
     },
+    /// `svc_serverinfo` (52): one serverinfo key changed.
     Serverinfo {
+        /// Serverinfo key.
         key: String,
+        /// Its new value.
         value: String,
     },
+    /// `svc_updatepl` (53): a player's packet loss.
     Updatepl {
+        /// Player slot, 0..=31.
         slot: u8,
+        /// Packet loss in percent.
         pl: u8,
     },
+    /// `svc_qizmovoice` (83): a Qizmo voice frame (sequence byte and 33-byte GSM frame, skipped).
     Qizmovoice {
+        /// Bytes skipped (always 34).
         len: usize,
     },
+    /// `svc_fte_voicechat` (84, FTE_PEXT2_VOICECHAT): a voice frame relayed from a player.
     FteVoicechat {
+        /// Player slot of the speaker.
         sender: u8,
+        /// Codec in the high nibble, decoder generation in the low nibble.
         gen: u8,
+        /// Sequence number of the voice frame.
         seq: u8,
+        /// Bytes of codec data (skipped).
         len: u16,
     },
 }
@@ -219,9 +351,12 @@ pub enum ServerOp {
 /// One nail/spike (svc_nails, svc_nails2).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Projectile {
+    /// `svc_nails2` only: the projectile's number, to follow it from frame to frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<u8>,
+    /// Position in world units, 2-unit steps, −4096..=4094.
     pub origin: [f32; 3],
+    /// Pitch (16 steps) and yaw (256 steps) in degrees.
     pub angles: [f32; 2],
 }
 

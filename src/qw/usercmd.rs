@@ -3,24 +3,39 @@ use super::cursor::{Reader, Result};
 use super::ext::read_angle16;
 use serde::Serialize;
 
+/// Usercmd delta bits: `angles[0]` (pitch) follows as an angle16.
 pub const CM_ANGLE1: u8 = 1;
+/// Usercmd delta bits: `angles[2]` (roll) follows as an angle16 (read third).
 pub const CM_ANGLE3: u8 = 2;
+/// Usercmd delta bits: `forwardmove` short follows.
 pub const CM_FORWARD: u8 = 4;
+/// Usercmd delta bits: `sidemove` short follows.
 pub const CM_SIDE: u8 = 8;
+/// Usercmd delta bits: `upmove` short follows.
 pub const CM_UP: u8 = 16;
+/// Usercmd delta bits: the buttons byte follows.
 pub const CM_BUTTONS: u8 = 32;
+/// Usercmd delta bits: the impulse byte follows.
 pub const CM_IMPULSE: u8 = 64;
+/// Usercmd delta bits: `angles[1]` (yaw) follows as an angle16 — bit 7, but read second.
 pub const CM_ANGLE2: u8 = 128;
 
 /// One player command, absolute (after the delta).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Usercmd {
+    /// Milliseconds of game time the command covers (0..=255); always sent.
     pub msec: u8,
+    /// View angles in degrees (pitch, yaw, roll), angle16 precision on the wire.
     pub angles: [f32; 3],
+    /// `forwardmove`: forward (+) or back (−) speed in units per second.
     pub forward: i16,
+    /// `sidemove`: right (+) or left (−) speed in units per second.
     pub side: i16,
+    /// `upmove`: up (+) or down (−) speed in units per second (swimming, flying).
     pub up: i16,
+    /// Button bits: 1 attack, 2 jump, 4 use.
     pub buttons: u8,
+    /// Impulse command number (weapon selection and the like), 0 for none.
     pub impulse: u8,
 }
 

@@ -17,8 +17,11 @@ use crate::q3::svc::{emit, ServerOp};
 /// Counts of what the writer did for one demo.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DemoStats {
+    /// Records written (QuakeWorld: dem_read and dem_cmd blocks).
     pub records: u64,
+    /// Snapshots written (QuakeWorld: the server packets of a cut, else 0).
     pub snapshots: u64,
+    /// Gamestates written (QuakeWorld: 1, the signon).
     pub gamestates: u64,
     /// Delta snapshots re-encoded as full ones (base missing from the demo).
     pub reencoded: u64,
@@ -30,7 +33,9 @@ pub struct DemoStats {
     pub before_gamestate: u64,
     /// Messages that failed to decode (skipped: the real client would have dropped on them).
     pub skipped_bad: u64,
+    /// Quake 3: serverTime (ms) of the first snapshot written.
     pub first_server_time: Option<i32>,
+    /// Quake 3: serverTime (ms) of the last snapshot written.
     pub last_server_time: Option<i32>,
     /// Game time covered, in ms: the forward steps between consecutive snapshots, summed.
     /// Server time restarts at a map change (and a stale snapshot of the old map may follow
@@ -39,7 +44,11 @@ pub struct DemoStats {
     /// A gamestate came since the last snapshot: the next step is not game time.
     #[serde(skip)]
     pub new_map: bool,
+    /// The map of the demo's first gamestate (Quake 3 `mapname`; QuakeWorld: the model
+    /// list's `maps/NAME.bsp`).
     pub map: Option<String>,
+    /// The recording player's name, colour codes kept (Quake 3: the gamestate's `CS_PLAYERS`
+    /// entry of its `clientNum`; QuakeWorld: the flow's player name).
     pub player: Option<String>,
     /// A QuakeWorld cut: what it holds, for the summary line.
     #[serde(skip)]
@@ -74,6 +83,7 @@ pub struct DemoOptions {
 
 /// Where one demo goes.
 pub trait DemoOutput {
+    /// Where one demo's bytes are written.
     type W: Write;
     /// Open the output for `flow`'s `part`-th map (0-based), named after `map`/`player`.
     fn open(
@@ -91,6 +101,7 @@ pub trait DemoOutput {
 /// Demos kept in memory (library users and tests): by (flow, part), the bytes and stats.
 #[derive(Debug, Default)]
 pub struct MemoryDemos {
+    /// Each finished demo's bytes and stats, by (flow id, part).
     pub files: BTreeMap<(u32, u32), (Vec<u8>, DemoStats)>,
 }
 
@@ -147,6 +158,7 @@ pub struct DemoSink<O: DemoOutput> {
 }
 
 impl<O: DemoOutput> DemoSink<O> {
+    /// A sink that writes its demos to `out`.
     pub fn new(out: O, opts: DemoOptions) -> Self {
         DemoSink {
             out,
@@ -160,6 +172,7 @@ impl<O: DemoOutput> DemoSink<O> {
         }
     }
 
+    /// The output back, once the run has finished (every demo is then closed).
     pub fn into_output(self) -> O {
         self.out
     }
@@ -525,7 +538,6 @@ mod tests {
             protocol: 68,
             size: 0,
             file_offset: None,
-            quiet_snapshot: None,
             client_gone: false,
         }
     }

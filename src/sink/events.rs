@@ -1,7 +1,7 @@
 //! The game-events analyzer: a [`Sink`] that feeds each flow's decoded messages
 //! ([`Event::Q3`], [`Event::Qw`]) to its game's extractor ([`crate::gameevent::q3`],
 //! [`crate::gameevent::qw`]), which turn them into game-neutral [`GameEvent`]s; at the end of
-//! each input the flows' events are merged into one timeline ([`crate::gameevent::merge`]).
+//! each input the flows' events are merged into one timeline (`crate::gameevent::merge`).
 //! The flow is one way: decoders → events → this sink; merging and summaries are game-blind.
 use std::collections::HashMap;
 use std::io;
@@ -94,6 +94,7 @@ pub struct EventSink {
 }
 
 impl EventSink {
+    /// A sink with no event and no input yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -159,7 +160,7 @@ impl EventSink {
 
     /// The timelines of the finished inputs, one per game session: inputs that report one
     /// session (a capture and its clients' demos, say) are merged into one timeline, each
-    /// event once ([`crate::gameevent::merge::merge_session`]); others stay apart. Each with
+    /// event once (`crate::gameevent::merge::merge_session`); others stay apart. Each with
     /// the files it comes from, the first giving its clock.
     pub fn sessions(&self) -> Vec<(Vec<String>, Vec<GameEvent>)> {
         let mut start = 0;

@@ -18,6 +18,7 @@ pub struct JsonLines<W: Write> {
 }
 
 impl<W: Write> JsonLines<W> {
+    /// A sink writing JSON Lines to `out` (flushed at the end of the run).
     pub fn new(out: W) -> Self {
         JsonLines { out }
     }

@@ -6,7 +6,7 @@
 //! lagometer strip in the style of Quake 3's `cg_lagometer`.
 //!
 //! Size: every series has at most [`MAX_POINTS`] entries (the report widens the interval for
-//! long connections) and the strip at most [`strip::MAX_COLS`] columns, so a connection costs
+//! long connections) and the strip at most `strip::MAX_COLS` columns, so a connection costs
 //! about the same whatever the match length (well under 200 KB).
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -30,6 +30,7 @@ const W: u32 = 900;
 const H: u32 = 190;
 /// Lag events shaded on the ping plot (class names for the checks: these exact colours).
 pub const PING_EVENT: RGBColor = RGBColor(0xE0, 0x31, 0x31);
+/// Shade of a `loss` lag event on the ping plot (the tests look for this exact colour).
 pub const LOSS_EVENT: RGBColor = RGBColor(0x8E, 0x44, 0xAD);
 const C2S: RGBColor = RGBColor(0x1F, 0x77, 0xB4);
 const S2C: RGBColor = RGBColor(0xD6, 0x27, 0x28);

@@ -1,7 +1,7 @@
 //! The engine's own `cl_shownet 4` trace (ioquake3 `CL_ParseServerMessage`,
 //! `MSG_ReadDeltaEntity`, `MSG_ReadDeltaPlayerstate`), line for line, so quakecap can be
 //! diffed against the engine. Offsets are the engine's `readcount` values; `(N bits)` uses its
-//! formula on the absolute bit position (the one copy: [`crate::q3::delta::shownet_bits`]).
+//! formula on the absolute bit position (the one copy: `crate::q3::delta::shownet_bits`).
 //! One difference by design: delta entity lines print the real entity number where the engine
 //! prints a stale parse-buffer value.
 use std::io::{self, Write};
@@ -93,6 +93,7 @@ pub struct Shownet<W: Write> {
 }
 
 impl<W: Write> Shownet<W> {
+    /// A sink writing the traces to `out` (flushed at the end of the run).
     pub fn new(out: W) -> Self {
         Shownet {
             out,

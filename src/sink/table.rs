@@ -343,10 +343,13 @@ pub fn render_aggregates(rows: &[FlowSummary]) -> String {
 /// [`sum_one_shot`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summed {
+    /// `"q3"` or `"qw"`.
     pub game: &'static str,
+    /// The server's `ip:port`.
     pub server: String,
     /// "connection" or "query".
     pub kind: &'static str,
+    /// Flows summed.
     pub flows: u64,
     /// Client datagrams of these flows.
     pub datagrams: u64,

@@ -10,14 +10,12 @@
 //!   inferred from acknowledgements the other way, `None` where neither exists;
 //! - jitter: RFC 3550 over the senders' stamps (snapshot and usercmd serverTime), else the
 //!   ping variation.
-pub mod acc;
 pub mod events;
 pub mod report;
 /// The sample lives in the crate's vocabulary ([`crate::vocab::sample`]): the decoders fill it.
 pub use crate::vocab::sample;
 pub mod sink;
-pub mod stats;
-pub mod strip;
+internal_mod!(acc, stats, strip);
 
 pub use report::NetQuality;
 pub use sample::Sample;

@@ -43,7 +43,7 @@ pub struct Ping {
     /// "ack" (a packet seen leaving, to the far side's first acknowledgement of it),
     /// "command" (Quake 3 client side: usercmd sent to the first snapshot that ran it),
     /// "server" (Quake 3 client side: the server's ping estimated, see
-    /// [`RttMethod::Server`]).
+    /// `RttMethod::Server` in the accumulator).
     pub method: Option<&'static str>,
     /// Round trips measured.
     pub samples: u64,

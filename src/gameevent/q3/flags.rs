@@ -17,8 +17,11 @@ use crate::q3::gamemod::info_value;
 /// Which flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlagTeam {
+    /// The red team's flag.
     Red,
+    /// The blue team's flag.
     Blue,
+    /// The one flag of one-flag CTF.
     Neutral,
 }
 
@@ -56,9 +59,13 @@ impl FlagTeam {
 /// What happened to the flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
+    /// A player took it (from its base or where it was dropped).
     Taken,
+    /// Its carrier brought it home and scored.
     Captured,
+    /// It went back to its base: returned by a player, or by the game after lying dropped.
     Returned,
+    /// Its carrier lost it (known from `CS_FLAGSTATUS` only; no print says it).
     Dropped,
 }
 
@@ -76,8 +83,12 @@ impl Action {
 /// One flag print: who (raw name as the print has it; None when the game itself acts).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
+    /// The player as the print names them, colour codes kept (the closing `^7` cut); None
+    /// when no one is named (a flag's automatic return, CPMA's capture print).
     pub name_raw: Option<String>,
+    /// Which flag.
     pub team: FlagTeam,
+    /// What happened to it.
     pub action: Action,
 }
 

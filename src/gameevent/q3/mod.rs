@@ -220,9 +220,6 @@ impl Extractor {
 
     /// The game events of one decoded message, appended to `out`.
     pub fn message(&mut self, m: &Message, out: &mut Vec<GameEvent>) {
-        if let Some(t) = m.quiet_snapshot {
-            self.quiet_snapshot(t);
-        }
         let mut snap_time = None;
         if !self.demo {
             self.names.first_time.get_or_insert(m.time);
@@ -269,15 +266,6 @@ impl Extractor {
             self.flag_events();
         }
         self.flush(m, out);
-    }
-
-    /// Snapshots without obituary entities, the latest at server time `t`, came before the
-    /// message (left out by the decoder: [`Message::quiet_snapshot`]): what reading them
-    /// would have done. No event waited for them: the decoder leaves messages out only once
-    /// the game time is known.
-    fn quiet_snapshot(&mut self, t: i32) {
-        self.server_time = Some(t);
-        self.prev_obits.clear();
     }
 
     /// Time the pending events and hand them out.
@@ -429,12 +417,16 @@ impl Extractor {
         self.cs.set(index, &value);
         if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&index) {
             let n = index - CS_PLAYERS;
-            if !self.demo && !self.have_gamestate && self.names.seen & (1 << n) == 0 {
+            let unknown = !self.demo && !self.have_gamestate && self.names.seen & (1 << n) == 0;
+            self.names.seen |= 1 << n;
+            if unknown {
+                // What the slot held before is not known: the notices of this message say
+                // whether this is a join, a rename or the same player ([`Self::slots_learned`]).
                 let now = info_value(&value, "n").map(plain);
                 self.names.changed.push((n, now));
+            } else {
+                self.player_change(n, &old, &value);
             }
-            self.names.seen |= 1 << n;
-            self.player_change(n, &old, &value);
         } else if index == CS_FLAGSTATUS {
             self.flags.status(&old, &value);
         } else if index == CS_INTERMISSION && is_on(&value) && !is_on(&old) {
@@ -757,7 +749,8 @@ impl Extractor {
     /// Player slots this message changed from a value never seen: who they were before, by
     /// the notices that come with each change (ioq3 `SV_DropClient` notices a leave with
     /// its reason before the game clears the slot; `ClientConnect` notices a new player and
-    /// `ClientUserinfoChanged` a rename; other changes re-send the same name).
+    /// `ClientUserinfoChanged` a rename; other changes re-send the same name). A join, a
+    /// leave and a rename are events; the same name re-sent is none (the player was there).
     fn slots_learned(&mut self, time: f64) {
         let mut prints = std::mem::take(&mut self.names.prints);
         let from = self.names.first_time.unwrap_or(time);
@@ -783,8 +776,27 @@ impl Extractor {
                 }
             };
             let Some(before) = before else {
+                // A new player: the join the slot's change means.
+                let now = self.cs.player(n).to_string();
+                self.player_change(n, "", &now);
                 continue;
             };
+            if now.as_ref().is_some_and(|now| *now != before) {
+                // A rename, from the name the notice gives.
+                let raw = self.cs.player(n).to_string();
+                let name_raw = info_value(&raw, "n").unwrap_or("").to_string();
+                self.push(
+                    Kind::Rename,
+                    Detail::Player(Player {
+                        num: n as i32,
+                        name: plain(&name_raw),
+                        name_raw,
+                        team: info_value(&raw, "t").map(team_word),
+                        old_name: Some(before.clone()),
+                        old_team: None,
+                    }),
+                );
+            }
             if now.is_none() {
                 self.departed[n] = Some(before.clone());
                 self.push(
@@ -1090,7 +1102,6 @@ mod tests {
             protocol: 68,
             size: 0,
             file_offset: None,
-            quiet_snapshot: None,
         }
     }
 
@@ -1167,7 +1178,10 @@ mod tests {
     fn malformed_commands_are_warnings_with_position() {
         let mut ex = Extractor::new(false);
         let mut out = Vec::new();
+        // Mid-session (no gamestate): a slot's first change is a join when the game's
+        // notice says so.
         let m = server_message(&[
+            "print \"A^7 connected\n\"",
             "cs x \"1\"",
             "cs 99999 \"a\"",
             "cs 544 \"n\\A\\t\\1\"",
@@ -1183,6 +1197,31 @@ mod tests {
         assert_eq!(ex.warnings.len(), 2, "{:?}", ex.warnings);
         assert!(ex.warnings.iter().all(|w| w.pos.frame == Some(7)));
         assert!(out.iter().any(|e| e.kind == Kind::Join));
+    }
+
+    /// Mid-session (no gamestate), a slot's first change: a join with the game's "connected"
+    /// notice, a rename with its "renamed to" notice, nothing when the same player's info is
+    /// re-sent (he was in the game before the capture), a leave with the drop notice.
+    #[test]
+    fn first_change_of_an_unseen_slot_follows_its_notice() {
+        let kinds = |cmds: &[&str]| {
+            let mut ex = Extractor::new(false);
+            let mut out = Vec::new();
+            ex.message(&server_message(cmds), &mut out);
+            ex.finish(&mut out);
+            out.iter().map(|e| e.kind).collect::<Vec<_>>()
+        };
+        let cs = "cs 545 \"n\\B^7ee\\t\\1\"";
+        assert_eq!(kinds(&["print \"B^7ee^7 connected\n\"", cs]), [Kind::Join]);
+        assert_eq!(kinds(&[cs]), []);
+        assert_eq!(
+            kinds(&["print \"Aa^7 renamed to B^7ee\n\"", cs]),
+            [Kind::Rename]
+        );
+        assert_eq!(
+            kinds(&["print \"B^7ee^7 disconnected\n\"", "cs 545 \"\""]),
+            [Kind::Leave]
+        );
     }
 
     #[test]

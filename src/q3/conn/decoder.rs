@@ -148,9 +148,9 @@ pub struct Decoder {
     /// With [`Options::events_only`]: the game events know the game time, a valid snapshot
     /// having been handed out since the last gamestate (see [`Self::quiet_for_events`]).
     events_timed: bool,
-    /// The serverTime of the latest snapshot left out since the last message handed out
-    /// ([`Message::quiet_snapshot`]).
-    quiet_snapshot: Option<i32>,
+    /// The latest snapshot left out since the last message handed out, as its head alone
+    /// (see [`Self::quiet_for_events`]): handed out just before the next message.
+    quiet_snapshot: Option<Message>,
 }
 
 /// The timing fields of one decoded message, for its network sample.
@@ -181,7 +181,6 @@ pub(super) fn message(a: &Accepted, dir: Dir, kind: &'static str, body: Body) ->
         protocol: a.proto.number(),
         size: a.body.len(),
         file_offset: None,
-        quiet_snapshot: None,
     }
 }
 
@@ -419,9 +418,9 @@ impl Decoder {
             None => None,
         };
         if self.quiet_for_events(parsed.ops.is_empty(), error.is_some()) {
-            // Its snapshot (if any) is all the game events would read: its time.
-            if let Some(h) = parsed.snapshot_head.filter(|h| h.valid) {
-                self.quiet_snapshot = Some(h.server_time);
+            // Its snapshot's head (if valid) is all the game events would read of it.
+            if parsed.snapshot_head.is_some_and(|h| h.valid) {
+                self.quiet_snapshot = Some(message(&a, Dir::S2c, "server", Body::Server(parsed)));
             }
             return Some(a.body);
         }
@@ -442,10 +441,12 @@ impl Decoder {
         Some(a.body)
     }
 
-    /// Hand decoded message `m` out, with the time of the snapshots left out before it.
+    /// Hand decoded message `m` out, after the latest snapshot left out before it.
     #[inline]
-    fn hand_out(&mut self, mut m: Message, out: &mut Vec<Message>) {
-        m.quiet_snapshot = self.quiet_snapshot.take();
+    fn hand_out(&mut self, m: Message, out: &mut Vec<Message>) {
+        if let Some(q) = self.quiet_snapshot.take() {
+            out.push(q);
+        }
         out.push(m);
     }
 
@@ -453,8 +454,8 @@ impl Decoder {
     /// the game time: not built. Such a message (most client messages, a snapshot without
     /// obituary entities, an undecoded message) only times the events of earlier messages that
     /// waited for the first snapshot after a gamestate ([`crate::gameevent::q3::Extractor`]), and
-    /// none wait once a snapshot has come; the next message handed out carries its
-    /// snapshot's time. Building, queueing and handing out such messages was most of what
+    /// none wait once a snapshot has come; the latest such snapshot is handed out as its head
+    /// alone just before the next message (its time, and what came between). Building, queueing and handing out such messages was most of what
     /// the game events added to `events`' and `report`'s pass.
     #[inline]
     fn quiet_for_events(&self, no_ops: bool, error: bool) -> bool {

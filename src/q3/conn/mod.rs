@@ -216,7 +216,6 @@ impl Connection {
             protocol: self.proto.number(),
             size: d.payload.len(),
             file_offset: None,
-            quiet_snapshot: None,
         }
     }
 

@@ -97,7 +97,9 @@ impl PlayerState {
 /// until a full snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PsKnown {
+    /// Bit `i`: field `i` of `playerStateFields` (table order) is known.
     pub fields: u64,
+    /// Per array (stats, persistant, ammo, powerups), bit `j`: entry `j` is known.
     pub arrays: [u16; 4],
 }
 
@@ -107,15 +109,18 @@ impl PsKnown {
         (self.fields & (1u64 << i) != 0).then(|| ps.fields[i])
     }
 
+    /// Every value known (a full session).
     pub const ALL: PsKnown = PsKnown {
         fields: (1u64 << NUM_PLAYER_FIELDS) - 1,
         arrays: [u16::MAX; 4],
     };
+    /// No value known.
     pub const NONE: PsKnown = PsKnown {
         fields: 0,
         arrays: [0; 4],
     };
 
+    /// True when every value is known.
     pub fn is_all(&self) -> bool {
         *self == PsKnown::ALL
     }

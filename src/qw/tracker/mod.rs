@@ -131,6 +131,7 @@ impl Tracker {
         }
     }
 
+    /// A tracker with no flows yet, decoding as `opts` asks.
     pub fn new(opts: Options) -> Self {
         Tracker {
             opts,

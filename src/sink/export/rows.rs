@@ -17,9 +17,14 @@ use crate::qw::svc::ServerOp as QwServerOp;
 
 /// The writers of the streamed tables.
 pub struct Streams<'a> {
+    /// The `messages` table: one row per decoded message.
     pub messages: &'a mut TableWriter,
+    /// The `usercmds` table: one row per user command of a client message.
     pub usercmds: &'a mut TableWriter,
+    /// The `player_states` table: one row per Quake 3 snapshot or QuakeWorld `playerinfo` op.
     pub player_states: &'a mut TableWriter,
+    /// The `server_commands` table: one row per Quake 3 `serverCommand` op and QuakeWorld
+    /// `print`, `stufftext` or `centerprint` op.
     pub server_commands: &'a mut TableWriter,
 }
 

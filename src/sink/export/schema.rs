@@ -17,16 +17,23 @@ pub enum ColType {
     Str,
 }
 
+/// One column of a table.
 #[derive(Debug)]
 pub struct Column {
+    /// The column's name, as `docs/reference.md` lists it.
     pub name: &'static str,
+    /// Its type.
     pub ty: ColType,
+    /// It may hold nulls (`optional` in Parquet, marked `?` in the reference).
     pub nullable: bool,
 }
 
+/// One table `quakecap export` writes.
 #[derive(Debug)]
 pub struct Table {
+    /// The table's name, also its folder: `OUT/<name>/source=<input>/part-0.parquet`.
     pub name: &'static str,
+    /// Its columns, in the order of every row.
     pub columns: &'static [Column],
 }
 

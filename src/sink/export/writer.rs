@@ -65,11 +65,17 @@ struct Buffer {
 /// A value for one cell.
 #[derive(Debug, Clone, Copy)]
 pub enum Cell<'a> {
+    /// No value (a null cell); only optional columns take it.
     Null,
+    /// For an `int32` or `int64` column.
     I32(i32),
+    /// For an `int64` column.
     I64(i64),
+    /// For a `double` column.
     F64(f64),
+    /// For a `boolean` column.
     Bool(bool),
+    /// For a string column.
     Str(&'a str),
 }
 

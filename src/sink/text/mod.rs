@@ -20,6 +20,7 @@ pub struct Text<W: Write> {
 }
 
 impl<W: Write> Text<W> {
+    /// A sink writing the text to `out` (flushed at the end of the run).
     pub fn new(out: W) -> Self {
         Text {
             out,
