@@ -33,6 +33,7 @@
 // Unsafe code is refused everywhere but in `prefetch` (one function: cache hints).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(unnameable_types)]
 
 /// Declares internal modules: `pub(crate)` for a library user, public (hidden from the docs)
 /// with the `testkit` feature, which the crate's own tests, benchmarks and tool examples turn

@@ -558,8 +558,7 @@ fn junit_report_has_the_common_structure() {
 /// ops as the full decode, its snapshot as the full snapshot's head.
 #[test]
 fn headers_only_decode_matches_the_full_decode() {
-    use quakecap::q3::conn::Options as ConnOptions;
-    use quakecap::q3::demo_file::decode_demo_file;
+    use quakecap::q3::demo_file::Decoder;
     for file in [
         "dm_68_cpma_3_matches_2_gamestates.dm_68",
         "invalid_command_byte.dm_68",
@@ -570,17 +569,12 @@ fn headers_only_decode_matches_the_full_decode() {
             continue;
         };
         let run = |headers_only| {
-            let mut out = Vec::new();
-            let opts = ConnOptions {
-                detail: if headers_only {
-                    quakecap::pipeline::Detail::Headers
-                } else {
-                    quakecap::pipeline::Detail::Full
-                },
-                ..Default::default()
+            let detail = if headers_only {
+                quakecap::pipeline::Detail::Headers
+            } else {
+                quakecap::pipeline::Detail::Full
             };
-            decode_demo_file(file, &data, opts, &mut out);
-            out
+            Decoder::open(file, &data, detail).collect::<Vec<_>>()
         };
         let (full, heads) = (run(false), run(true));
         assert_eq!(full.len(), heads.len());

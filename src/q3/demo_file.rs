@@ -73,9 +73,26 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    /// The decoder of demo `data`, its messages decoded at `detail` ([`Detail::Full`]: all
+    /// of them); `name` names the file in the summary, its extension gives the protocol.
+    ///
+    /// [`Detail::Full`]: crate::vocab::Detail::Full
+    pub fn open(name: &str, data: &'a [u8], detail: crate::vocab::Detail) -> Self {
+        let opts = conn::Options {
+            detail,
+            ..Default::default()
+        };
+        Self::new(name, data, protocol_of(name), opts)
+    }
+
     /// `name` names the file in the summary; `protocol` is the one the name gives (messages
     /// carry 68 when it is unknown).
-    pub fn new(name: &str, data: &'a [u8], protocol: Option<u32>, opts: conn::Options) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        data: &'a [u8],
+        protocol: Option<u32>,
+        opts: conn::Options,
+    ) -> Self {
         let mut state = ClientState::default();
         state.pool.roomy();
         Decoder {
@@ -192,16 +209,13 @@ impl Iterator for Decoder<'_> {
     }
 }
 
-/// Decode a whole demo (protocol from the name's extension). Every record becomes one
-/// message of flow 1 in `out` (with `opts.emit` or `opts.keep_raw`); the summary counts
-/// records and errors. A damaged file ends with errors, never a panic.
-pub fn decode_demo_file(
-    name: &str,
-    data: &[u8],
-    opts: conn::Options,
-    out: &mut Vec<Message>,
-) -> Vec<FlowSummary> {
-    let mut dec = Decoder::new(name, data, protocol_of(name), opts);
+/// Decode a whole demo, every message in full (protocol from the name's extension). Every
+/// record becomes one message of flow 1 in `out`; the summary counts records and errors. A
+/// damaged file ends with errors, never a panic. The same shape as
+/// [`crate::qw::decode_demo_file`]; [`Decoder::open`] decodes at another detail, record by
+/// record.
+pub fn decode_demo_file(name: &str, data: &[u8], out: &mut Vec<Message>) -> Vec<FlowSummary> {
+    let mut dec = Decoder::open(name, data, crate::vocab::Detail::Full);
     out.extend(&mut dec);
     dec.finish()
 }

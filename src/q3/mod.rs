@@ -1,10 +1,11 @@
 //! Quake 3 (protocol 68, ioquake3 protocol 71). Sans-IO: no files, no printing.
 //! Reference: shared/specs/q3-protocol.md.
 //!
-//! Entry points, the same as QuakeWorld's: `tracker::Tracker` takes UDP datagrams, finds
-//! Quake 3 flows and decodes every message; [`decode_demo_file`] (streaming:
-//! [`demo_file::Decoder`]) reads .dm_66/67/68/71 files with the same decoders; [`demo::Writer`]
-//! writes demos. What is emitted is a [`message::Message`].
+//! Entry points: captures go through [`crate::pipeline`] (its internal tracker finds the
+//! Quake 3 flows and decodes every message); [`decode_demo_file`], the same shape as
+//! QuakeWorld's (streaming and at another detail: [`demo_file::Decoder::open`]), reads
+//! .dm_66/67/68/71 files with the same decoders; [`demo::Writer`] writes demos. What is
+//! emitted is a [`message::Message`].
 //!
 //! Layers, each using only those above it:
 //! * `huffman`: the static netchan code tables; its child `huffman::adaptive` is the
@@ -36,4 +37,9 @@ pub mod svc;
 pub mod usercmd;
 internal_mod!(cmdring, conn, delta, fields, huffman, midsession, netchan, scramble, tracker);
 
+pub use delta::types::{
+    EntityDelta, EntityState, FieldChange, FieldEnc, Number, PlayerDelta, PlayerState, PlayerWire,
+};
+pub use delta::DeltaError;
 pub use demo_file::decode_demo_file;
+pub use netchan::HeaderError;

@@ -46,12 +46,22 @@ impl Protocol {
 /// Why a header could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
+    /// The datagram ends inside the netchan header.
     #[error("netchan packet of {len} bytes is shorter than its {need}-byte header")]
-    Truncated { len: usize, need: usize },
+    Truncated {
+        /// Bytes in the datagram.
+        len: usize,
+        /// Bytes the header needs (sequence, qport, fragment fields).
+        need: usize,
+    },
+    /// A fragment's length runs past the end of the datagram.
     #[error("fragment claims {claimed} bytes at offset {start}, packet holds {have}")]
     BadFragment {
+        /// The fragment's offset in the reassembled message.
         start: i32,
+        /// The fragment's length as its header gives it.
         claimed: i32,
+        /// Bytes the datagram holds after the header.
         have: usize,
     },
 }

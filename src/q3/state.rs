@@ -515,7 +515,7 @@ impl ClientState {
     }
 
     /// The ring of server commands, for `crate::prefetch`.
-    pub fn server_commands(&self) -> &CommandRing {
+    pub(crate) fn server_commands(&self) -> &CommandRing {
         &self.server_commands
     }
 

@@ -5,10 +5,13 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} at byte {at}")]
 pub struct DecodeError {
+    /// What could not be read.
     pub what: String,
+    /// Byte position in the enclosing packet.
     pub at: usize,
 }
 
+/// A read's result.
 pub type Result<T> = std::result::Result<T, DecodeError>;
 
 use std::cell::Cell;
@@ -27,9 +30,11 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
         Reader::with_base(buf, 0)
     }
+    /// A reader at the start of `buf`, which begins at byte `base` of its packet.
     pub fn with_base(buf: &'a [u8], base: usize) -> Self {
         Reader {
             buf,
@@ -50,21 +55,26 @@ impl<'a> Reader<'a> {
     pub fn pos(&self) -> usize {
         self.base + self.pos
     }
+    /// Bytes left to read.
     pub fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
     }
+    /// Nothing left to read.
     pub fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
+    /// The bytes not read yet (nothing is consumed).
     pub fn rest(&self) -> &'a [u8] {
         self.buf.get(self.pos..).unwrap_or(&[])
     }
+    /// An error saying `what`, at the current position.
     pub fn err(&self, what: impl Into<String>) -> DecodeError {
         DecodeError {
             what: what.into(),
             at: self.pos(),
         }
     }
+    /// The next `n` bytes.
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self
             .pos
@@ -87,24 +97,31 @@ impl<'a> Reader<'a> {
         a.copy_from_slice(s);
         Ok(a)
     }
+    /// One unsigned byte (`MSG_ReadByte`).
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.array::<1>()?[0])
     }
+    /// One signed byte (`MSG_ReadChar`).
     pub fn i8(&mut self) -> Result<i8> {
         Ok(self.u8()? as i8)
     }
+    /// A little-endian unsigned 16-bit value.
     pub fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.array()?))
     }
+    /// A little-endian signed 16-bit value (`MSG_ReadShort`).
     pub fn i16(&mut self) -> Result<i16> {
         Ok(i16::from_le_bytes(self.array()?))
     }
+    /// A little-endian unsigned 32-bit value.
     pub fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.array()?))
     }
+    /// A little-endian signed 32-bit value (`MSG_ReadLong`).
     pub fn i32(&mut self) -> Result<i32> {
         Ok(i32::from_le_bytes(self.array()?))
     }
+    /// A little-endian 32-bit float (`MSG_ReadFloat`).
     pub fn f32(&mut self) -> Result<f32> {
         Ok(f32::from_le_bytes(self.array()?))
     }

@@ -56,6 +56,7 @@ mod tracker;
 pub mod usercmd;
 internal_mod!(cursor, netchan, netsample);
 
+pub use cursor::{DecodeError, Reader};
 pub use demo::{decode_demo_file, decode_demo_stream};
 pub use message::{Message, NetchanStatus, Op, OpKind};
 pub use tracker::Tracker;

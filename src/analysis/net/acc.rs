@@ -36,7 +36,7 @@ pub enum RttMethod {
     Command = 2,
     /// Quake 3, at the client's side: the ping the server computes (SV_CalcPings, what
     /// `status` and the scoreboard show), estimated per server message from when the client
-    /// last acknowledged it and the path's round trip ([`FlowAcc`]'s `server_ping`).
+    /// last acknowledged it and the path's round trip (`FlowAcc`'s `server_ping`).
     Server = 3,
 }
 

@@ -20,7 +20,7 @@ const MIN_RUN: usize = 2;
 const MIN_BURST_S: f64 = 1.0;
 
 /// Every lag event of a connection, in time order.
-pub fn find(
+pub(crate) fn find(
     acc: &FlowAcc,
     m: Option<RttMethod>,
     median: Option<f64>,

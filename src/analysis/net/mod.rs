@@ -17,6 +17,8 @@ pub use crate::vocab::sample;
 pub mod sink;
 internal_mod!(acc, stats, strip);
 
+pub use acc::RttMethod;
 pub use report::NetQuality;
 pub use sample::Sample;
 pub use sink::NetSink;
+pub use strip::{Col as StripColumn, Strip};

@@ -216,7 +216,7 @@ fn ack_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
 /// Which side the capture was near: the direction that crossed the path before the capture
 /// point shows gaps, the other does not; with no gap anywhere, the side whose packets wait
 /// a full round trip for their ack is the near one.
-pub fn vantage(acc: &FlowAcc, game: &str) -> Vantage {
+pub(crate) fn vantage(acc: &FlowAcc, game: &str) -> Vantage {
     let gappy = |d: usize| gap_loss(acc, d).is_some_and(|l| l > 0.002);
     if game == "qw" {
         return qw_vantage(acc, gappy(0));
@@ -371,7 +371,7 @@ fn jitter(acc: &FlowAcc, v: Vantage, m: Option<RttMethod>) -> JitterOut {
 }
 
 /// Build the report of one connection.
-pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
+pub(crate) fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
     let v = vantage(acc, sum.game);
     let m = ping_method(acc, v);
     let lm = loss_methods(acc, v, sum.game);
@@ -432,7 +432,7 @@ pub fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuality {
 }
 
 /// Loss fraction of direction `d` over bins, by the direction's method.
-pub fn bins_loss(bins: &[Bin], d: usize, method: Option<&'static str>) -> Option<f64> {
+pub(crate) fn bins_loss(bins: &[Bin], d: usize, method: Option<&'static str>) -> Option<f64> {
     let (lost, exp) = bins.iter().fold((0u64, 0u64), |(l, e), b| {
         let x = &b.dir[d];
         match method {

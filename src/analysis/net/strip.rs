@@ -13,20 +13,24 @@ pub const MAX_COLS: usize = 512;
 /// One column: one server packet, or several merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Col {
-    /// Capture time of the first and last packet in the column (s since the Unix epoch).
+    /// Capture time of the first packet in the column (s since the Unix epoch).
     pub start: f64,
+    /// Capture time of the last packet in the column (s since the Unix epoch).
     pub end: f64,
-    /// Sequences of the first and last packet.
+    /// Netchan sequence of the first packet.
     pub seq_first: i64,
+    /// Netchan sequence of the last packet.
     pub seq_last: i64,
     /// Packets (snapshots) in the column.
     pub packets: u32,
     /// Worst latency per round-trip method (ms; negative: none measured).
     pub latency: [f32; super::acc::RTT_METHODS],
+    /// Snapshots the server marked rate-delayed (`SNAPFLAG_RATE_DELAYED`) in the column.
     pub rate_delayed: u32,
     /// Server packets lost before these, by sequence gaps at the client / unacknowledged at
-    /// the server (the report shows the one its loss method uses).
+    /// the server (the report shows the one its loss method uses): by sequence gaps.
     pub lost_gap: u32,
+    /// Server packets lost before these, left unacknowledged (the server's side).
     pub lost_ack: u32,
 }
 
@@ -47,6 +51,7 @@ impl Col {
 /// The columns of one connection.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Strip {
+    /// The columns, in time order.
     pub cols: Vec<Col>,
     /// Server packets per column (a power of two).
     pub per_col: u32,

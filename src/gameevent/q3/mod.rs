@@ -196,7 +196,7 @@ impl Extractor {
 
     /// The names this connection learned after the events that needed them: each slot
     /// whose name a later change told, and its own player for as long as it lasted.
-    pub fn take_learned_names(&mut self) -> Vec<LearnedName> {
+    pub(crate) fn take_learned_names(&mut self) -> Vec<LearnedName> {
         let mut out = std::mem::take(&mut self.names.learned);
         if let (Some(num), Some(name), Some(from)) = (
             self.client_num,

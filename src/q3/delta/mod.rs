@@ -47,7 +47,12 @@ pub enum DeltaError {
     /// The field count byte exceeds the table size (engine: "invalid entityState field count" /
     /// "invalid playerState field count"). `bit` is where the count byte started.
     #[error("invalid field count {lc} at bit {bit}")]
-    FieldCount { lc: u8, bit: usize },
+    FieldCount {
+        /// The field count read.
+        lc: u8,
+        /// Bit position of the count byte in the message.
+        bit: usize,
+    },
 }
 
 #[cfg(test)]

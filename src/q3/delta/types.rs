@@ -12,7 +12,7 @@ use crate::q3::fields::{MAX_GENTITIES, NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS};
 pub struct EntityState {
     /// Entity number (not a delta field).
     pub number: i32,
-    /// Raw field values in [`ENTITY_FIELDS`](crate::q3::fields::ENTITY_FIELDS) order; floats as IEEE bits.
+    /// Raw field values in `ENTITY_FIELDS` order; floats as IEEE bits.
     pub fields: [i32; NUM_ENTITY_FIELDS],
 }
 
@@ -49,7 +49,7 @@ impl EntityState {
 /// A `playerState_t` as the delta code sees it (non-transmitted members omitted).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct PlayerState {
-    /// Raw field values in [`PLAYER_FIELDS`](crate::q3::fields::PLAYER_FIELDS) order; floats as IEEE bits.
+    /// Raw field values in `PLAYER_FIELDS` order; floats as IEEE bits.
     pub fields: [i32; NUM_PLAYER_FIELDS],
     /// `stats[MAX_STATS]` (sent as shorts).
     pub stats: [i32; 16],
@@ -174,12 +174,12 @@ pub enum Number {
     F(f32),
 }
 
-/// Result of [`read_delta_entity`](super::read_delta_entity).
+/// Result of `read_delta_entity`.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct EntityDelta {
     /// Absolute state after the delta. `number` is always the real entity number; for a
     /// removal the fields are all zero (the engine itself stores number `MAX_GENTITIES - 1`,
-    /// see [`REMOVED_NUMBER`]).
+    /// see `REMOVED_NUMBER`).
     pub state: EntityState,
     /// The remove bit was 1.
     pub removed: bool,
@@ -207,7 +207,7 @@ impl EntityDelta {
         (self.bit_after_flag >> 3) + 1
     }
 
-    /// The engine's `(N bits)` figure for this delta, see [`shownet_bits`].
+    /// The engine's `(N bits)` figure for this delta, see `shownet_bits`.
     pub fn shownet_bits(&self) -> usize {
         shownet_bits(self.start_bit, self.end_bit)
     }
@@ -224,7 +224,7 @@ pub fn shownet_bits(start_bit: usize, end_bit: usize) -> usize {
 /// The number the engine's `MSG_ReadDeltaEntity` leaves in a removed entity.
 pub const REMOVED_NUMBER: i32 = MAX_GENTITIES - 1;
 
-/// Result of [`read_delta_playerstate`](super::read_delta_playerstate).
+/// Result of `read_delta_playerstate`.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct PlayerDelta {
     /// Absolute state after the delta.
@@ -285,7 +285,7 @@ impl PlayerDelta {
         (self.start_bit >> 3) + 1
     }
 
-    /// The engine's `(N bits)` figure for this delta, see [`shownet_bits`].
+    /// The engine's `(N bits)` figure for this delta, see `shownet_bits`.
     pub fn shownet_bits(&self) -> usize {
         shownet_bits(self.start_bit, self.end_bit)
     }
@@ -294,7 +294,9 @@ impl PlayerDelta {
 /// What a playerstate delta carried besides the field values.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct PlayerWire {
+    /// The field count byte: fields up to this index may have been sent.
     pub lc: u8,
+    /// The bit saying any of the arrays (stats, persistant, ammo, powerups) changed.
     pub arrays_changed: bool,
     /// Presence bit per array (stats, persistant, ammo, powerups).
     pub arrays: [bool; 4],
