@@ -1,2 +1,3 @@
 //! Analyses computed over the decoded stream, written once for both games.
+pub mod cheats;
 pub mod net;

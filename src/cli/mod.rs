@@ -9,6 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use quakecap::pipeline::{self, InputError, Options, Report, Sink};
 use quakecap::sink;
 
+#[path = "cheats.rs"]
+mod cheats;
 #[path = "check.rs"]
 mod check;
 #[path = "demo.rs"]
@@ -101,6 +103,9 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Conformance check of every connection and demo: exit 0 clean, 1 findings, 2 unusable.
     Check(check::CheckArgs),
+    /// Who cheated: aim and timing signals per player, a verdict (clean, suspicious, likely)
+    /// and the moments behind it.
+    Cheats(cheats::CheatsArgs),
     /// Apache Parquet tables (flows, messages, usercmds, player_states, server_commands,
     /// events, samples) of every input, one Hive partition per input, for DuckDB or Spark.
     Export(export::ExportArgs),
@@ -209,6 +214,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Report(args) => net::report(&args),
             Command::Diff(args) => diff::run(&args),
             Command::Check(args) => check::run(&args),
+            Command::Cheats(args) => cheats::run(&args),
             Command::Export(args) => export::run(&args),
         },
     };

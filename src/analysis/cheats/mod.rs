@@ -1,0 +1,617 @@
+//! Who cheated: aim and timing signals per player, from what each game's thin extractor
+//! reads off the decoded stream (`q3`): the player's view at each snapshot with the other
+//! players he could aim at, and the client messages that carried his commands. The signals
+//! are written once, game-neutral, over those observations ([`View`], [`Sent`]).
+//!
+//! * **Aim lock**: the angle between the view at a snapshot and the bearing of the nearest
+//!   other player in the snapshot before it (the positions the client had when it aimed,
+//!   from the player's origin, with and without his view height). An aimbot that sets the
+//!   view to a target's bearing leaves angles within the 16-bit angle quantum (0.0055°) of
+//!   one; a human holds no such angle. [`LOCK_DEG`], [`LOCK_LIKELY`].
+//! * **Timing, upstream holds**: the server's view of the player's command clock
+//!   (`commandTime` in his snapshots) stands still for at least [`HOLD_MIN_MS`] of server
+//!   time and then catches up at once, while the player kept receiving: the commands sent
+//!   during the hold acknowledge server messages sent during it. A path that delays both
+//!   directions leaves those acknowledgements standing too: a lag spike, not a switch.
+//!   [`HOLDS_LIKELY`].
+//!
+//! Each player gets a verdict ([`Verdict`]) and a score on a 0–100 scale: the strongest
+//! signal's share of the count that makes it `likely` (100 = at or beyond it), so below
+//! [`SUSPICIOUS_SCORE`] is `clean`.
+pub(crate) mod q3;
+pub mod sink;
+
+use serde::Serialize;
+
+/// An aim error below this (degrees) is a lock: about four 16-bit angle quanta (0.0055°
+/// each), the precision an aimbot that writes a bearing into the command reaches and a hand
+/// does not.
+pub const LOCK_DEG: f64 = 0.02;
+/// Lock snapshots that make the aim signal `likely` (100 on the score); a third of it is
+/// `suspicious`. A human meets a 0.02° cone around one of a few targets by chance about once
+/// in 10^6 snapshots.
+pub const LOCK_LIKELY: u32 = 12;
+/// A standing command clock shorter than this (server time, ms) is not a hold: a few lost
+/// packets or a hitch of the client's frame.
+pub const HOLD_MIN_MS: i32 = 1000;
+/// Commands of a hold further apart than this (ms of their server times) mean the client
+/// stopped making them: a client that plays sends one every frame, and a relay's loss of a
+/// few leaves gaps of tens of ms.
+pub const HOLD_CMD_GAP_MS: i32 = 250;
+/// Upstream holds (with the player receiving) that make the timing signal `likely`; one is
+/// `suspicious`.
+pub const HOLDS_LIKELY: u32 = 2;
+/// Score at and above which a player is `suspicious`; `likely` from [`LIKELY_SCORE`].
+pub const SUSPICIOUS_SCORE: f64 = 30.0;
+/// Score at and above which a player is `likely`.
+pub const LIKELY_SCORE: f64 = 100.0;
+/// Moments kept per player (the strongest first are not chosen: the first ones).
+pub const MAX_MOMENTS: usize = 200;
+/// Client messages kept per player for judging holds (about 16 s at 125 packets/s).
+const SENT_KEPT: usize = 2048;
+
+/// One snapshot of a player: where he looked and who he could aim at.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// Capture time (s since the Unix epoch); `None` in a demo.
+    pub time: Option<f64>,
+    /// The snapshot's server time (ms).
+    pub server_time: i32,
+    /// Netchan sequence of the message that carried it.
+    pub message_num: i32,
+    /// The server time of the last command the server ran for him (`commandTime`).
+    pub command_time: i32,
+    /// Pitch and yaw (degrees).
+    pub angles: [f64; 2],
+    /// His origin.
+    pub origin: [f64; 3],
+    /// His view height above the origin.
+    pub view_height: f64,
+    /// Alive and playing (not dead, spectating or in the intermission).
+    pub playing: bool,
+    /// Other living players in the snapshot: client number and position.
+    pub targets: Vec<(i32, [f64; 3])>,
+}
+
+/// One client message of the player, as the capture shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Sent {
+    /// Server time of its last command.
+    pub last_cmd: i32,
+    /// The server message it acknowledges (`messageAcknowledge`).
+    pub ack: i32,
+}
+
+/// How sure the signals are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// No signal beyond what play gives.
+    Clean,
+    /// A signal, not enough to say.
+    Suspicious,
+    /// A signal no fair play gives.
+    Likely,
+}
+
+/// One strong moment, for an admin to cut a demo there and watch.
+#[derive(Debug, Clone, Serialize)]
+pub struct Moment {
+    /// `aim`, `snap` or `timing`.
+    pub kind: &'static str,
+    /// Capture time of its start (s since the Unix epoch); `null` in a demo.
+    pub start: Option<f64>,
+    /// Capture time of its end.
+    pub end: Option<f64>,
+    /// Server time of its start (ms).
+    pub game_start: i32,
+    /// Server time of its end (ms).
+    pub game_end: i32,
+    /// What was seen, with its numbers.
+    pub detail: String,
+}
+
+/// Each signal's value, `None` where the input cannot tell.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Signals {
+    /// Where the aim was judged from: `commands` (the usercmds a capture shows: what the
+    /// player's client sent) or `snapshots` (his view as the server ran it: a demo).
+    pub aim_from: Option<&'static str>,
+    /// Commands fired (or snapshots) with another player in view (within 45°) that the aim was judged on.
+    pub aim_judged: Option<u32>,
+    /// Of those, snapshots locked on a player (error below [`LOCK_DEG`]).
+    pub aim_locks: Option<u32>,
+    /// Median aim error over the judged snapshots (degrees).
+    pub aim_error_median: Option<f64>,
+    /// Upstream holds while the player kept receiving (a lag switch's signature); `None`
+    /// where the input has no client messages (a demo).
+    pub upstream_holds: Option<u32>,
+    /// Holds of the command clock whose direction the input cannot tell (a demo) or that
+    /// stalled both directions (the path).
+    pub other_holds: u32,
+}
+
+/// One player's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlayerCheats {
+    /// Name without colour codes (`#N` when unknown).
+    pub player: String,
+    /// The flow's id; `None` for a demo.
+    pub flow: Option<u32>,
+    /// The input it came from.
+    pub file: String,
+    /// `clean`, `suspicious` or `likely`.
+    pub verdict: Verdict,
+    /// 0–100: the strongest signal's share of what makes it `likely`.
+    pub score: f64,
+    /// The signals' values.
+    pub signals: Signals,
+    /// The strongest moments, in time order.
+    pub moments: Vec<Moment>,
+}
+
+/// Where and when a sample was taken.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    time: Option<f64>,
+    server_time: i32,
+}
+
+impl At {
+    fn of(v: &View) -> At {
+        At {
+            time: v.time,
+            server_time: v.server_time,
+        }
+    }
+}
+
+/// The aim-lock signal over one source of view angles.
+#[derive(Debug, Default)]
+struct Aim {
+    judged: u32,
+    locks: u32,
+    /// Aim errors in 0.01° bins up to 45° (for the median).
+    errors: Vec<u32>,
+    /// The run of locks going on: first, last, count, largest error.
+    run: Option<(At, At, u32, f64)>,
+    moments: Vec<Moment>,
+}
+
+impl Aim {
+    /// A sample of aim error `err` (degrees); `moved`: the view turned since the sample
+    /// before. A lock counts only when the view moved onto the target: a view and a target
+    /// that both stand still stay aligned without aiming, and a target crossing a still
+    /// crosshair passes through it by chance.
+    fn sample(&mut self, err: f64, at: At, moved: bool) {
+        if err < LOCK_DEG && !moved {
+            return;
+        }
+        if err > 45.0 {
+            self.miss();
+            return;
+        }
+        self.judged += 1;
+        if self.errors.is_empty() {
+            self.errors = vec![0; 4501];
+        }
+        self.errors[((err * 100.0) as usize).min(4500)] += 1;
+        if err >= LOCK_DEG {
+            self.miss();
+            return;
+        }
+        self.locks += 1;
+        match &mut self.run {
+            Some((_, end, n, worst)) => {
+                *end = at;
+                *n += 1;
+                *worst = worst.max(err);
+            }
+            None => self.run = Some((at, at, 1, err)),
+        }
+    }
+
+    /// A sample that is not a lock (or none): the run of locks, if any, is a moment.
+    fn miss(&mut self) {
+        if let Some((a, b, n, worst)) = self.run.take() {
+            let detail = format!(
+                "{n} aim{} within {worst:.4}° of another player's position",
+                if n == 1 { "" } else { "s" }
+            );
+            push_moment(&mut self.moments, "aim", a, b, detail);
+        }
+    }
+}
+
+fn push_moment(moments: &mut Vec<Moment>, kind: &'static str, a: At, b: At, detail: String) {
+    if moments.len() < MAX_MOMENTS {
+        moments.push(Moment {
+            kind,
+            start: a.time,
+            end: b.time,
+            game_start: a.server_time,
+            game_end: b.server_time,
+            detail,
+        });
+    }
+}
+
+/// Snapshots kept for finding the one a command's acknowledgement names (about 1.5 s).
+const VIEWS_KEPT: usize = 32;
+
+/// The running signals of one player (one connection, or the recorder of a demo).
+#[derive(Debug, Default)]
+pub(crate) struct Track {
+    /// Snapshots seen.
+    pub(crate) views: u32,
+    /// The latest snapshots, newest last.
+    recent: std::collections::VecDeque<View>,
+    /// Aim judged from the commands the player sent (captures).
+    by_command: Aim,
+    /// Aim judged from the view angles of his snapshots (demos, or a capture without his
+    /// commands).
+    by_view: Aim,
+    /// The angles of the last command judged.
+    last_fired: Option<[f64; 2]>,
+    /// The command clock standing since this view (and how many snapshots).
+    stand: Option<(View, u32)>,
+    sent: std::collections::VecDeque<Sent>,
+    saw_sent: bool,
+    upstream: u32,
+    other: u32,
+    moments: Vec<Moment>,
+}
+
+impl Track {
+    /// A gamestate: positions and clocks start again.
+    pub(crate) fn reset_level(&mut self) {
+        self.by_command.miss();
+        self.by_view.miss();
+        self.recent.clear();
+        self.stand = None;
+    }
+
+    /// A client message of this player.
+    pub(crate) fn sent(&mut self, s: Sent) {
+        self.saw_sent = true;
+        if self.sent.len() == SENT_KEPT {
+            self.sent.pop_front();
+        }
+        self.sent.push_back(s);
+    }
+
+    /// A command with view `angles` (pitch and yaw, degrees), firing or not, from a client
+    /// that had received server message `ack`. A firing one is judged against that
+    /// snapshot's positions (the ones the client aimed with).
+    pub(crate) fn command(
+        &mut self,
+        angles: [f64; 2],
+        fires: bool,
+        ack: i32,
+        time: Option<f64>,
+        server_time: i32,
+    ) {
+        if !fires {
+            return;
+        }
+        let seen = self
+            .recent
+            .iter()
+            .rev()
+            .find(|v| v.message_num <= ack)
+            .filter(|v| v.playing);
+        let err = seen.and_then(|v| aim_error(angles, v));
+        let at = At { time, server_time };
+        let moved = self.last_fired.is_none_or(|a| turned(a, angles));
+        self.last_fired = Some(angles);
+        match err {
+            Some((err, _)) => self.by_command.sample(err, at, moved),
+            None => self.by_command.miss(),
+        }
+    }
+
+    /// A snapshot of this player.
+    pub(crate) fn view(&mut self, v: View) {
+        self.views += 1;
+        self.clock(&v);
+        if v.playing {
+            // The positions the client had when it aimed: the snapshot before (or the one
+            // before that, when the command was built before the latest arrived).
+            let err = self
+                .recent
+                .iter()
+                .rev()
+                .take(2)
+                .filter(|p| p.playing)
+                .filter_map(|p| aim_error(v.angles, p))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let moved = self
+                .recent
+                .back()
+                .is_none_or(|p| turned(p.angles, v.angles));
+            match err {
+                Some((err, _)) => self.by_view.sample(err, At::of(&v), moved),
+                None => self.by_view.miss(),
+            }
+        } else {
+            self.by_view.miss();
+        }
+        if self.recent.len() == VIEWS_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(v);
+    }
+
+    fn moment(&mut self, kind: &'static str, a: &View, b: &View, detail: String) {
+        push_moment(&mut self.moments, kind, At::of(a), At::of(b), detail);
+    }
+
+    /// The command clock: a hold starts when `commandTime` stops while server time goes on,
+    /// and is judged when it moves again.
+    fn clock(&mut self, v: &View) {
+        let Some(p) = self.recent.back() else {
+            return;
+        };
+        if v.command_time == p.command_time && v.server_time > p.server_time {
+            match &mut self.stand {
+                Some((_, n)) => *n += 1,
+                None => self.stand = Some((p.clone(), 1)),
+            }
+            return;
+        }
+        let Some((start, _)) = self.stand.take() else {
+            return;
+        };
+        let held = v.server_time - start.server_time;
+        let caught_up = v.command_time - start.command_time;
+        // A hold ends with the held commands run at once: the clock jumps most of the way.
+        if held < HOLD_MIN_MS || v.command_time < start.command_time || caught_up < held / 2 {
+            return;
+        }
+        let (kind, what) = match self.acked_during(&start, v) {
+            Some(true) => {
+                self.upstream += 1;
+                (true, "upstream held (the player kept receiving)")
+            }
+            Some(false) => {
+                self.other += 1;
+                (false, "both directions stalled (the path)")
+            }
+            None => {
+                self.other += 1;
+                (false, "direction unknown (no client messages)")
+            }
+        };
+        let detail = format!(
+            "command clock stood {:.2} s, then ran {:.2} s of commands at once: {what}",
+            f64::from(held) / 1000.0,
+            f64::from(caught_up) / 1000.0
+        );
+        if kind {
+            self.moment("timing", &start, v, detail);
+        }
+    }
+
+    /// Did the commands of the hold acknowledge server messages sent during it? `None`
+    /// without client messages (a demo).
+    fn acked_during(&self, start: &View, end: &View) -> Option<bool> {
+        if !self.saw_sent {
+            return None;
+        }
+        let during: Vec<&Sent> = self
+            .sent
+            .iter()
+            .filter(|s| s.last_cmd > start.command_time && s.last_cmd <= end.command_time)
+            .collect();
+        // A client that was playing through the hold made commands all along it (a
+        // switch holds them, it does not stop them); one whose commands leave a gap of
+        // [`HOLD_CMD_GAP_MS`] stopped making them (a hitch of its own, loading, a pause):
+        // nothing was held on the way.
+        let mut times: Vec<i32> = during.iter().map(|s| s.last_cmd).collect();
+        times.push(start.command_time);
+        times.push(end.command_time);
+        times.sort_unstable();
+        if times.windows(2).any(|w| w[1] - w[0] > HOLD_CMD_GAP_MS) {
+            return Some(false);
+        }
+        let mut acks: Vec<i32> = during.iter().map(|s| s.ack).collect();
+        // A client that kept receiving acknowledged the server messages of the hold as they
+        // came: the middle of its acknowledgements is about the middle of the hold. One that
+        // received nothing acknowledged the last message before it (the last one or two of
+        // the burst may already see the path recover: the median, not the maximum).
+        acks.sort_unstable();
+        let median = acks[acks.len() / 2];
+        let span = end.message_num - start.message_num;
+        Some(median - start.message_num >= (span / 4).max(3))
+    }
+
+    /// The answer, at the end of the input. The aim is judged from the commands where the
+    /// input has them (what the player's client sent), else from the snapshots' view.
+    pub(crate) fn finish(
+        mut self,
+        player: String,
+        flow: Option<u32>,
+        file: String,
+    ) -> PlayerCheats {
+        self.by_command.miss();
+        self.by_view.miss();
+        let (aim, from) = if self.by_command.judged > 0 {
+            (self.by_command, "commands")
+        } else {
+            (self.by_view, "snapshots")
+        };
+        let signals = Signals {
+            aim_from: (aim.judged > 0).then_some(from),
+            aim_judged: Some(aim.judged),
+            aim_locks: Some(aim.locks),
+            aim_error_median: median_of(&aim.errors, aim.judged),
+            upstream_holds: self.saw_sent.then_some(self.upstream),
+            other_holds: self.other,
+        };
+        let aim_score = 100.0 * f64::from(aim.locks) / f64::from(LOCK_LIKELY);
+        let timing = 100.0 * f64::from(self.upstream) / f64::from(HOLDS_LIKELY);
+        let score = aim_score.max(timing).min(100.0);
+        let verdict = if score >= LIKELY_SCORE {
+            Verdict::Likely
+        } else if score >= SUSPICIOUS_SCORE {
+            Verdict::Suspicious
+        } else {
+            Verdict::Clean
+        };
+        let mut moments = self.moments;
+        moments.extend(aim.moments);
+        moments.sort_by_key(|m| m.game_start);
+        moments.truncate(MAX_MOMENTS);
+        PlayerCheats {
+            player,
+            flow,
+            file,
+            verdict,
+            score: (score * 10.0).round() / 10.0,
+            signals,
+            moments,
+        }
+    }
+}
+
+fn median_of(hist: &[u32], n: u32) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    let mut seen = 0;
+    for (i, c) in hist.iter().enumerate() {
+        seen += c;
+        if seen * 2 >= n {
+            return Some(i as f64 / 100.0);
+        }
+    }
+    None
+}
+
+/// The smallest angle (degrees) between a view of `angles` and the bearing of a player of
+/// snapshot `p`, from `p`'s origin with and without view height; with the target.
+fn aim_error(angles: [f64; 2], p: &View) -> Option<(f64, i32)> {
+    let dir = forward(angles);
+    let mut best: Option<(f64, i32)> = None;
+    for (num, pos) in &p.targets {
+        for h in [0.0, p.view_height] {
+            let from = [p.origin[0], p.origin[1], p.origin[2] + h];
+            let b = [pos[0] - from[0], pos[1] - from[1], pos[2] - from[2]];
+            let len = (b[0] * b[0] + b[1] * b[1] + b[2] * b[2]).sqrt();
+            if len < 1.0 {
+                continue;
+            }
+            let cos = (dir[0] * b[0] + dir[1] * b[1] + dir[2] * b[2]) / len;
+            let deg = cos.clamp(-1.0, 1.0).acos().to_degrees();
+            if best.is_none_or(|(e, _)| deg < e) {
+                best = Some((deg, *num));
+            }
+        }
+    }
+    best
+}
+
+/// The view turned between `a` and `b` (pitch and yaw, degrees) by more than a lock's width.
+fn turned(a: [f64; 2], b: [f64; 2]) -> bool {
+    let (fa, fb) = (forward(a), forward(b));
+    let cos = fa[0] * fb[0] + fa[1] * fb[1] + fa[2] * fb[2];
+    cos.clamp(-1.0, 1.0).acos().to_degrees() > LOCK_DEG
+}
+
+/// The engine's `AngleVectors` forward vector of pitch and yaw (degrees).
+fn forward(angles: [f64; 2]) -> [f64; 3] {
+    let (p, y) = (angles[0].to_radians(), angles[1].to_radians());
+    [p.cos() * y.cos(), p.cos() * y.sin(), -p.sin()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(t: i32, angles: [f64; 2], target: [f64; 3]) -> View {
+        View {
+            time: Some(f64::from(t) / 1000.0),
+            server_time: t,
+            message_num: t / 50,
+            command_time: t,
+            angles,
+            origin: [0.0, 0.0, 0.0],
+            view_height: 26.0,
+            playing: true,
+            targets: vec![(3, target)],
+        }
+    }
+
+    #[test]
+    fn a_view_on_a_bearing_is_a_lock_and_a_near_miss_is_not() {
+        // Target straight ahead along +y (yaw 90°), level.
+        let t = [0.0, 500.0, 0.0];
+        let p = view(0, [0.0, 0.0], t);
+        assert!(aim_error([0.0, 90.0], &p).unwrap().0 < 1e-6);
+        let off = aim_error([0.0, 90.5], &p).unwrap().0;
+        assert!((off - 0.5).abs() < 1e-6, "{off}");
+        // Pitch down is positive in the engine: a target below is at positive pitch.
+        let below = [500.0, 0.0, -500.0];
+        let p = view(0, [0.0, 0.0], below);
+        assert!(aim_error([45.0, 0.0], &p).unwrap().0 < 1e-6);
+    }
+
+    #[test]
+    fn locks_make_the_verdict_and_their_moments() {
+        // A target walking along x, the view on its bearing in the snapshot before.
+        let mut tr = Track::default();
+        let at = |i: i32| [f64::from(i) * 10.0, 500.0, 0.0];
+        let yaw = |i: i32| 500f64.atan2(f64::from(i) * 10.0).to_degrees();
+        for i in 0..20 {
+            tr.view(view(i * 50, [0.0, yaw(i - 1)], at(i)));
+        }
+        let r = tr.finish("X".into(), Some(1), "f".into());
+        assert_eq!(r.verdict, Verdict::Likely);
+        assert_eq!(r.signals.aim_locks, Some(19));
+        assert_eq!(r.moments.len(), 1);
+        assert_eq!((r.moments[0].game_start, r.moments[0].game_end), (50, 950));
+        // The same view a degree or two off: no lock.
+        let mut tr = Track::default();
+        for i in 0..20 {
+            tr.view(view(i * 50, [0.0, yaw(i - 1) + 1.0 + f64::from(i % 2)], at(i)));
+        }
+        assert_eq!(
+            tr.finish("Y".into(), None, "f".into()).verdict,
+            Verdict::Clean
+        );
+    }
+
+    #[test]
+    fn a_hold_is_upstream_only_when_its_commands_acknowledge_the_server() {
+        let run = |ack_moves: bool| {
+            let mut tr = Track::default();
+            let far = [9000.0, 0.0, 0.0];
+            for i in 0..100 {
+                let t = i * 50;
+                let mut v = view(t, [0.0, 90.0], far);
+                // The clock stands from 1000 to 3000 ms, then catches up.
+                if (1000..3000).contains(&t) {
+                    v.command_time = 1000;
+                }
+                tr.sent(Sent {
+                    last_cmd: t,
+                    ack: if ack_moves || !(1000..3000).contains(&t) {
+                        t / 50
+                    } else {
+                        20
+                    },
+                });
+                tr.view(v);
+            }
+            tr.finish("Z".into(), Some(1), "f".into())
+        };
+        let switch = run(true);
+        assert_eq!(switch.signals.upstream_holds, Some(1));
+        assert_eq!(switch.verdict, Verdict::Suspicious);
+        assert_eq!(switch.moments.len(), 1);
+        let path = run(false);
+        assert_eq!(path.signals.upstream_holds, Some(0));
+        assert_eq!(path.signals.other_holds, 1);
+        assert_eq!(path.verdict, Verdict::Clean);
+    }
+}

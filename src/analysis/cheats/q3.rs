@@ -1,0 +1,261 @@
+//! The Quake 3 extractor of the cheat signals: each snapshot of a connection (or of a demo's
+//! recorder) as a [`View`], each of its client messages as a [`Sent`].
+use super::{Sent, Track, View};
+use crate::q3::clc::ClientOp;
+use crate::q3::fields::{entity_field_index, player_field_index, PS_CLIENT_NUM, PS_PM_TYPE};
+use crate::q3::gamemod::info_value;
+use crate::q3::message::Message;
+use crate::q3::state::SnapFrame;
+use crate::q3::svc::ServerOp;
+use crate::q3::usercmd::{UserCmd, UNKNOWN_BUTTONS};
+use crate::q3::EntityState;
+
+/// `BUTTON_ATTACK` in a command's buttons.
+const BUTTON_ATTACK: i32 = 1;
+
+/// `CS_PLAYERS`: the first player configstring.
+const CS_PLAYERS: usize = 544;
+/// `ET_PLAYER`.
+const ET_PLAYER: i32 = 1;
+/// `EF_DEAD` in `eFlags`.
+const EF_DEAD: i32 = 1;
+/// `PM_NORMAL`: alive and playing (`PM_DEAD`, `PM_SPECTATOR`, `PM_INTERMISSION` are not).
+const PM_NORMAL: i32 = 0;
+
+/// The field indices a view reads, looked up once.
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    command_time: usize,
+    origin: [usize; 3],
+    angles: [usize; 2],
+    view_height: usize,
+    delta_angles: [usize; 2],
+    e_type: usize,
+    e_flags: usize,
+    tr_base: [usize; 3],
+}
+
+fn fields() -> Fields {
+    let p = |n: &str| player_field_index(n).expect("player field");
+    let e = |n: &str| entity_field_index(n).expect("entity field");
+    Fields {
+        command_time: p("commandTime"),
+        origin: [p("origin[0]"), p("origin[1]"), p("origin[2]")],
+        angles: [p("viewangles[0]"), p("viewangles[1]")],
+        view_height: p("viewheight"),
+        delta_angles: [p("delta_angles[0]"), p("delta_angles[1]")],
+        e_type: e("eType"),
+        e_flags: e("eFlags"),
+        tr_base: [e("pos.trBase[0]"), e("pos.trBase[1]"), e("pos.trBase[2]")],
+    }
+}
+
+/// One connection's (or demo's) signals and the names of its server's players.
+#[derive(Debug)]
+pub(crate) struct Flow {
+    pub(crate) track: Track,
+    fields: Fields,
+    /// The connection's own slot (`clientNum`), once known.
+    client_num: Option<i32>,
+    /// Player names by slot (clean).
+    names: Vec<String>,
+    /// `delta_angles` (pitch, yaw) of the latest snapshot: the server adds them to a
+    /// command's angles to give the view.
+    delta_angles: Option<[i32; 2]>,
+    /// Server time of the last command read.
+    last_cmd: Option<i32>,
+}
+
+impl Default for Flow {
+    fn default() -> Self {
+        Flow {
+            track: Track::default(),
+            fields: fields(),
+            client_num: None,
+            names: vec![String::new(); 64],
+            delta_angles: None,
+            last_cmd: None,
+        }
+    }
+}
+
+impl Flow {
+    /// The player's clean name, or `#N`, or `-` when not even his slot is known.
+    pub(crate) fn player(&self) -> String {
+        match self.client_num {
+            Some(n) => {
+                let name = self.names.get(n as usize).map_or("", String::as_str);
+                if name.is_empty() {
+                    format!("#{n}")
+                } else {
+                    name.to_string()
+                }
+            }
+            None => "-".to_string(),
+        }
+    }
+
+    /// Read one decoded message.
+    pub(crate) fn message(&mut self, m: &Message, demo: bool) {
+        if let Some(c) = m.client() {
+            for op in &c.ops {
+                if let ClientOp::Move { cmds, .. } = op {
+                    if let Some(last) = cmds.last() {
+                        self.track.sent(Sent {
+                            last_cmd: last.server_time,
+                            ack: c.message_ack,
+                        });
+                    }
+                    for cmd in cmds {
+                        self.command(cmd, c.message_ack, m.time);
+                    }
+                }
+            }
+            return;
+        }
+        let Some(s) = m.server() else {
+            return;
+        };
+        for op in &s.ops {
+            match op {
+                ServerOp::Gamestate(g) => {
+                    self.client_num = Some(g.client_num);
+                    self.last_cmd = None;
+                    for c in &g.configstrings {
+                        self.configstring(usize::from(c.index), &c.value);
+                    }
+                    self.track.reset_level();
+                }
+                ServerOp::ServerCommand { text, .. } => {
+                    if let Some((i, v)) = cs_command(text) {
+                        self.configstring(i, &v);
+                    }
+                }
+                ServerOp::Snapshot(sn) if sn.valid => {
+                    if let Some(v) = self.view(&sn.frame, (!demo).then_some(m.time)) {
+                        self.track.view(v);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A command: its view when it fires (the server adds `delta_angles` to its angles).
+    fn command(&mut self, cmd: &UserCmd, ack: i32, time: f64) {
+        // A client message repeats the commands of the one before (against loss): each
+        // command once, in order.
+        if self.last_cmd.is_some_and(|t| cmd.server_time <= t) {
+            return;
+        }
+        self.last_cmd = Some(cmd.server_time);
+        let Some(d) = self.delta_angles else {
+            return;
+        };
+        let (Some(pitch), Some(yaw), Some(buttons)) = (cmd.angle(0), cmd.angle(1), buttons(cmd))
+        else {
+            return;
+        };
+        let deg = |a: i32, d: i32| f64::from((a + d) & 0xffff) * 360.0 / 65536.0;
+        let angles = [deg(pitch, d[0]), deg(yaw, d[1])];
+        let fires = buttons & BUTTON_ATTACK != 0;
+        self.track
+            .command(angles, fires, ack, Some(time), cmd.server_time);
+    }
+
+    /// A player configstring: the slot's name (a cleared slot keeps the last one: the
+    /// player's answer is given at the end, after he left).
+    fn configstring(&mut self, index: usize, value: &str) {
+        if let Some(slot) = index.checked_sub(CS_PLAYERS).filter(|n| *n < 64) {
+            let name = crate::q3::color::plain(info_value(value, "n").unwrap_or(""));
+            if !name.is_empty() {
+                self.names[slot] = name;
+            }
+        }
+    }
+
+    /// The player's view at snapshot `f`: `None` where its values are not known (a
+    /// capture begun mid-session before the playerstate was whole).
+    fn view(&mut self, f: &SnapFrame, time: Option<f64>) -> Option<View> {
+        let k = &f.ps_known;
+        let ps = &f.ps;
+        let fl = &self.fields;
+        let float = |i: usize| k.value(ps, i).map(|v| f64::from(f32::from_bits(v as u32)));
+        let int = |i: usize| k.value(ps, i);
+        if let Some(n) = int(PS_CLIENT_NUM) {
+            self.client_num = Some(n);
+        }
+        if let (Some(p), Some(y)) = (int(fl.delta_angles[0]), int(fl.delta_angles[1])) {
+            self.delta_angles = Some([p, y]);
+        }
+        let me = self.client_num?;
+        let playing = int(PS_PM_TYPE)? == PM_NORMAL;
+        let view = View {
+            time,
+            server_time: f.server_time,
+            message_num: f.message_num,
+            command_time: int(fl.command_time)?,
+            angles: [float(fl.angles[0])?, float(fl.angles[1])?],
+            origin: [
+                float(fl.origin[0])?,
+                float(fl.origin[1])?,
+                float(fl.origin[2])?,
+            ],
+            view_height: f64::from(int(fl.view_height)?),
+            playing,
+            targets: Vec::new(),
+        };
+        let mut view = view;
+        for (i, e) in f.entities.iter().enumerate() {
+            let known = f.known.get(i).copied().unwrap_or(u64::MAX);
+            if let Some(pos) = target(e, known, fl, me) {
+                view.targets.push((e.number, pos));
+            }
+        }
+        Some(view)
+    }
+}
+
+/// A command's buttons, when known.
+fn buttons(cmd: &UserCmd) -> Option<i32> {
+    (cmd.unknown & UNKNOWN_BUTTONS == 0).then_some(cmd.buttons)
+}
+
+/// A living player entity other than `me`, with its known position.
+fn target(e: &EntityState, known: u64, fl: &Fields, me: i32) -> Option<[f64; 3]> {
+    let val = |i: usize| (known & (1u64 << i) != 0).then(|| e.fields[i]);
+    if e.number == me || e.number >= 64 || val(fl.e_type)? != ET_PLAYER {
+        return None;
+    }
+    if val(fl.e_flags)? & EF_DEAD != 0 {
+        return None;
+    }
+    let f = |i: usize| val(i).map(|v| f64::from(f32::from_bits(v as u32)));
+    Some([f(fl.tr_base[0])?, f(fl.tr_base[1])?, f(fl.tr_base[2])?])
+}
+
+/// `cs <index> "<value>"` as the index and the value.
+fn cs_command(text: &str) -> Option<(usize, String)> {
+    let rest = text.strip_prefix("cs ")?;
+    let (idx, value) = rest.split_once(' ')?;
+    let value = value.trim_end_matches('\n').trim();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    Some((idx.parse().ok()?, value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configstring_commands() {
+        assert_eq!(
+            cs_command("cs 547 \"n\\^1Bob\\t\\0\"\n"),
+            Some((547, "n\\^1Bob\\t\\0".to_string()))
+        );
+        assert_eq!(cs_command("print \"x\""), None);
+    }
+}

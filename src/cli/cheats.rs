@@ -1,0 +1,141 @@
+//! `quakecap cheats`: aim and timing signals per player, with a verdict and the moments
+//! behind it.
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use quakecap::analysis::cheats::sink::CheatsSink;
+use quakecap::analysis::cheats::PlayerCheats;
+use quakecap::pipeline::{Detail, Options};
+
+#[derive(Debug, Args)]
+pub struct CheatsArgs {
+    /// Captures (pcap/pcapng) or Quake 3 demo files; `-` reads stdin, gzip/zstd are undone,
+    /// a folder is walked.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Only these flow ids.
+    #[arg(long = "flow")]
+    pub flows: Vec<u32>,
+    /// Only this player (colour codes and case ignored).
+    #[arg(long)]
+    pub player: Option<String>,
+    /// A JSON array, one object per player.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run the command.
+pub fn run(args: &CheatsArgs) -> Result<i32> {
+    let opts = Options {
+        detail: Detail::Full,
+        flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
+        ..Options::default()
+    };
+    let files = super::input::expand(&args.files)?;
+    let mut sink = CheatsSink::new();
+    let mut failed = 0;
+    for f in &files {
+        match super::run_input(f, &opts, &mut sink) {
+            Ok(report) => super::warn(&report),
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                failed += 1;
+            }
+        }
+    }
+    if failed == files.len() {
+        return Ok(super::input::EXIT_INPUT);
+    }
+    if sink.quakeworld > 0 {
+        eprintln!(
+            "quakecap: {} QuakeWorld connection(s) or demo(s) not judged: the signals are \
+             built for Quake 3 only so far",
+            sink.quakeworld
+        );
+    }
+    let wanted = args.player.as_deref().map(clean);
+    let players: Vec<&PlayerCheats> = sink
+        .players
+        .iter()
+        .filter(|p| wanted.as_ref().is_none_or(|w| clean(&p.player) == *w))
+        .collect();
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        serde_json::to_writer(&mut out, &players)?;
+        writeln!(out)?;
+    } else {
+        table(&mut out, &players)?;
+    }
+    out.flush()?;
+    Ok(if failed > 0 {
+        super::input::EXIT_INPUT
+    } else {
+        0
+    })
+}
+
+fn clean(s: &str) -> String {
+    quakecap::q3::color::plain(s).to_lowercase()
+}
+
+fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
+    if players.is_empty() {
+        return writeln!(out, "no player with snapshots in the input");
+    }
+    let mut file = "";
+    for p in players {
+        if p.file != file {
+            file = &p.file;
+            writeln!(out, "== {file}")?;
+        }
+        let flow = p.flow.map_or("demo".to_string(), |f| format!("flow {f}"));
+        let verdict = format!("{:?}", p.verdict).to_lowercase();
+        writeln!(
+            out,
+            "{:<20} {flow:<8} {verdict:<10} score {:.0}",
+            p.player, p.score
+        )?;
+        let s = &p.signals;
+        let aim = match (s.aim_from, s.aim_locks, s.aim_judged) {
+            (Some(from), Some(l), Some(n)) => format!(
+                "aim: {l} of {n} {} locked on a player (median error {})",
+                if from == "commands" {
+                    "fired commands"
+                } else {
+                    "snapshots"
+                },
+                s.aim_error_median
+                    .map_or("-".into(), |m| format!("{m:.2}°"))
+            ),
+            _ => "aim: no player in view to judge".to_string(),
+        };
+        let holds = match s.upstream_holds {
+            Some(h) => format!("upstream holds {h}"),
+            None => "upstream holds: no client messages".to_string(),
+        };
+        writeln!(out, "    {aim}; {holds}")?;
+        for m in p.moments.iter().take(5) {
+            let at = m.start.map_or(String::new(), |t| {
+                super::timefmt::format_time(super::timefmt::TimeFormat::Utc, t, 0.0, false) + " "
+            });
+            writeln!(
+                out,
+                "    {:<6} {at}g{:.3}-g{:.3}: {}",
+                m.kind,
+                f64::from(m.game_start) / 1000.0,
+                f64::from(m.game_end) / 1000.0,
+                m.detail
+            )?;
+        }
+        if p.moments.len() > 5 {
+            writeln!(
+                out,
+                "    ... {} moments in all (--json lists them)",
+                p.moments.len()
+            )?;
+        }
+    }
+    Ok(())
+}

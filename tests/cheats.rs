@@ -1,0 +1,225 @@
+//! `quakecap cheats` against the lab's truth: the aimbot proxy's own log of every usercmd it
+//! rewrote (`aimbot.jsonl`), the player's own side of the proxy (`client1-side.pcapng`), the
+//! relay's log of every datagram it held (`impair.jsonl`), and every other stored capture
+//! and real player's demo as a negative.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod skip;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn shared(rel: &str) -> Option<PathBuf> {
+    skip::data_at(root().join("../shared").join(rel))
+}
+
+/// `cheats --json` over `inputs`: one object per player.
+fn cheats(inputs: &[&Path]) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .arg("cheats")
+        .arg("--json")
+        .args(inputs)
+        .output()
+        .expect("run quakecap");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("cheats json");
+    v.as_array().expect("an array").clone()
+}
+
+fn player<'a>(rows: &'a [Value], name: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["player"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {rows:?}"))
+}
+
+/// The server times of the usercmds the proxy rewrote.
+fn rewrites(dir: &Path) -> Vec<i64> {
+    std::fs::read_to_string(dir.join("aimbot.jsonl"))
+        .expect("aimbot.jsonl")
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("jsonl")["server_time"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The exact aimbot (`q3-aimbot`): the player behind the proxy is `likely` from the server's
+/// side and from his own demo (the server's snapshots of his rewritten view), `clean` from
+/// his own side of the proxy (what he really sent); the clean client is `clean`; the aim
+/// moments fall where the proxy rewrote (precision at least 0.9).
+#[test]
+fn the_exact_aimbot_is_found_where_it_aimed() {
+    let Some(dir) = shared("captures/q3-aimbot") else {
+        return;
+    };
+    let rewritten = rewrites(&dir);
+    let server = cheats(&[&dir.join("capture.pcapng")]);
+    let bot = player(&server, "LabPlayer1");
+    assert_eq!(bot["verdict"], "likely", "{bot}");
+    assert_eq!(bot["signals"]["aim_from"], "commands");
+    assert_eq!(player(&server, "LabPlayer2")["verdict"], "clean");
+    let moments: Vec<&Value> = bot["moments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["kind"] == "aim")
+        .collect();
+    assert!(moments.len() >= 10, "{}", moments.len());
+    let right = moments
+        .iter()
+        .filter(|m| {
+            let (a, b) = (
+                m["game_start"].as_i64().unwrap(),
+                m["game_end"].as_i64().unwrap(),
+            );
+            rewritten.iter().any(|t| (a - 50..=b + 50).contains(t))
+        })
+        .count();
+    let precision = right as f64 / moments.len() as f64;
+    eprintln!(
+        "aim moments: {right} of {} where the proxy rewrote",
+        moments.len()
+    );
+    assert!(precision >= 0.9, "precision {precision}");
+    let demo = cheats(&[&dir.join("client1-demo0.dm_68")]);
+    let d = player(&demo, "LabPlayer1");
+    assert_eq!(d["verdict"], "likely", "{d}");
+    assert_eq!(d["signals"]["aim_from"], "snapshots");
+    assert!(d["flow"].is_null());
+    let own = cheats(&[&dir.join("client1-side.pcapng")]);
+    assert_eq!(player(&own, "LabPlayer1")["verdict"], "clean");
+}
+
+/// The smoothed aimbot (`q3-aimbot-smooth`: 60 % of the way, ±0.55° of noise) is not found
+/// yet: its rewritten commands stay 3–11° off the target (10th–90th percentile), so no
+/// lock. A signal on the noise of the view while firing was tried and dropped: the lab's
+/// scripted play turns while it fires too, and the share of noisy fired commands (0.28 for
+/// the bot) did not stand apart from the script's own (0.05–0.10) enough to call anyone
+/// without false positives. The pull at the press of fire (the first fired command jumps
+/// 60 % of the way to the target) is the next candidate.
+#[test]
+#[ignore = "the smoothed aimbot's signal is not built yet (see the comment)"]
+fn the_smoothed_aimbot_is_found() {
+    let Some(dir) = shared("captures/q3-aimbot-smooth") else {
+        return;
+    };
+    let server = cheats(&[&dir.join("capture.pcapng")]);
+    assert_eq!(player(&server, "LabPlayer1")["verdict"], "likely");
+}
+
+/// The lag switch (`q3-lagswitch`): from both sides of the relay the switching player is
+/// `likely` for timing with each held window found (start within 0.5 s, length within 1 s
+/// of the relay's log), the clean client `clean`.
+#[test]
+fn the_lag_switch_is_found_with_each_window() {
+    let Some(dir) = shared("captures/q3-lagswitch") else {
+        return;
+    };
+    let windows = held_windows(&dir);
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    for side in ["capture.pcapng", "server-side.pcapng"] {
+        let cap = dir.join(side);
+        let rows = cheats(&[&cap]);
+        let sw = player(&rows, "LabPlayer1");
+        assert_eq!(sw["verdict"], "likely", "{side}: {sw}");
+        assert_eq!(sw["signals"]["upstream_holds"], 3, "{side}: {sw}");
+        assert_eq!(player(&rows, "LabPlayer2")["verdict"], "clean", "{side}");
+        let found: Vec<(f64, f64)> = sw["moments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["kind"] == "timing")
+            .map(|m| (m["start"].as_f64().unwrap(), m["end"].as_f64().unwrap()))
+            .collect();
+        assert_eq!(found.len(), 3, "{side}: {found:?}");
+        let first = first_packet_time(&cap);
+        for ((s, e), (ts, te)) in found.iter().zip(&windows) {
+            let (ts, te) = (first + ts, first + te);
+            assert!(
+                (s - ts).abs() <= 0.5,
+                "{side}: start {s:.2} against {ts:.2}"
+            );
+            assert!(
+                ((e - s) - (te - ts)).abs() <= 1.0,
+                "{side}: length {:.2} against {:.2}",
+                e - s,
+                te - ts
+            );
+        }
+    }
+}
+
+/// The relay's held windows, in seconds after the capture's first packet: from the first
+/// held datagram to the release of the last (its receive time plus its delay). The relay's
+/// clock starts with the first datagram it logs, which is the capture's first packet.
+fn held_windows(dir: &Path) -> Vec<(f64, f64)> {
+    let text = std::fs::read_to_string(dir.join("impair.jsonl")).expect("impair.jsonl");
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let t0 = rows[0]["t"].as_f64().unwrap();
+    let mut windows: Vec<(f64, f64)> = Vec::new();
+    for r in rows.iter().filter(|r| r["held"] == true) {
+        let t = r["t"].as_f64().unwrap() - t0;
+        let release = t + r["delays"][0].as_f64().unwrap() / 1000.0;
+        match windows.last_mut() {
+            Some(w) if t - w.1 < 0.5 => w.1 = w.1.max(release),
+            _ => windows.push((t, release)),
+        }
+    }
+    windows
+}
+
+fn first_packet_time(cap: &Path) -> f64 {
+    let f = std::fs::File::open(cap).expect("capture");
+    let mut r = quakecap::capture::CaptureReader::new(std::io::BufReader::new(f)).expect("reader");
+    let frame = r.next_frame().expect("frame").expect("a first frame");
+    frame.ts_ns as f64 / 1e9
+}
+
+/// No player of any other stored capture or real player's demo is above `clean`: the lab's
+/// scripted sessions (both capture sides, every client demo), and the real Quake 3 demos.
+/// The known cheaters of the aimbot and lag-switch sessions are the only exceptions.
+#[test]
+fn nobody_else_is_above_clean() {
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    for dir in [
+        root().join("captures"),
+        root().join("../shared/captures"),
+        root().join("../shared/demos/q3"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            skip::data(&dir);
+            continue;
+        };
+        inputs.push(dir);
+        drop(rd);
+    }
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let rows = cheats(&refs);
+    let cheater = |r: &Value| {
+        let file = r["file"].as_str().unwrap_or("");
+        let bot = file.contains("q3-aimbot")
+            && (file.ends_with("capture.pcapng") || file.ends_with("client1-demo0.dm_68"));
+        let switch = file.contains("q3-lagswitch") && file.ends_with(".pcapng");
+        (bot || switch) && r["player"] == "LabPlayer1"
+    };
+    let judged: Vec<&Value> = rows.iter().filter(|r| !cheater(r)).collect();
+    let above: Vec<&&Value> = judged.iter().filter(|r| r["verdict"] != "clean").collect();
+    eprintln!(
+        "{} players judged clean of {}",
+        judged.len() - above.len(),
+        judged.len()
+    );
+    assert!(above.is_empty(), "{above:#?}");
+    assert!(judged.len() >= 80, "{}", judged.len());
+    let demos = judged.iter().filter(|r| r["flow"].is_null()).count();
+    assert!(demos >= 20, "{demos}");
+}
