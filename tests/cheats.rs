@@ -223,3 +223,64 @@ fn nobody_else_is_above_clean() {
     let demos = judged.iter().filter(|r| r["flow"].is_null()).count();
     assert!(demos >= 20, "{demos}");
 }
+
+/// `Detail::Frames` (what `cheats` decodes with) gives every snapshot the same frame as the
+/// full decode, and every client message the same usercmds, on a capture with two players
+/// and on a demo.
+#[test]
+fn frames_detail_gives_the_full_decodes_frames_and_usercmds() {
+    use quakecap::event::Event;
+    use quakecap::pipeline::{Detail, Options, Sink};
+    use quakecap::q3::clc::ClientOp;
+    use quakecap::q3::svc::ServerOp;
+
+    #[derive(Default)]
+    struct Keep(Vec<String>);
+    impl Sink for Keep {
+        fn event(&mut self, e: Event<'_>) -> std::io::Result<()> {
+            if let Event::Q3(m) = e {
+                if let Some(s) = m.server() {
+                    for op in &s.ops {
+                        if let ServerOp::Snapshot(sn) = op {
+                            self.0
+                                .push(format!("{} {} {:?}", m.flow, sn.valid, sn.frame));
+                        }
+                    }
+                }
+                if let Some(c) = m.client() {
+                    for op in &c.ops {
+                        if let ClientOp::Move { cmds, .. } = op {
+                            self.0
+                                .push(format!("{} {} {:?}", m.flow, c.message_ack, cmds));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+    let (Some(cap), Some(demo)) = (
+        shared("captures/q3-aimbot/capture.pcapng"),
+        shared("captures/q3-aimbot/client1-demo0.dm_68"),
+    ) else {
+        return;
+    };
+    let run = |path: &Path, detail| {
+        let opts = Options {
+            detail,
+            ..Default::default()
+        };
+        let mut k = Keep::default();
+        if path.extension().is_some_and(|e| e == "pcapng") {
+            quakecap::pipeline::run_capture(path, &opts, &mut k, &mut |_| {}).expect("capture");
+        } else {
+            quakecap::pipeline::run_demo(path, &opts, &mut k).expect("demo");
+        }
+        k.0
+    };
+    for path in [&cap, &demo] {
+        let (full, frames) = (run(path, Detail::Full), run(path, Detail::Frames));
+        assert!(full.len() > 1000, "{}", full.len());
+        assert!(full == frames, "{}: the two decodes differ", path.display());
+    }
+}

@@ -29,7 +29,7 @@ pub struct CheatsArgs {
 /// Run the command.
 pub fn run(args: &CheatsArgs) -> Result<i32> {
     let opts = Options {
-        detail: Detail::Full,
+        detail: Detail::Frames,
         flows: (!args.flows.is_empty()).then(|| args.flows.clone()),
         ..Options::default()
     };

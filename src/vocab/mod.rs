@@ -41,6 +41,9 @@ pub enum Detail {
     /// What the game events read: commands, gamestates and the obituary entities of each
     /// Quake 3 snapshot, no usercmd list (`events`, `report`).
     Events,
+    /// Every op, with each Quake 3 snapshot as its whole frame (playerstate and entities)
+    /// but without its per-field delta records, and the usercmds (`cheats`).
+    Frames,
     /// Every op of every message (`decode`, `diff`, `export`).
     Full,
 }

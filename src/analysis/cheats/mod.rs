@@ -573,7 +573,11 @@ mod tests {
         // The same view a degree or two off: no lock.
         let mut tr = Track::default();
         for i in 0..20 {
-            tr.view(view(i * 50, [0.0, yaw(i - 1) + 1.0 + f64::from(i % 2)], at(i)));
+            tr.view(view(
+                i * 50,
+                [0.0, yaw(i - 1) + 1.0 + f64::from(i % 2)],
+                at(i),
+            ));
         }
         assert_eq!(
             tr.finish("Y".into(), None, "f".into()).verdict,

@@ -80,6 +80,8 @@ impl Options {
             svc::Detail::Headers
         } else if self.events_only() && !self.keep_raw {
             svc::Detail::Events
+        } else if self.detail == Detail::Frames && !self.keep_raw {
+            svc::Detail::Frames
         } else if self.emit() || self.keep_raw {
             svc::Detail::Full
         } else if self.samples {

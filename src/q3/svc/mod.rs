@@ -75,7 +75,7 @@ pub fn parse_server_message_with(
             Ok(Some(op)) => {
                 let end = matches!(op, ServerOp::Eof { .. });
                 let partial = matches!(detail, Detail::Headers | Detail::Events);
-                if detail == Detail::Full || (partial && !end) {
+                if matches!(detail, Detail::Full | Detail::Frames) || (partial && !end) {
                     msg.ops.push(op);
                 }
                 if end {
@@ -112,6 +112,10 @@ fn parse_op(
     }
     if op == SVC_SNAPSHOT && detail == Detail::Events {
         return parse_snapshot_events(r, bit, seq, st, head);
+    }
+    if op == SVC_SNAPSHOT && detail == Detail::Frames {
+        let s = parse_snapshot_frame(r, bit, seq, st)?;
+        return Ok(Some(ServerOp::Snapshot(Box::new(s))));
     }
     if op == SVC_SNAPSHOT && detail == Detail::Samples {
         parse_snapshot_with(r, seq, st, &mut CommandTimeOnly)?;

@@ -350,6 +350,30 @@ pub(super) fn parse_snapshot(
     Ok(snapshot_op(bit, &h, playerstate, entities, areamask, frame))
 }
 
+/// A snapshot with its whole frame but no delta records ([`Detail::Frames`]).
+pub(super) fn parse_snapshot_frame(
+    r: &mut BitReader<'_>,
+    bit: usize,
+    seq: i32,
+    st: &mut ClientState,
+) -> Result<Snapshot, SvcError> {
+    let mut rec = FrameOnly::default();
+    let h = parse_snapshot_with(r, seq, st, &mut rec)?;
+    let none = PlayerDelta::default();
+    Ok(snapshot_op(bit, &h, none, Vec::new(), Vec::new(), rec.0))
+}
+
+/// The record of a snapshot parsed with [`Detail::Frames`]: its frame alone.
+#[derive(Default)]
+pub(super) struct FrameOnly(SnapFrame);
+
+impl Recorder for FrameOnly {
+    type Changes = ();
+    fn frame(&mut self, st: &ClientState, f: &mut HistFrame) {
+        self.0 = st.snap_frame(f);
+    }
+}
+
 /// A snapshot for [`Detail::Events`]: the head, and a frame holding only its obituary
 /// entities, without delta records or playerstate. Most frames hold none: such a snapshot
 /// is only its head (as with [`Detail::Headers`]), which spares building and boxing a

@@ -376,6 +376,9 @@ impl Serialize for SvcError {
 pub enum Detail {
     /// Every op with its deltas (decode output, demo writing).
     Full,
+    /// Every op; a snapshot with its whole frame (playerstate and entities, as the client
+    /// holds them) but no delta records (`quakecap cheats`).
+    Frames,
     /// Only the client state and the error: `ops` stays empty. The flow table needs nothing
     /// more, and skipping the per-entity records is most of the cost of a snapshot.
     StateOnly,
