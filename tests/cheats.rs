@@ -7,6 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod q3common;
 mod skip;
 
 fn root() -> PathBuf {
@@ -282,5 +283,102 @@ fn frames_detail_gives_the_full_decodes_frames_and_usercmds() {
         let (full, frames) = (run(path, Detail::Full), run(path, Detail::Frames));
         assert!(full.len() > 1000, "{}", full.len());
         assert!(full == frames, "{}: the two decodes differ", path.display());
+    }
+}
+
+/// A capture begun mid-session (the frames after the first 30 % and 60 %): the aimbot
+/// player's fired commands are judged once the echo of his view gives `delta_angles` (the
+/// playerstate sends them only at a respawn), and he is `likely` from the server's side and
+/// `clean` from his own side of the proxy; the lag switch's holds after the cut are found.
+#[test]
+fn cuts_judge_the_commands_after_the_cut() {
+    let (Some(bot), Some(switch)) = (
+        shared("captures/q3-aimbot"),
+        shared("captures/q3-lagswitch"),
+    ) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("quakecap-cheats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let cut_of = |src: &Path, pct: u64| {
+        let out = dir.join(format!(
+            "{}-{pct}.pcap",
+            src.file_stem().unwrap().to_string_lossy()
+        ));
+        q3common::cut(src, q3common::frame_count(src) * pct / 100, &out);
+        out
+    };
+    for pct in [30, 60] {
+        let server = cheats(&[&cut_of(&bot.join("capture.pcapng"), pct)]);
+        let likely: Vec<&Value> = server.iter().filter(|r| r["verdict"] == "likely").collect();
+        assert_eq!(likely.len(), 1, "{pct}%: {server:?}");
+        assert_eq!(likely[0]["signals"]["aim_from"], "commands", "{pct}%");
+        let own = cheats(&[&cut_of(&bot.join("client1-side.pcapng"), pct)]);
+        assert!(
+            own.iter().all(|r| r["verdict"] == "clean"),
+            "{pct}%: {own:?}"
+        );
+    }
+    // 30 %: two of the three holds come after the cut.
+    let rows = cheats(&[&cut_of(&switch.join("server-side.pcapng"), 30)]);
+    let held: Vec<&Value> = rows.iter().filter(|r| r["verdict"] == "likely").collect();
+    assert_eq!(held.len(), 1, "{rows:?}");
+    assert_eq!(held[0]["signals"]["upstream_holds"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The cuts at 30 % and 60 % of every stored capture (where the mid-session guesses apply:
+/// `delta_angles` from the echo, an unknown `pm_type` or view height) call nobody but the
+/// cheater of the aimbot and lag-switch sessions (one player each, unnamed after a cut).
+#[test]
+fn cuts_call_nobody_else() {
+    let dir = std::env::temp_dir().join(format!("quakecap-cheats-cuts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let mut made = 0;
+    for base in [root().join("captures"), root().join("../shared/captures")] {
+        let Ok(rd) = std::fs::read_dir(&base) else {
+            skip::data(&base);
+            continue;
+        };
+        for session in rd.filter_map(|e| e.ok()).map(|e| e.path()) {
+            let Ok(files) = std::fs::read_dir(&session) else {
+                continue;
+            };
+            for f in files.filter_map(|e| e.ok()).map(|e| e.path()) {
+                if f.extension().is_none_or(|e| e != "pcapng") {
+                    continue;
+                }
+                let n = q3common::frame_count(&f);
+                for pct in [30, 60] {
+                    let name = format!(
+                        "{}-{}-{}-{pct}.pcap",
+                        base.components().count(),
+                        session.file_name().unwrap().to_string_lossy(),
+                        f.file_stem().unwrap().to_string_lossy()
+                    );
+                    q3common::cut(&f, n * pct / 100, &dir.join(name));
+                    made += 1;
+                }
+            }
+        }
+    }
+    let rows = cheats(&[&dir]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(made >= 60, "{made}");
+    let mut by_file: std::collections::BTreeMap<&str, Vec<&Value>> = Default::default();
+    for r in &rows {
+        by_file
+            .entry(r["file"].as_str().unwrap())
+            .or_default()
+            .push(r);
+    }
+    for (file, players) in by_file {
+        let called = players.iter().filter(|r| r["verdict"] != "clean").count();
+        let cheater_session = (file.contains("q3-aimbot-") && file.contains("-capture-"))
+            || file.contains("q3-lagswitch");
+        assert!(
+            called <= usize::from(cheater_session),
+            "{file}: {players:#?}"
+        );
     }
 }

@@ -35,16 +35,7 @@ pub fn run(args: &CheatsArgs) -> Result<i32> {
     };
     let files = super::input::expand(&args.files)?;
     let mut sink = CheatsSink::new();
-    let mut failed = 0;
-    for f in &files {
-        match super::run_input(f, &opts, &mut sink) {
-            Ok(report) => super::warn(&report),
-            Err(e) => {
-                eprintln!("quakecap: {e}");
-                failed += 1;
-            }
-        }
-    }
+    let failed = super::run_each(&files, &opts, &mut sink);
     if failed == files.len() {
         return Ok(super::input::EXIT_INPUT);
     }

@@ -52,15 +52,7 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
         let report = quakecap::pipeline::run_merged(&files, &opts, &mut sink)?;
         super::warn(&report);
     } else {
-        for f in &files {
-            match super::run_input(f, &opts, &mut sink) {
-                Ok(report) => super::warn(&report),
-                Err(e) => {
-                    eprintln!("quakecap: {e}");
-                    failed += 1;
-                }
-            }
-        }
+        failed = super::run_each(&files, &opts, &mut sink);
     }
     super::warn_events(&sink.warnings, sink.warnings_total);
     // No input could be read: each said why; an empty table would read as "no events".

@@ -282,6 +282,22 @@ pub fn run_input(path: &Path, opts: &Options, sink: &mut dyn Sink) -> Result<Rep
     r
 }
 
+/// Run each input through `sink` on its own, its warnings to stderr; the number of inputs
+/// that could not be read (each said why).
+pub fn run_each(files: &[PathBuf], opts: &Options, sink: &mut dyn Sink) -> usize {
+    let mut failed = 0;
+    for f in files {
+        match run_input(f, opts, sink) {
+            Ok(report) => warn(&report),
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                failed += 1;
+            }
+        }
+    }
+    failed
+}
+
 /// Print a report's file-level warnings to stderr.
 pub fn warn(report: &Report) {
     let prefix = format!("quakecap: {}: ", report.file);

@@ -67,7 +67,8 @@ pub struct View {
     pub origin: [f64; 3],
     /// His view height above the origin.
     pub view_height: f64,
-    /// Alive and playing (not dead, spectating or in the intermission).
+    /// Alive and playing (not dead, spectating or in the intermission), with the view's
+    /// values known: the aim is judged.
     pub playing: bool,
     /// Other living players in the snapshot: client number and position.
     pub targets: Vec<(i32, [f64; 3])>,

@@ -19,6 +19,12 @@ const CS_PLAYERS: usize = 544;
 const ET_PLAYER: i32 = 1;
 /// `EF_DEAD` in `eFlags`.
 const EF_DEAD: i32 = 1;
+/// Commands kept for the echo of `delta_angles` (about half a second).
+const CMDS_KEPT: usize = 64;
+/// Snapshots in a row whose echo gives the same `delta_angles` before it is taken.
+const ECHO_AGREE: u32 = 5;
+/// `DEFAULT_VIEWHEIGHT`: the eyes' height above the origin of a standing player.
+const DEFAULT_VIEWHEIGHT: f64 = 26.0;
 /// `PM_NORMAL`: alive and playing (`PM_DEAD`, `PM_SPECTATOR`, `PM_INTERMISSION` are not).
 const PM_NORMAL: i32 = 0;
 
@@ -64,6 +70,11 @@ pub(crate) struct Flow {
     delta_angles: Option<[i32; 2]>,
     /// Server time of the last command read.
     last_cmd: Option<i32>,
+    /// The latest commands' server times and angles (pitch, yaw), for the echo below.
+    cmds: std::collections::VecDeque<(i32, [i32; 2])>,
+    /// `delta_angles` as the echo gives it (a capture begun mid-session, before the
+    /// playerstate sent them): the candidate and how many snapshots in a row agreed.
+    echo: Option<([i32; 2], u32)>,
 }
 
 impl Default for Flow {
@@ -75,6 +86,8 @@ impl Default for Flow {
             names: vec![String::new(); 64],
             delta_angles: None,
             last_cmd: None,
+            cmds: std::collections::VecDeque::new(),
+            echo: None,
         }
     }
 }
@@ -149,11 +162,15 @@ impl Flow {
             return;
         }
         self.last_cmd = Some(cmd.server_time);
-        let Some(d) = self.delta_angles else {
-            return;
-        };
         let (Some(pitch), Some(yaw), Some(buttons)) = (cmd.angle(0), cmd.angle(1), buttons(cmd))
         else {
+            return;
+        };
+        if self.cmds.len() == CMDS_KEPT {
+            self.cmds.pop_front();
+        }
+        self.cmds.push_back((cmd.server_time, [pitch, yaw]));
+        let Some(d) = self.delta_angles else {
             return;
         };
         let deg = |a: i32, d: i32| f64::from((a + d) & 0xffff) * 360.0 / 65536.0;
@@ -161,6 +178,29 @@ impl Flow {
         let fires = buttons & BUTTON_ATTACK != 0;
         self.track
             .command(angles, fires, ack, Some(time), cmd.server_time);
+    }
+
+    /// Mid-session, `delta_angles` unknown: the snapshot's view is the last command it ran
+    /// (the one of server time `command_time`) plus `delta_angles`, so their difference is
+    /// `delta_angles`. Taken once [`ECHO_AGREE`] snapshots in a row give the same: a command
+    /// a proxy rewrote on the way gives another, and a respawn changes it.
+    fn echo(&mut self, command_time: i32, view: [f64; 2]) {
+        let Some(&(_, a)) = self.cmds.iter().rev().find(|c| c.0 == command_time) else {
+            return;
+        };
+        let short = |deg: f64| ((deg * 65536.0 / 360.0) as i32) & 0xffff;
+        let d = [
+            (short(view[0]) - a[0]) & 0xffff,
+            (short(view[1]) - a[1]) & 0xffff,
+        ];
+        let n = match self.echo {
+            Some((e, n)) if e == d => n + 1,
+            _ => 1,
+        };
+        self.echo = Some((d, n));
+        if n >= ECHO_AGREE {
+            self.delta_angles = Some(d);
+        }
     }
 
     /// A player configstring: the slot's name (a cleared slot keeps the last one: the
@@ -179,7 +219,7 @@ impl Flow {
     fn view(&mut self, f: &SnapFrame, time: Option<f64>) -> Option<View> {
         let k = &f.ps_known;
         let ps = &f.ps;
-        let fl = &self.fields;
+        let fl = self.fields;
         let float = |i: usize| k.value(ps, i).map(|v| f64::from(f32::from_bits(v as u32)));
         let int = |i: usize| k.value(ps, i);
         if let Some(n) = int(PS_CLIENT_NUM) {
@@ -187,29 +227,53 @@ impl Flow {
         }
         if let (Some(p), Some(y)) = (int(fl.delta_angles[0]), int(fl.delta_angles[1])) {
             self.delta_angles = Some([p, y]);
+        } else if let (Some(t), Some(p), Some(y)) = (
+            int(fl.command_time),
+            float(fl.angles[0]),
+            float(fl.angles[1]),
+        ) {
+            self.echo(t, [p, y]);
         }
-        let me = self.client_num?;
-        let playing = int(PS_PM_TYPE)? == PM_NORMAL;
-        let view = View {
+        // The command clock is the snapshot's first field, sent in every one: known even
+        // mid-session. Where the aim's values are not (yet), the view is not judged.
+        let mut view = View {
             time,
             server_time: f.server_time,
             message_num: f.message_num,
             command_time: int(fl.command_time)?,
-            angles: [float(fl.angles[0])?, float(fl.angles[1])?],
-            origin: [
+            ..View::default()
+        };
+        // Mid-session the rarely sent values may stay unknown: `pm_type` (then playing is
+        // taken from the view moving at all, a dead player's does not), `viewheight`
+        // (`DEFAULT_VIEWHEIGHT`, 26), `clientNum` (a snapshot never holds its own player's
+        // entity anyway).
+        let aim = (|| {
+            let angles = [float(fl.angles[0])?, float(fl.angles[1])?];
+            let origin = [
                 float(fl.origin[0])?,
                 float(fl.origin[1])?,
                 float(fl.origin[2])?,
-            ],
-            view_height: f64::from(int(fl.view_height)?),
-            playing,
-            targets: Vec::new(),
-        };
-        let mut view = view;
-        for (i, e) in f.entities.iter().enumerate() {
-            let known = f.known.get(i).copied().unwrap_or(u64::MAX);
-            if let Some(pos) = target(e, known, fl, me) {
-                view.targets.push((e.number, pos));
+            ];
+            let playing = int(PS_PM_TYPE).is_none_or(|t| t == PM_NORMAL);
+            let height = int(fl.view_height).map_or(DEFAULT_VIEWHEIGHT, f64::from);
+            Some((
+                self.client_num.unwrap_or(-1),
+                playing,
+                angles,
+                origin,
+                height,
+            ))
+        })();
+        if let Some((me, playing, angles, origin, view_height)) = aim {
+            view.playing = playing;
+            view.angles = angles;
+            view.origin = origin;
+            view.view_height = view_height;
+            for (i, e) in f.entities.iter().enumerate() {
+                let known = f.known.get(i).copied().unwrap_or(u64::MAX);
+                if let Some(pos) = target(e, known, &fl, me) {
+                    view.targets.push((e.number, pos));
+                }
             }
         }
         Some(view)
