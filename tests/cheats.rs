@@ -88,6 +88,38 @@ fn the_exact_aimbot_is_found_where_it_aimed() {
         moments.len()
     );
     assert!(precision >= 0.9, "precision {precision}");
+    // The moments name whom the bot aimed at: most of its kills (the game events, held to
+    // server.log by the events tests) fall in a moment on their victim.
+    let out = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+        .args(["events", "--json"])
+        .arg(dir.join("capture.pcapng"))
+        .output()
+        .expect("events");
+    let kills: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("event"))
+        .filter(|e| e["kind"] == "kill" && e["killer"] == "LabPlayer1")
+        .collect();
+    let aimed = kills
+        .iter()
+        .filter(|k| {
+            let t = k["time"].as_f64().unwrap();
+            moments.iter().any(|m| {
+                m["target"] == k["victim"]
+                    && m["start"].as_f64().unwrap() - 1.0 <= t
+                    && t <= m["end"].as_f64().unwrap() + 1.0
+            })
+        })
+        .count();
+    eprintln!(
+        "kills in a moment on their victim: {aimed} of {}",
+        kills.len()
+    );
+    assert!(
+        kills.len() >= 10 && aimed * 10 >= kills.len() * 7,
+        "{aimed} of {}",
+        kills.len()
+    );
     let demo = cheats(&[&dir.join("client1-demo0.dm_68")]);
     let d = player(&demo, "LabPlayer1");
     assert_eq!(d["verdict"], "likely", "{d}");

@@ -113,10 +113,13 @@ fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
             });
             writeln!(
                 out,
-                "    {:<6} {at}g{:.3}-g{:.3}: {}",
+                "    {:<6} {at}g{:.3}-g{:.3}: {}{}",
                 m.kind,
                 f64::from(m.game_start) / 1000.0,
                 f64::from(m.game_end) / 1000.0,
+                m.target
+                    .as_ref()
+                    .map_or(String::new(), |t| format!("on {t}: ")),
                 m.detail
             )?;
         }

@@ -110,6 +110,12 @@ pub struct Moment {
     pub game_end: i32,
     /// What was seen, with its numbers.
     pub detail: String,
+    /// The player aimed at (`aim`), as the input names him (`#N` by slot when unnamed);
+    /// `null` for the other kinds.
+    pub target: Option<String>,
+    /// The target's slot, until the names are known.
+    #[serde(skip)]
+    target_num: Option<i32>,
 }
 
 /// Each signal's value, `None` where the input cannot tell.
@@ -174,8 +180,8 @@ struct Aim {
     locks: u32,
     /// Aim errors in 0.01° bins up to 45° (for the median).
     errors: Vec<u32>,
-    /// The run of locks going on: first, last, count, largest error.
-    run: Option<(At, At, u32, f64)>,
+    /// The run of locks going on: first, last, count, largest error, target's slot.
+    run: Option<(At, At, u32, f64, i32)>,
     moments: Vec<Moment>,
 }
 
@@ -184,7 +190,7 @@ impl Aim {
     /// before. A lock counts only when the view moved onto the target: a view and a target
     /// that both stand still stay aligned without aiming, and a target crossing a still
     /// crosshair passes through it by chance.
-    fn sample(&mut self, err: f64, at: At, moved: bool) {
+    fn sample(&mut self, err: f64, target: i32, at: At, moved: bool) {
         if err < LOCK_DEG && !moved {
             return;
         }
@@ -202,24 +208,30 @@ impl Aim {
             return;
         }
         self.locks += 1;
+        if self.run.is_some_and(|r| r.4 != target) {
+            self.miss();
+        }
         match &mut self.run {
-            Some((_, end, n, worst)) => {
+            Some((_, end, n, worst, _)) => {
                 *end = at;
                 *n += 1;
                 *worst = worst.max(err);
             }
-            None => self.run = Some((at, at, 1, err)),
+            None => self.run = Some((at, at, 1, err, target)),
         }
     }
 
     /// A sample that is not a lock (or none): the run of locks, if any, is a moment.
     fn miss(&mut self) {
-        if let Some((a, b, n, worst)) = self.run.take() {
+        if let Some((a, b, n, worst, target)) = self.run.take() {
             let detail = format!(
-                "{n} aim{} within {worst:.4}° of another player's position",
+                "{n} aim{} within {worst:.4}° of the target's position",
                 if n == 1 { "" } else { "s" }
             );
             push_moment(&mut self.moments, "aim", a, b, detail);
+            if let Some(m) = self.moments.last_mut() {
+                m.target_num = Some(target);
+            }
         }
     }
 }
@@ -233,6 +245,8 @@ fn push_moment(moments: &mut Vec<Moment>, kind: &'static str, a: At, b: At, deta
             game_start: a.server_time,
             game_end: b.server_time,
             detail,
+            target: None,
+            target_num: None,
         });
     }
 }
@@ -306,7 +320,7 @@ impl Track {
         let moved = self.last_fired.is_none_or(|a| turned(a, angles));
         self.last_fired = Some(angles);
         match err {
-            Some((err, _)) => self.by_command.sample(err, at, moved),
+            Some((err, target)) => self.by_command.sample(err, target, at, moved),
             None => self.by_command.miss(),
         }
     }
@@ -331,7 +345,7 @@ impl Track {
                 .back()
                 .is_none_or(|p| turned(p.angles, v.angles));
             match err {
-                Some((err, _)) => self.by_view.sample(err, At::of(&v), moved),
+                Some((err, target)) => self.by_view.sample(err, target, At::of(&v), moved),
                 None => self.by_view.miss(),
             }
         } else {
@@ -428,11 +442,13 @@ impl Track {
 
     /// The answer, at the end of the input. The aim is judged from the commands where the
     /// input has them (what the player's client sent), else from the snapshots' view.
+    /// `name` names a slot (for the moments' targets).
     pub(crate) fn finish(
         mut self,
         player: String,
         flow: Option<u32>,
         file: String,
+        name: &dyn Fn(i32) -> String,
     ) -> PlayerCheats {
         self.by_command.miss();
         self.by_view.miss();
@@ -463,6 +479,9 @@ impl Track {
         moments.extend(aim.moments);
         moments.sort_by_key(|m| m.game_start);
         moments.truncate(MAX_MOMENTS);
+        for m in &mut moments {
+            m.target = m.target_num.map(name);
+        }
         PlayerCheats {
             player,
             flow,
@@ -566,7 +585,7 @@ mod tests {
         for i in 0..20 {
             tr.view(view(i * 50, [0.0, yaw(i - 1)], at(i)));
         }
-        let r = tr.finish("X".into(), Some(1), "f".into());
+        let r = tr.finish("X".into(), Some(1), "f".into(), &|n| format!("#{n}"));
         assert_eq!(r.verdict, Verdict::Likely);
         assert_eq!(r.signals.aim_locks, Some(19));
         assert_eq!(r.moments.len(), 1);
@@ -581,7 +600,8 @@ mod tests {
             ));
         }
         assert_eq!(
-            tr.finish("Y".into(), None, "f".into()).verdict,
+            tr.finish("Y".into(), None, "f".into(), &|n| format!("#{n}"))
+                .verdict,
             Verdict::Clean
         );
     }
@@ -608,7 +628,7 @@ mod tests {
                 });
                 tr.view(v);
             }
-            tr.finish("Z".into(), Some(1), "f".into())
+            tr.finish("Z".into(), Some(1), "f".into(), &|n| format!("#{n}"))
         };
         let switch = run(true);
         assert_eq!(switch.signals.upstream_holds, Some(1));

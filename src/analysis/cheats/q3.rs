@@ -95,16 +95,19 @@ impl Default for Flow {
 impl Flow {
     /// The player's clean name, or `#N`, or `-` when not even his slot is known.
     pub(crate) fn player(&self) -> String {
-        match self.client_num {
-            Some(n) => {
-                let name = self.names.get(n as usize).map_or("", String::as_str);
-                if name.is_empty() {
-                    format!("#{n}")
-                } else {
-                    name.to_string()
-                }
-            }
-            None => "-".to_string(),
+        self.client_num.map_or("-".to_string(), |n| self.name(n))
+    }
+
+    /// Slot `n`'s clean name, or `#N`.
+    pub(crate) fn name(&self, n: i32) -> String {
+        let name = usize::try_from(n)
+            .ok()
+            .and_then(|i| self.names.get(i))
+            .map_or("", String::as_str);
+        if name.is_empty() {
+            format!("#{n}")
+        } else {
+            name.to_string()
         }
     }
 

@@ -57,14 +57,16 @@ impl Sink for CheatsSink {
         let mut all: Vec<(u32, Flow, bool)> = std::mem::take(&mut self.ended);
         all.extend(self.flows.drain().map(|(id, (f, d))| (id, f, d)));
         all.sort_by_key(|(id, _, _)| *id);
-        for (id, f, demo) in all {
+        for (id, mut f, demo) in all {
             if f.track.views == 0 {
                 continue;
             }
             let player = f.player();
             let flow = (!demo).then_some(id);
+            let track = std::mem::take(&mut f.track);
+            let name = |n: i32| f.name(n);
             self.players
-                .push(f.track.finish(player, flow, report.file.clone()));
+                .push(track.finish(player, flow, report.file.clone(), &name));
         }
         Ok(())
     }
