@@ -218,7 +218,8 @@ fn first_packet_time(cap: &Path) -> f64 {
 }
 
 /// No player of any other stored capture or real player's demo is above `clean`: the lab's
-/// scripted sessions (both capture sides, every client demo), and the real Quake 3 demos.
+/// scripted sessions (both capture sides, every client demo), the real Quake 3 demos and
+/// every player of the real QuakeWorld MVDs.
 /// The known cheaters of the aimbot and lag-switch sessions are the only exceptions.
 #[test]
 fn nobody_else_is_above_clean() {
@@ -227,6 +228,7 @@ fn nobody_else_is_above_clean() {
         root().join("captures"),
         root().join("../shared/captures"),
         root().join("../shared/demos/q3"),
+        root().join("../shared/demos/qw"),
     ] {
         let Ok(rd) = std::fs::read_dir(&dir) else {
             skip::data(&dir);
@@ -255,6 +257,13 @@ fn nobody_else_is_above_clean() {
     assert!(judged.len() >= 80, "{}", judged.len());
     let demos = judged.iter().filter(|r| r["flow"].is_null()).count();
     assert!(demos >= 20, "{demos}");
+    // Every player of the real QuakeWorld MVDs is judged (an .mvd carries everyone's view).
+    let mvd_players = judged
+        .iter()
+        .filter(|r| r["file"].as_str().is_some_and(|f| f.ends_with(".mvd")))
+        .filter(|r| r["signals"]["aim_judged"].as_u64().unwrap_or(0) > 1000)
+        .count();
+    assert!(mvd_players >= 14, "{mvd_players}");
 }
 
 /// `Detail::Frames` (what `cheats` decodes with) gives every snapshot the same frame as the

@@ -41,8 +41,8 @@ pub fn run(args: &CheatsArgs) -> Result<i32> {
     }
     if sink.quakeworld > 0 {
         eprintln!(
-            "quakecap: {} QuakeWorld connection(s) or demo(s) not judged: the signals are \
-             built for Quake 3 only so far",
+            "quakecap: {} QuakeWorld connection(s) or .qwd demo(s) not judged: only an .mvd \
+             carries the players' view angles",
             sink.quakeworld
         );
     }

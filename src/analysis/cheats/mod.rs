@@ -1,5 +1,5 @@
 //! Who cheated: aim and timing signals per player, from what each game's thin extractor
-//! reads off the decoded stream (`q3`): the player's view at each snapshot with the other
+//! reads off the decoded stream (`q3`, `qw`): the player's view at each snapshot with the other
 //! players he could aim at, and the client messages that carried his commands. The signals
 //! are written once, game-neutral, over those observations ([`View`], [`Sent`]).
 //!
@@ -19,6 +19,7 @@
 //! signal's share of the count that makes it `likely` (100 = at or beyond it), so below
 //! [`SUSPICIOUS_SCORE`] is `clean`.
 pub(crate) mod q3;
+pub(crate) mod qw;
 pub mod sink;
 
 use serde::Serialize;

@@ -1,0 +1,125 @@
+//! The QuakeWorld extractor of the cheat signals. An .mvd carries every player's origin and
+//! view angles (`svc_playerinfo`, MVD form): each update of a player is a [`View`] of him,
+//! with the other living players as targets. A QuakeWorld capture or .qwd holds the
+//! recorder's commands but no player's view angles: nothing is judged there yet.
+use super::{Track, View};
+use crate::qw::message::{Message, OpKind};
+use crate::qw::playerinfo::PlayerInfo;
+use crate::qw::svc::ServerOp;
+
+/// Player slots of QuakeWorld.
+const SLOTS: usize = 32;
+/// `DEFAULT_VIEWHEIGHT` of QuakeWorld: the eyes above the origin.
+const VIEW_HEIGHT: f64 = 22.0;
+/// The player model's death frames (`axdeth1` .. `deathe9` of player.mdl): a player showing
+/// one is dead, no target and not aiming.
+const DEATH_FRAMES: std::ops::RangeInclusive<u8> = 41..=102;
+
+/// A player's latest update.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    origin: [f64; 3],
+    alive: bool,
+}
+
+/// One demo's players: their latest state, names and signals.
+#[derive(Debug)]
+pub(crate) struct Demo {
+    /// Per slot: the latest origin and whether alive, once seen.
+    state: [Option<Seen>; SLOTS],
+    names: Vec<String>,
+    pub(crate) tracks: Vec<Track>,
+}
+
+impl Default for Demo {
+    fn default() -> Self {
+        Demo {
+            state: [None; SLOTS],
+            names: vec![String::new(); SLOTS],
+            tracks: (0..SLOTS).map(|_| Track::default()).collect(),
+        }
+    }
+}
+
+impl Demo {
+    /// Slot `n`'s clean name, or `#N`.
+    pub(crate) fn name(&self, n: i32) -> String {
+        let name = usize::try_from(n)
+            .ok()
+            .and_then(|i| self.names.get(i))
+            .map_or("", String::as_str);
+        if name.is_empty() {
+            format!("#{n}")
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// Read one decoded block.
+    pub(crate) fn message(&mut self, m: &Message) {
+        for op in &m.ops {
+            let OpKind::Server(op) = &op.kind else {
+                continue;
+            };
+            match op {
+                ServerOp::Playerinfo(p) => self.player(p, m.time),
+                ServerOp::Updateuserinfo { slot, userinfo, .. } => {
+                    let name = crate::q3::gamemod::info_value(userinfo, "name").unwrap_or("");
+                    self.set_name(*slot, name);
+                }
+                ServerOp::Setinfo { slot, key, value } if key == "name" => {
+                    self.set_name(*slot, value);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn set_name(&mut self, slot: u8, raw: &str) {
+        let name: String = raw
+            .chars()
+            .filter_map(crate::qw::charset::plain_char)
+            .collect();
+        if let Some(n) = self
+            .names
+            .get_mut(usize::from(slot))
+            .filter(|_| !name.is_empty())
+        {
+            *n = name;
+        }
+    }
+
+    /// A player's update (MVD form, with his view angles): his view.
+    fn player(&mut self, p: &PlayerInfo, time: f64) {
+        let (Some(angles), Some(slot)) =
+            (p.angles, Some(usize::from(p.num)).filter(|&s| s < SLOTS))
+        else {
+            return;
+        };
+        let origin = p.origin.map(f64::from);
+        let angles = [f64::from(angles[0]), f64::from(angles[1])];
+        let alive = !DEATH_FRAMES.contains(&p.frame);
+        self.state[slot] = Some(Seen { origin, alive });
+        // Demo time in ms (the demo's own clock; there is no server time in a QuakeWorld
+        // demo), and it stands for the command clock too: no hold can be told.
+        let ms = (time * 1000.0) as i32;
+        let targets = self
+            .state
+            .iter()
+            .enumerate()
+            .filter(|&(i, s)| i != slot && s.is_some_and(|s| s.alive))
+            .filter_map(|(i, s)| s.map(|s| (i as i32, s.origin)))
+            .collect();
+        self.tracks[slot].view(View {
+            time: None,
+            server_time: ms,
+            message_num: ms,
+            command_time: ms,
+            angles,
+            origin,
+            view_height: VIEW_HEIGHT,
+            playing: alive,
+            targets,
+        });
+    }
+}
