@@ -3,11 +3,14 @@
 //! players he could aim at, and the client messages that carried his commands. The signals
 //! are written once, game-neutral, over those observations ([`View`], [`Sent`]).
 //!
-//! * **Aim lock**: the angle between the view at a snapshot and the bearing of the nearest
-//!   other player in the snapshot before it (the positions the client had when it aimed,
-//!   from the player's origin, with and without his view height). An aimbot that sets the
-//!   view to a target's bearing leaves angles within the 16-bit angle quantum (0.0055°) of
-//!   one; a human holds no such angle. [`LOCK_DEG`], [`LOCK_LIKELY`].
+//! * **Aim lock**: for each command the player fired (a capture), the angle between his
+//!   view (the command's angles plus `delta_angles`) and the bearing of the nearest other
+//!   living player in the snapshot his client had acknowledged: the positions it aimed with,
+//!   from his origin, with and without his view height. Without commands (a demo, an .mvd)
+//!   the view of each snapshot against the positions of the one or two before. An aimbot
+//!   that writes a target's bearing into the command leaves angles within a few 16-bit
+//!   angle quanta (0.0055°); a hand does not. A lock counts only when the view moved onto
+//!   the target. [`LOCK_DEG`], [`LOCK_LIKELY`].
 //! * **Timing, upstream holds**: the server's view of the player's command clock
 //!   (`commandTime` in his snapshots) stands still for at least [`HOLD_MIN_MS`] of server
 //!   time and then catches up at once, while the player kept receiving: the commands sent
@@ -46,7 +49,7 @@ pub const HOLDS_LIKELY: u32 = 2;
 pub const SUSPICIOUS_SCORE: f64 = 30.0;
 /// Score at and above which a player is `likely`.
 pub const LIKELY_SCORE: f64 = 100.0;
-/// Moments kept per player (the strongest first are not chosen: the first ones).
+/// Moments kept per player: the first ones in game time, not the strongest.
 pub const MAX_MOMENTS: usize = 200;
 /// Client messages kept per player for judging holds (about 16 s at 125 packets/s).
 const SENT_KEPT: usize = 2048;
@@ -492,6 +495,19 @@ impl Track {
             signals,
             moments,
         }
+    }
+}
+
+/// Slot `n`'s name in `names`, or `#N` when it has none.
+fn slot_name(names: &[String], n: i32) -> String {
+    let name = usize::try_from(n)
+        .ok()
+        .and_then(|i| names.get(i))
+        .map_or("", String::as_str);
+    if name.is_empty() {
+        format!("#{n}")
+    } else {
+        name.to_string()
     }
 }
 

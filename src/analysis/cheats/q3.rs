@@ -100,15 +100,7 @@ impl Flow {
 
     /// Slot `n`'s clean name, or `#N`.
     pub(crate) fn name(&self, n: i32) -> String {
-        let name = usize::try_from(n)
-            .ok()
-            .and_then(|i| self.names.get(i))
-            .map_or("", String::as_str);
-        if name.is_empty() {
-            format!("#{n}")
-        } else {
-            name.to_string()
-        }
+        super::slot_name(&self.names, n)
     }
 
     /// Read one decoded message.
