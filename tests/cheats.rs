@@ -423,3 +423,25 @@ fn cuts_call_nobody_else() {
         );
     }
 }
+
+/// `--player` keeps one player's row (colour codes and case ignored); naming nobody exits 3
+/// (nothing matched), as the other commands do.
+#[test]
+fn player_selects_and_nobody_exits_3() {
+    let Some(cap) = shared("captures/q3-aimbot/capture.pcapng") else {
+        return;
+    };
+    let run = |who: &str| {
+        Command::new(env!("CARGO_BIN_EXE_quakecap"))
+            .args(["cheats", "--json", "--player", who])
+            .arg(&cap)
+            .output()
+            .expect("run")
+    };
+    let one = run("labplayer2");
+    assert!(one.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&one.stdout).expect("json");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["player"], "LabPlayer2");
+    assert_eq!(run("nobody").status.code(), Some(3));
+}

@@ -62,8 +62,11 @@ pub fn run(args: &CheatsArgs) -> Result<i32> {
     out.flush()?;
     Ok(if failed > 0 {
         super::input::EXIT_INPUT
+    } else if players.is_empty() {
+        // Nobody to judge (`--player` matched no one, or no input had a player's view).
+        super::input::EXIT_NOTHING
     } else {
-        0
+        super::input::EXIT_OK
     })
 }
 
@@ -73,7 +76,10 @@ fn clean(s: &str) -> String {
 
 fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
     if players.is_empty() {
-        return writeln!(out, "no player with snapshots in the input");
+        return writeln!(
+            out,
+            "no player to judge (no player's view in the inputs, or --player matched nobody)"
+        );
     }
     let mut file = "";
     for p in players {
