@@ -14,18 +14,46 @@ use crate::pipeline::{Report, Sink};
 #[derive(Debug, Default)]
 pub struct CheatsSink {
     flows: HashMap<u32, (Flow, bool)>,
-    ended: Vec<(u32, Flow, bool)>,
-    /// The answers, per input in the order read, each input's by flow id.
+    qw: HashMap<u32, Demo>,
+    /// Answers of connections that ended before the input did (their file is set at the
+    /// input's end): a long capture keeps the state of the connections live at once only.
+    ended: Vec<PlayerCheats>,
+    /// The answers, per input in the order read, each input's in flow order.
     pub players: Vec<PlayerCheats>,
     /// QuakeWorld connections and demos without view angles to judge (captures, .qwd).
     pub quakeworld: u64,
-    qw: HashMap<u32, Demo>,
 }
 
 impl CheatsSink {
     /// An empty sink.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The answers of Quake 3 connection (or demo) `id`: none when it showed no snapshot.
+    fn q3_answer(id: u32, mut f: Flow, demo: bool, out: &mut Vec<PlayerCheats>) {
+        if f.track.views == 0 {
+            return;
+        }
+        let player = f.player();
+        let track = std::mem::take(&mut f.track);
+        let name = |n: i32| f.name(n);
+        out.push(track.finish(player, (!demo).then_some(id), String::new(), &name));
+    }
+
+    /// The answers of a QuakeWorld flow: one per player with views; false when it had none.
+    fn qw_answers(mut d: Demo, out: &mut Vec<PlayerCheats>) -> bool {
+        let before = out.len();
+        for slot in 0..d.tracks.len() {
+            let track = std::mem::take(&mut d.tracks[slot]);
+            if track.views == 0 {
+                continue;
+            }
+            let name = |n: i32| d.name(n);
+            let player = d.name(slot as i32);
+            out.push(track.finish(player, None, String::new(), &name));
+        }
+        out.len() > before
     }
 }
 
@@ -43,7 +71,12 @@ impl Sink for CheatsSink {
             Event::Qw(m) => self.qw.entry(m.flow).or_default().message(m),
             Event::FlowEnd(s) => {
                 if let Some((f, demo)) = self.flows.remove(&s.id) {
-                    self.ended.push((s.id, f, demo));
+                    Self::q3_answer(s.id, f, demo, &mut self.ended);
+                }
+                if let Some(d) = self.qw.remove(&s.id) {
+                    if !Self::qw_answers(d, &mut self.ended) {
+                        self.quakeworld += 1;
+                    }
                 }
             }
             _ => {}
@@ -52,37 +85,23 @@ impl Sink for CheatsSink {
     }
 
     fn finish(&mut self, report: &Report) -> io::Result<()> {
+        let mut answers = std::mem::take(&mut self.ended);
         let mut qw: Vec<(u32, Demo)> = self.qw.drain().collect();
         qw.sort_by_key(|(id, _)| *id);
-        for (_, mut d) in qw {
-            let before = self.players.len();
-            for slot in 0..d.tracks.len() {
-                let track = std::mem::take(&mut d.tracks[slot]);
-                if track.views == 0 {
-                    continue;
-                }
-                let name = |n: i32| d.name(n);
-                let player = d.name(slot as i32);
-                self.players
-                    .push(track.finish(player, None, report.file.clone(), &name));
-            }
-            if self.players.len() == before {
+        for (_, d) in qw {
+            if !Self::qw_answers(d, &mut answers) {
                 self.quakeworld += 1;
             }
         }
-        let mut all: Vec<(u32, Flow, bool)> = std::mem::take(&mut self.ended);
-        all.extend(self.flows.drain().map(|(id, (f, d))| (id, f, d)));
-        all.sort_by_key(|(id, _, _)| *id);
-        for (id, mut f, demo) in all {
-            if f.track.views == 0 {
-                continue;
-            }
-            let player = f.player();
-            let flow = (!demo).then_some(id);
-            let track = std::mem::take(&mut f.track);
-            let name = |n: i32| f.name(n);
-            self.players
-                .push(track.finish(player, flow, report.file.clone(), &name));
+        let mut q3: Vec<(u32, (Flow, bool))> = self.flows.drain().collect();
+        q3.sort_by_key(|(id, _)| *id);
+        for (id, (f, demo)) in q3 {
+            Self::q3_answer(id, f, demo, &mut answers);
+        }
+        answers.sort_by_key(|a| a.flow);
+        for mut a in answers {
+            a.file = report.file.clone();
+            self.players.push(a);
         }
         Ok(())
     }
