@@ -7,10 +7,11 @@
 #
 # A typical check: build the old commit's binary (`git worktree add`), record with it, record
 # with the new one, compare. Outputs: flows --json, decode --json, decode --shownet,
-# events --json, net --json, check --json, the demos `demo` writes (each file), the HTML
-# report, diff --json of each capture against each client demo beside it, and export's
-# summary line (Parquet files carry the writer's metadata; their rows are read by the tests).
-# Cuts: each capture at 30 % and 60 % of its packets (pcapng blocks, by scripts/cut.py).
+# events --json, net --json, check --json, cheats --json, the demos `demo` writes (each
+# file), the HTML report, diff --json of each capture against each client demo beside it,
+# and export's summary line (Parquet files carry the writer's metadata; their rows are read
+# by the tests). Cuts: each capture at 30 % and 60 % of its packets (pcapng blocks, by
+# scripts/cut.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +48,8 @@ h() { sha256sum | cut -c1-16; }
 : >"$OUT"
 for f in "${inputs[@]}"; do
   label=${f#"$WORK/"}
-  for cmd in "flows --json" "decode --json" "decode --shownet" "events --json" "net --json" "check --json"; do
+  for cmd in "flows --json" "decode --json" "decode --shownet" "events --json" "net --json" "check --json" \
+    "cheats --json"; do
     # shellcheck disable=SC2086
     # From the input's folder: outputs name the file as given, and a cut's folder is temporary.
     out=$(cd "$(dirname "$f")" && "$Q" $cmd "$(basename "$f")" 2>/dev/null | h; echo "rc=${PIPESTATUS[0]}")

@@ -25,6 +25,7 @@ pub mod bits;
 pub mod cfloat;
 pub mod clc;
 pub mod color;
+pub mod command;
 pub mod configstrings;
 pub mod demo;
 pub mod demo_file;

@@ -135,7 +135,7 @@ impl Flow {
                     self.track.reset_level();
                 }
                 ServerOp::ServerCommand { text, .. } => {
-                    if let Some((i, v)) = cs_command(text) {
+                    if let Some((i, v)) = crate::q3::command::configstring(text) {
                         self.configstring(i, &v);
                     }
                 }
@@ -291,30 +291,4 @@ fn target(e: &EntityState, known: u64, fl: &Fields, me: i32) -> Option<[f64; 3]>
     }
     let f = |i: usize| val(i).map(|v| f64::from(f32::from_bits(v as u32)));
     Some([f(fl.tr_base[0])?, f(fl.tr_base[1])?, f(fl.tr_base[2])?])
-}
-
-/// `cs <index> "<value>"` as the index and the value.
-fn cs_command(text: &str) -> Option<(usize, String)> {
-    let rest = text.strip_prefix("cs ")?;
-    let (idx, value) = rest.split_once(' ')?;
-    let value = value.trim_end_matches('\n').trim();
-    let value = value
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap_or(value);
-    Some((idx.parse().ok()?, value.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn configstring_commands() {
-        assert_eq!(
-            cs_command("cs 547 \"n\\^1Bob\\t\\0\"\n"),
-            Some((547, "n\\^1Bob\\t\\0".to_string()))
-        );
-        assert_eq!(cs_command("print \"x\""), None);
-    }
 }

@@ -10,6 +10,7 @@ use crate::gameevent::names::LearnedName;
 use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score};
 use crate::q3::clc::ClientOp;
 use crate::q3::color::plain;
+use crate::q3::command::{first_arg, split_command, tokenize};
 use crate::q3::delta::EntityState;
 use crate::q3::fields::{ENTITYNUM_WORLD, PS_CLIENT_NUM, PS_PM_TYPE};
 use crate::q3::gamemod::{info_value, GameMod, ET_EVENTS, EV_EVENT_BITS};
@@ -926,54 +927,6 @@ fn is_on(v: &str) -> bool {
 
 fn truncate(s: &str) -> String {
     s.chars().take(60).collect()
-}
-
-/// The first word and the rest (leading blanks skipped).
-fn split_command(s: &str) -> (&str, &str) {
-    let s = s.trim_start();
-    match s.find(|c: char| c.is_ascii_whitespace()) {
-        Some(i) => (&s[..i], s[i..].trim_start()),
-        None => (s, ""),
-    }
-}
-
-/// The first argument as the engine's tokenizer reads it: a quoted string (no escapes in
-/// Quake 3), or one word.
-fn first_arg(s: &str) -> String {
-    tokenize(s).into_iter().next().unwrap_or_default()
-}
-
-/// Split a command line into arguments: quoted strings keep their blanks.
-fn tokenize(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = s.chars().peekable();
-    loop {
-        while it.peek().is_some_and(|c| c.is_whitespace()) {
-            it.next();
-        }
-        let Some(&c) = it.peek() else {
-            return out;
-        };
-        let mut arg = String::new();
-        if c == '"' {
-            it.next();
-            for c in it.by_ref() {
-                if c == '"' {
-                    break;
-                }
-                arg.push(c);
-            }
-        } else {
-            while let Some(&c) = it.peek() {
-                if c.is_whitespace() {
-                    break;
-                }
-                arg.push(c);
-                it.next();
-            }
-        }
-        out.push(arg);
-    }
 }
 
 /// A `chat`/`tchat` body: `Name^7\x19: text` (say), `\x19(Name^7\x19)\x19: text` (team,
