@@ -12,6 +12,7 @@ use std::sync::Arc;
 use q3common::{cap, client_demos, decode, demo_records, shared, Q3_CAPTURES};
 use quakecap::q3::bits::BitWriter;
 use quakecap::q3::delta::{write_delta_entity, write_delta_playerstate, EntityState, FieldChange};
+use quakecap::q3::protocol::Protocol;
 use quakecap::q3::state::SnapFrame;
 use quakecap::q3::svc::{emit, Gamestate, ServerMessage, ServerOp, Snapshot};
 
@@ -57,8 +58,8 @@ fn server_from(from: &mut [i32], to: &[i32], changes: &[FieldChange], p: &mut Pa
 /// The client state the writer needs: baselines and the snapshot ring. A delta reads
 /// `snapshots[deltaNum & 31]` whether or not that slot still holds the base the server used
 /// (`CL_ParseSnapshot` only marks the result invalid), so the ring slot is the base here too.
-#[derive(Default)]
 struct Client {
+    proto: &'static Protocol,
     baselines: HashMap<i32, EntityState>,
     ring: HashMap<i32, Arc<SnapFrame>>,
     patches: Patches,
@@ -73,12 +74,16 @@ impl Client {
         for cs in &g.configstrings {
             w.write_byte(3);
             w.write_short(cs.index as i16);
-            w.write_big_string(&cs.value);
+            if self.proto.utf8 {
+                w.write_big_string_utf8(&cs.value);
+            } else {
+                w.write_big_string(&cs.value);
+            }
         }
         for b in &g.baselines {
             w.write_byte(4);
             let zero = EntityState::zeroed(b.state.number);
-            write_delta_entity(w, &zero, Some(&b.state), true);
+            write_delta_entity(w, self.proto, &zero, Some(&b.state), true);
             self.baselines.insert(b.state.number, b.state.clone());
         }
         w.write_byte(8);
@@ -115,7 +120,7 @@ impl Client {
             &ps.changes,
             &mut self.patches,
         );
-        write_delta_playerstate(w, Some(&server_old), &ps.state);
+        write_delta_playerstate(w, self.proto, Some(&server_old), &ps.state);
         let old_ents = old.as_ref().map_or(&[][..], |o| &o.entities[..]);
         for d in &s.entities {
             let number = d.state.number;
@@ -124,7 +129,7 @@ impl Client {
                 None => (self.baseline(number), true),
             };
             if d.removed {
-                write_delta_entity(w, &from, None, false);
+                write_delta_entity(w, self.proto, &from, None, false);
                 continue;
             }
             let mut server_from_state = from;
@@ -134,7 +139,7 @@ impl Client {
                 &d.changes,
                 &mut self.patches,
             );
-            write_delta_entity(w, &server_from_state, Some(&d.state), force);
+            write_delta_entity(w, self.proto, &server_from_state, Some(&d.state), force);
         }
         w.write_bits(1023, 10);
         self.ring.insert(seq & 31, s.frame.clone());
@@ -148,7 +153,7 @@ impl Client {
         for op in &m.ops {
             match op {
                 ServerOp::ServerCommand { seq, text, .. } => {
-                    emit::server_command(&mut w, *seq, text)
+                    emit::server_command(&mut w, self.proto, *seq, text)
                 }
                 ServerOp::Gamestate(g) => self.gamestate(&mut w, g),
                 ServerOp::Snapshot(s) => self.snapshot(&mut w, seq, s),
@@ -177,7 +182,12 @@ fn records(p: &Path) -> usize {
 /// Decode `path` through the pipeline and write every server message again.
 fn reencode(path: &Path) -> Outcome {
     let (_, msgs) = decode(path, true);
-    let mut client = Client::default();
+    let mut client = Client {
+        proto: Protocol::of(msgs.first().map_or(68, |m| m.protocol)),
+        baselines: HashMap::new(),
+        ring: HashMap::new(),
+        patches: Patches::default(),
+    };
     let mut out = Outcome::default();
     for m in &msgs {
         let (Some(sm), Some(body), Some(seq)) = (m.server(), m.raw.as_deref(), m.seq) else {
@@ -279,4 +289,32 @@ fn shared_demos_reencode_byte_identical() {
     }
     // 24 .dm_68 files in the corpus, four of them broken.
     assert_eq!(checked, 20);
+}
+
+/// Quake Live's demos (protocols 73, 90, 91) written again with their own field tables and
+/// UTF-8 strings give every record back byte for byte: the tables and the string rule are
+/// the ones its servers used. The truncated demo's last record is cut, the rest identical.
+#[test]
+fn quake_live_demos_reencode_byte_identical() {
+    let dir = shared("demos/ql");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        skip::data(&dir);
+        return;
+    };
+    let mut paths: Vec<_> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x != "md"))
+        .collect();
+    paths.sort();
+    let mut protocols = std::collections::BTreeSet::new();
+    for p in &paths {
+        let got = reencode(p);
+        eprintln!("{}: {got:?}", p.display());
+        assert_eq!(got.failed, 0, "{}", p.display());
+        assert_eq!(got.identical, records(p), "{}", p.display());
+        protocols.insert(p.extension().unwrap().to_string_lossy().to_string());
+    }
+    assert_eq!(paths.len(), 14);
+    assert_eq!(protocols.len(), 3, "{protocols:?}");
 }

@@ -259,8 +259,9 @@ pub fn run(
     }
 }
 
-/// The Quake 3 demo protocols the decoders implement (Quake 3 1.29–1.32, ioquake3).
-const SUPPORTED_Q3_DEMOS: [u32; 4] = [66, 67, 68, 71];
+/// The Quake 3 demo protocols the decoders implement (Quake 3 1.29–1.32, ioquake3, and
+/// Quake Live's 73, 90 and 91).
+const SUPPORTED_Q3_DEMOS: [u32; 7] = [66, 67, 68, 71, 73, 90, 91];
 
 /// A demo held in memory, of the format the name or the content gives.
 fn run_demo_data(
@@ -290,8 +291,7 @@ fn run_demo_data(
                 return Err(InputError::Unusable {
                     file: name,
                     message: format!(
-                        "Quake 3 demo protocol {p}{} is not supported (quakecap reads protocols 66, 67, 68 and 71)",
-                        if p >= 73 { " (Quake Live)" } else { "" }
+                        "Quake 3 demo protocol {p} is not supported (quakecap reads protocols 66, 67, 68 and 71, and Quake Live's 73, 90 and 91)"
                     ),
                 });
             }

@@ -310,6 +310,7 @@ mod tests {
         e.kind = Kind::Chat;
         e.from_client = from_client;
         e.detail = Detail::Chat(crate::gameevent::Chat {
+            clan: None,
             name: Some("A".into()),
             num: None,
             text: "gg".into(),

@@ -263,6 +263,9 @@ pub struct Kill {
 pub struct Chat {
     /// The sender's name, colour codes removed.
     pub name: Option<String>,
+    /// The sender's clan tag, colour codes removed (Quake Live, where the player has one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clan: Option<String>,
     /// The sender's client number, when known.
     pub num: Option<i32>,
     /// Without colour codes.

@@ -448,6 +448,7 @@ impl Extractor {
             _ => "say",
         };
         let chat = Chat {
+            clan: None,
             name: name.as_deref().map(clean),
             num,
             text: chat_text(text),
@@ -476,6 +477,7 @@ impl Extractor {
             .and_then(|r| r.strip_suffix('"'))
             .unwrap_or(rest);
         let chat = Chat {
+            clan: None,
             name: Some(clean(&self.slots[me].name)),
             num: Some(me as i32),
             text: chat_text(raw),

@@ -384,6 +384,26 @@ impl<'a> BitReader<'a> {
         }
     }
 
+    /// Quake Live's `MSG_ReadString`: bytes above 127 are kept (its text is UTF-8; a byte
+    /// sequence that is not valid UTF-8 reads as U+FFFD), `%` still becomes `.`.
+    pub fn read_string_utf8(&mut self) -> Result<String, BitError> {
+        self.read_string_utf8_max(MAX_STRING_CHARS - 1)
+    }
+
+    /// Quake Live's `MSG_ReadBigString`, as [`read_string_utf8`](Self::read_string_utf8).
+    pub fn read_big_string_utf8(&mut self) -> Result<String, BitError> {
+        self.read_string_utf8_max(BIG_INFO_STRING - 1)
+    }
+
+    fn read_string_utf8_max(&mut self, max: usize) -> Result<String, BitError> {
+        let mut out: Vec<u8> = Vec::with_capacity(128);
+        self.read_string_chars_as::<true>(max, &mut out)?;
+        Ok(match String::from_utf8(out) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
     fn read_string_max(&mut self, max: usize) -> Result<String, BitError> {
         // One allocation for most strings instead of growing from empty.
         let mut out: Vec<u8> = Vec::with_capacity(128);
@@ -393,6 +413,16 @@ impl<'a> BitReader<'a> {
 
     /// The characters of a string appended to `out` (at most `max` kept).
     fn read_string_chars(&mut self, max: usize, out: &mut Vec<u8>) -> Result<(), BitError> {
+        self.read_string_chars_as::<false>(max, out)
+    }
+
+    /// [`read_string_chars`](Self::read_string_chars); with `UTF8` bytes above 127 kept.
+    #[inline(always)]
+    fn read_string_chars_as<const UTF8: bool>(
+        &mut self,
+        max: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BitError> {
         'window: loop {
             // Up to 5 codes per 64-bit window (5 * 11 = 55 <= 57 valid bits).
             let mut w = self.window64(self.bit);
@@ -415,7 +445,11 @@ impl<'a> BitReader<'a> {
                     self.bit = pos;
                     return Ok(());
                 }
-                out.push(if c == b'%' || c > 127 { b'.' } else { c });
+                out.push(if c == b'%' || (c > 127 && !UTF8) {
+                    b'.'
+                } else {
+                    c
+                });
             }
             self.bit = pos;
         }
@@ -632,11 +666,27 @@ impl BitWriter {
         self.write_string_max(s.as_bytes(), BIG_INFO_STRING);
     }
 
+    /// Quake Live's `MSG_WriteString`: as [`write_string`](Self::write_string) but bytes
+    /// above 127 (UTF-8) are written as they are.
+    pub fn write_string_utf8(&mut self, s: &str) {
+        self.write_string_bytes(s.as_bytes(), MAX_STRING_CHARS, true);
+    }
+
+    /// Quake Live's `MSG_WriteBigString`, as [`write_string_utf8`](Self::write_string_utf8).
+    pub fn write_big_string_utf8(&mut self, s: &str) {
+        self.write_string_bytes(s.as_bytes(), BIG_INFO_STRING, true);
+    }
+
     fn write_string_max(&mut self, s: &[u8], limit: usize) {
+        self.write_string_bytes(s, limit, false);
+    }
+
+    fn write_string_bytes(&mut self, s: &[u8], limit: usize, utf8: bool) {
         let l = s.iter().position(|&c| c == 0).unwrap_or(s.len());
         if l < limit {
             for &c in s.iter().take(l) {
-                self.write_byte(if c > 127 || c == b'%' { b'.' } else { c });
+                let keep = c != b'%' && (c <= 127 || utf8);
+                self.write_byte(if keep { c } else { b'.' });
             }
         }
         self.write_byte(0);

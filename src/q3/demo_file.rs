@@ -94,6 +94,7 @@ impl<'a> Decoder<'a> {
         opts: conn::Options,
     ) -> Self {
         let mut state = ClientState::default();
+        state.proto = crate::q3::protocol::Protocol::of(protocol.unwrap_or(68));
         state.pool.roomy();
         Decoder {
             records: Reader::new(data),

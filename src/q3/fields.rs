@@ -50,12 +50,20 @@ pub const FLOAT_INT_BITS: i32 = 13;
 /// Bias added to an integral float before sending it in [`FLOAT_INT_BITS`] bits.
 pub const FLOAT_INT_BIAS: i32 = 1 << (FLOAT_INT_BITS - 1);
 
-/// Number of fields in [`ENTITY_FIELDS`].
-pub const NUM_ENTITY_FIELDS: usize = 51;
-/// Number of fields in [`PLAYER_FIELDS`].
-pub const NUM_PLAYER_FIELDS: usize = 48;
+/// Number of fields in [`ENTITY_FIELDS`]: protocol 68's 51, then the 7 Quake Live adds.
+pub const NUM_ENTITY_FIELDS: usize = 58;
+/// Number of fields in [`PLAYER_FIELDS`]: protocol 68's 48, then the 10 Quake Live adds.
+pub const NUM_PLAYER_FIELDS: usize = 58;
+/// Fields of protocol 68's `entityStateFields` (the first ones of [`ENTITY_FIELDS`]).
+pub const Q3_ENTITY_FIELDS: usize = 51;
+/// Fields of protocol 68's `playerStateFields` (the first ones of [`PLAYER_FIELDS`]).
+pub const Q3_PLAYER_FIELDS: usize = 48;
 
-/// `entityStateFields` in wire order (`number` is not a field; it precedes the delta).
+/// Every entity field any supported protocol sends, each with a slot of its own in
+/// [`EntityState::fields`](crate::q3::delta::EntityState): protocol 68's `entityStateFields`
+/// in its wire order (so that for protocol 68 a field's slot is its wire index), then the
+/// fields Quake Live added. A protocol's own wire order is its [`Protocol`]'s table.
+/// (`number` is not a field; it precedes the delta.)
 pub const ENTITY_FIELDS: [NetField; NUM_ENTITY_FIELDS] = [
     NetField::new("pos.trTime", 32),
     NetField::new("pos.trBase[0]", 0),
@@ -108,9 +116,20 @@ pub const ENTITY_FIELDS: [NetField; NUM_ENTITY_FIELDS] = [
     NetField::new("angles2[2]", 0),
     NetField::new("constantLight", 32),
     NetField::new("frame", 16),
+    // Quake Live (protocol 73 on).
+    NetField::new("pos.gravity", 32),
+    NetField::new("apos.gravity", 32),
+    // Quake Live, protocol 90 on.
+    NetField::new("jumpTime", 32),
+    NetField::new("doubleJumped", 1),
+    // Quake Live, protocol 91.
+    NetField::new("health", 16),
+    NetField::new("armor", 16),
+    NetField::new("location", 8),
 ];
 
-/// `playerStateFields` in wire order.
+/// Every playerstate field any supported protocol sends: protocol 68's `playerStateFields`
+/// in its wire order, then Quake Live's additions (as [`ENTITY_FIELDS`]).
 pub const PLAYER_FIELDS: [NetField; NUM_PLAYER_FIELDS] = [
     NetField::new("commandTime", 32),
     NetField::new("origin[0]", 0),
@@ -160,6 +179,18 @@ pub const PLAYER_FIELDS: [NetField; NUM_PLAYER_FIELDS] = [
     NetField::new("grapplePoint[2]", 0),
     NetField::new("jumppad_ent", GENTITYNUM_BITS),
     NetField::new("loopSound", 16),
+    // Quake Live, protocol 90 on.
+    NetField::new("jumpTime", 32),
+    NetField::new("doubleJumped", 1),
+    // Quake Live, protocol 91.
+    NetField::new("weaponPrimary", 8),
+    NetField::new("crouchTime", 32),
+    NetField::new("crouchSlideTime", 32),
+    NetField::new("location", 8),
+    NetField::new("fov", 8),
+    NetField::new("forwardmove", 8),
+    NetField::new("rightmove", 8),
+    NetField::new("upmove", 8),
 ];
 
 /// Index of an entity field by engine name.
@@ -190,9 +221,13 @@ mod tests {
 
     #[test]
     fn table_shapes() {
-        let floats = ENTITY_FIELDS.iter().filter(|f| f.is_float()).count();
+        let (q3_entity, q3_player) = (
+            &ENTITY_FIELDS[..Q3_ENTITY_FIELDS],
+            &PLAYER_FIELDS[..Q3_PLAYER_FIELDS],
+        );
+        let floats = q3_entity.iter().filter(|f| f.is_float()).count();
         assert_eq!(floats, 24);
-        assert_eq!(PLAYER_FIELDS.iter().filter(|f| f.is_float()).count(), 12);
+        assert_eq!(q3_player.iter().filter(|f| f.is_float()).count(), 12);
         assert_eq!(PLAYER_FIELDS.iter().filter(|f| f.bits < 0).count(), 3);
         assert!(ENTITY_FIELDS.iter().all(|f| f.bits >= 0 && f.bits <= 32));
         assert_eq!(entity_field_index("pos.trDelta[2]"), Some(7));
@@ -204,6 +239,6 @@ mod tests {
         let mut names: Vec<_> = ENTITY_FIELDS.iter().map(|f| f.name).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 51);
+        assert_eq!(names.len(), NUM_ENTITY_FIELDS);
     }
 }

@@ -14,6 +14,8 @@ pub enum GameMod {
     Cpma,
     /// Orange Smoothie Productions (`osp`), read with the baseq3 numbering.
     Osp,
+    /// Quake Live (`gamename` baseqz): its own event and means-of-death numbering.
+    QuakeLive,
     /// Anything else: read with the baseq3 tables (the name is kept to say so).
     Unknown(String),
 }
@@ -25,6 +27,7 @@ impl fmt::Display for GameMod {
             GameMod::OpenArena => f.write_str("baseoa"),
             GameMod::Cpma => f.write_str("cpma"),
             GameMod::Osp => f.write_str("osp"),
+            GameMod::QuakeLive => f.write_str("baseqz"),
             GameMod::Unknown(s) => f.write_str(s),
         }
     }
@@ -67,6 +70,23 @@ const MOD_TEAM_ARENA: [&str; 6] = [
     "MOD_GRAPPLE",
 ];
 
+/// Quake Live's means of death after the common ones: Team Arena's, then its own.
+const MOD_QUAKE_LIVE: [&str; 10] = [
+    "MOD_NAIL",
+    "MOD_CHAINGUN",
+    "MOD_PROXIMITY_MINE",
+    "MOD_KAMIKAZE",
+    "MOD_JUICED",
+    "MOD_GRAPPLE",
+    "MOD_SWITCH_TEAMS",
+    "MOD_THAW",
+    "MOD_LIGHTNING_DISCHARGE",
+    "MOD_HMG",
+];
+
+/// Quake Live's `EV_OBITUARY` (it removed events before baseq3's 60).
+pub const EV_OBITUARY_QUAKE_LIVE: i32 = 58;
+
 /// `ET_EVENTS`: an entity whose type is above it is a temporary event entity carrying event
 /// `eType - ET_EVENTS`.
 pub const ET_EVENTS: i32 = 13;
@@ -90,15 +110,19 @@ impl GameMod {
             "baseoa" | "openarena" => GameMod::OpenArena,
             "cpma" => GameMod::Cpma,
             "osp" => GameMod::Osp,
+            "baseqz" => GameMod::QuakeLive,
             _ => GameMod::Unknown(game),
         }
     }
 
-    /// The obituary's event number. Every mod known here keeps baseq3's `EV_OBITUARY` (60):
-    /// the events before it are the engine-era list the mods did not renumber, and OpenArena's
-    /// Team Arena events come after it.
+    /// The obituary's event number. Every Quake 3 mod known here keeps baseq3's
+    /// `EV_OBITUARY` (60): the events before it are the engine-era list the mods did not
+    /// renumber, and OpenArena's Team Arena events come after it. Quake Live's is 58.
     pub fn obituary_event(&self) -> i32 {
-        EV_OBITUARY
+        match self {
+            GameMod::QuakeLive => EV_OBITUARY_QUAKE_LIVE,
+            _ => EV_OBITUARY,
+        }
     }
 
     /// The name of means of death `n`, None when this mod's table has no such number.
@@ -109,6 +133,7 @@ impl GameMod {
         }
         match self {
             GameMod::OpenArena => MOD_TEAM_ARENA.get(i - MOD_COMMON.len()).copied(),
+            GameMod::QuakeLive => MOD_QUAKE_LIVE.get(i - MOD_COMMON.len()).copied(),
             _ if i == MOD_COMMON.len() => Some("MOD_GRAPPLE"),
             _ => None,
         }

@@ -33,6 +33,7 @@ pub mod error;
 pub mod gamemod;
 pub mod message;
 pub mod oob;
+pub mod protocol;
 pub mod state;
 pub mod svc;
 pub mod usercmd;
@@ -43,4 +44,5 @@ pub use delta::types::{
 };
 pub use delta::DeltaError;
 pub use demo_file::decode_demo_file;
+pub use fields::NetField;
 pub use netchan::HeaderError;

@@ -23,7 +23,9 @@ pub const MAX_SNAPSHOT_ENTITIES: u64 = 256;
 pub const MAX_GAMESTATE_CHARS: usize = 16000;
 /// `CS_SYSTEMINFO`: the systeminfo configstring (`sv_serverid`, `sv_paks`, `fs_game`, ...).
 pub const CS_SYSTEMINFO: usize = 1;
-/// First player configstring (`CS_PLAYERS`).
+/// First player configstring (`CS_PLAYERS`) of Quake 3 (Quake Live's: [`Protocol::cs`]).
+///
+/// [`Protocol::cs`]: crate::q3::protocol::Protocol::cs
 pub const CS_PLAYERS: usize = 544;
 /// Client slots (configstrings CS_PLAYERS.. hold one each).
 pub const MAX_CLIENTS: usize = 64;
@@ -356,10 +358,13 @@ pub struct HistFrame {
 /// `EV_OBITUARY`, toggle bits aside): the one entity event the game events read (kills).
 /// The other event entities (sounds, impacts, most of those in a firefight's snapshots)
 /// are not looked for.
-pub fn is_obituary(s: &EntityState) -> bool {
-    use super::gamemod::{ET_EVENTS, EV_EVENT_BITS, EV_OBITUARY};
+/// `ev_obituary` is the game's number for it ([`Protocol::ev_obituary`]).
+///
+/// [`Protocol::ev_obituary`]: crate::q3::protocol::Protocol::ev_obituary
+pub fn is_obituary(s: &EntityState, ev_obituary: i32) -> bool {
+    use super::gamemod::{ET_EVENTS, EV_EVENT_BITS};
     let et = s.fields[super::fields::ENTITY_ETYPE];
-    et > ET_EVENTS && (et - ET_EVENTS) & !EV_EVENT_BITS == EV_OBITUARY
+    et > ET_EVENTS && (et - ET_EVENTS) & !EV_EVENT_BITS == ev_obituary
 }
 
 impl HistFrame {
@@ -382,6 +387,8 @@ pub const MAX_AREAMASK: usize = 32;
 /// The client's parse state for one connection (or one demo file).
 #[derive(Debug, Clone)]
 pub struct ClientState {
+    /// The protocol's field tables and string rules (Quake 3's unless a Quake Live demo).
+    pub proto: &'static crate::q3::protocol::Protocol,
     /// The configstring table: the gamestate's, updated by `cs` and `bcs0/1/2` commands.
     pub configstrings: Configstrings,
     /// The entity baselines of the last gamestate (`cl.entityBaselines`).
@@ -440,6 +447,7 @@ pub struct ClientState {
 impl Default for ClientState {
     fn default() -> Self {
         ClientState {
+            proto: crate::q3::protocol::Protocol::q3(),
             configstrings: Configstrings::default(),
             baselines: Baselines::default(),
             snapshots: vec![None; PACKET_BACKUP],
@@ -667,7 +675,7 @@ impl ClientState {
         let mut out = Vec::new();
         for &e in &f.ents {
             let s = self.pool.get(e);
-            if is_obituary(s) {
+            if is_obituary(s, self.proto.ev_obituary) {
                 any = true;
                 if self.pool.known(e) & EVENT_FIELDS == EVENT_FIELDS {
                     out.push(s.clone());
@@ -786,14 +794,16 @@ impl ClientState {
     /// Player name from CS_PLAYERS for the recording client.
     pub fn player_name(&self, client: i32) -> Option<String> {
         // clientNum comes from the message: any i32.
-        let i = usize::try_from(client).ok()?.checked_add(CS_PLAYERS)?;
+        let i = usize::try_from(client)
+            .ok()?
+            .checked_add(self.proto.cs.players)?;
         super::oob::info_value(self.configstrings.get(i), "n")
     }
 
     /// Names of the clients in the game now (team 3, spectators, aside), by client number.
     pub fn players(&self) -> impl Iterator<Item = String> + '_ {
         self.configstrings
-            .range(CS_PLAYERS, MAX_CLIENTS)
+            .range(self.proto.cs.players, MAX_CLIENTS)
             .filter(|cs| super::oob::info_value(cs, "t").as_deref() != Some("3"))
             .filter_map(|cs| super::oob::info_value(cs, "n"))
     }

@@ -208,7 +208,10 @@ fn gamestate_info(m: &Message) -> Option<(Option<String>, Option<String>, Baseli
             // clientNum comes from the message: any i32.
             let player = u16::try_from(g.client_num)
                 .ok()
-                .and_then(|c| c.checked_add(crate::q3::state::CS_PLAYERS as u16))
+                .and_then(|c| {
+                    let players = crate::q3::protocol::Protocol::of(m.protocol).cs.players;
+                    c.checked_add(players as u16)
+                })
                 .and_then(cs)
                 .and_then(|s| crate::q3::oob::info_value(s, "n"));
             let mut baselines = Baselines::default();
@@ -251,14 +254,17 @@ fn plan(
         return (None, snap.map(|_| seq));
     }
     // Re-encode: ack, the server commands, the snapshot as full (if its state is known), EOF.
+    let proto = crate::q3::protocol::Protocol::of(m.protocol);
     let keep_snapshot = snap.is_some_and(|s| s.valid);
     let mut w = BitWriter::new();
     emit::ack(&mut w, sm.ack);
     for op in &sm.ops {
         match op {
-            ServerOp::ServerCommand { seq, text, .. } => emit::server_command(&mut w, *seq, text),
+            ServerOp::ServerCommand { seq, text, .. } => {
+                emit::server_command(&mut w, proto, *seq, text)
+            }
             ServerOp::Snapshot(s) if keep_snapshot => {
-                emit::full_snapshot(&mut w, &s.frame, &fd.baselines)
+                emit::full_snapshot(&mut w, proto, &s.frame, &fd.baselines)
             }
             _ => {}
         }

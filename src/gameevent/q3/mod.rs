@@ -15,6 +15,7 @@ use crate::q3::delta::EntityState;
 use crate::q3::fields::{ENTITYNUM_WORLD, PS_CLIENT_NUM, PS_PM_TYPE};
 use crate::q3::gamemod::{info_value, GameMod, ET_EVENTS, EV_EVENT_BITS};
 use crate::q3::message::Message;
+use crate::q3::protocol::{CsLayout, Protocol};
 use crate::q3::state::SnapFrame;
 use crate::q3::svc::{Gamestate, ServerOp};
 use flags::Flags;
@@ -23,15 +24,11 @@ pub mod flags;
 
 const CS_SERVERINFO: usize = 0;
 const CS_SYSTEMINFO: usize = 1;
-const CS_WARMUP: usize = 5;
-const CS_LEVEL_START_TIME: usize = 21;
-const CS_INTERMISSION: usize = 22;
-const CS_FLAGSTATUS: usize = 23;
-const CS_PLAYERS: usize = 544;
 const MAX_CLIENTS: usize = 64;
 const MAX_CONFIGSTRINGS: usize = 1024;
-/// Configstrings below this are kept (server and system info up to the CTF flag status).
-const LOW_KEPT: usize = CS_FLAGSTATUS + 1;
+/// Configstrings below this are kept (server and system info up to Quake 3's CTF flag
+/// status, with every game's warmup, level start and intermission).
+const LOW_KEPT: usize = 24;
 
 /// The configstrings game events read: the low ones (server and system info, warmup, level
 /// start, intermission, flag status) and the player slots. The others (models, sounds,
@@ -40,35 +37,55 @@ const LOW_KEPT: usize = CS_FLAGSTATUS + 1;
 /// until the end of the input).
 #[derive(Debug, Clone)]
 struct Watched {
-    /// `LOW_KEPT` low ones, then `MAX_CLIENTS` player slots.
+    /// Where the game keeps them.
+    at: CsLayout,
+    /// `LOW_KEPT` low ones, the flag status (where it is above them), then `MAX_CLIENTS`
+    /// player slots.
     kept: Vec<String>,
 }
+
+/// Where in [`Watched::kept`] the flag status is when it is not among the low ones.
+const FLAG_KEPT: usize = LOW_KEPT;
+/// Where in [`Watched::kept`] the player slots start.
+const PLAYERS_KEPT: usize = LOW_KEPT + 1;
 
 impl Watched {
     fn new() -> Self {
         Watched {
-            kept: vec![String::new(); LOW_KEPT + MAX_CLIENTS],
+            at: Protocol::q3().cs,
+            kept: vec![String::new(); PLAYERS_KEPT + MAX_CLIENTS],
         }
     }
 
     /// Where configstring `i` is kept, if it is.
-    fn slot(i: usize) -> Option<usize> {
+    fn slot(&self, i: usize) -> Option<usize> {
+        let players = self.at.players;
         if i < LOW_KEPT {
             Some(i)
-        } else if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&i) {
-            Some(LOW_KEPT + i - CS_PLAYERS)
+        } else if i == self.at.flag_status {
+            Some(FLAG_KEPT)
+        } else if (players..players + MAX_CLIENTS).contains(&i) {
+            Some(PLAYERS_KEPT + i - players)
         } else {
             None
         }
     }
 
+    /// The player slot configstring `i` is, if it is one.
+    fn player_slot(&self, i: usize) -> Option<usize> {
+        let players = self.at.players;
+        (players..players + MAX_CLIENTS)
+            .contains(&i)
+            .then(|| i - players)
+    }
+
     /// Configstring `i` ("" when unset or not kept).
     fn get(&self, i: usize) -> &str {
-        Self::slot(i).map_or("", |k| self.kept[k].as_str())
+        self.slot(i).map_or("", |k| self.kept[k].as_str())
     }
 
     fn set(&mut self, i: usize, value: &str) {
-        if let Some(k) = Self::slot(i) {
+        if let Some(k) = self.slot(i) {
             self.kept[k].clear();
             self.kept[k].push_str(value);
         }
@@ -76,12 +93,12 @@ impl Watched {
 
     /// The player slots' configstrings, by client number.
     fn players(&self) -> &[String] {
-        &self.kept[LOW_KEPT..]
+        &self.kept[PLAYERS_KEPT..]
     }
 
     /// Player slot `n`'s configstring (`n` < `MAX_CLIENTS`).
     fn player(&self, n: usize) -> &str {
-        &self.kept[LOW_KEPT + n]
+        &self.kept[PLAYERS_KEPT + n]
     }
 
     fn clear(&mut self) {
@@ -296,7 +313,7 @@ impl Extractor {
         if self.pending.is_empty() {
             return;
         }
-        let level_start: Option<i64> = self.cs.get(CS_LEVEL_START_TIME).trim().parse().ok();
+        let level_start: Option<i64> = self.cs.get(self.cs.at.level_start_time).trim().parse().ok();
         self.untimed = 0;
         for (kind, detail, st, from_client) in self.pending.drain(..) {
             let st = st.or(self.server_time);
@@ -328,6 +345,7 @@ impl Extractor {
         let old: Vec<String> = self.cs.players().to_vec();
         let first = !self.have_gamestate;
         self.cs.clear();
+        self.cs.at = Protocol::of(m.protocol).cs;
         self.departed.iter_mut().for_each(|d| *d = None);
         for c in &g.configstrings {
             self.cs.set(usize::from(c.index), &c.value);
@@ -411,13 +429,13 @@ impl Extractor {
             ));
             return;
         }
-        if Watched::slot(index).is_none() {
+        if self.cs.slot(index).is_none() {
             return;
         }
         let old = self.cs.get(index).to_string();
         self.cs.set(index, &value);
-        if (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS).contains(&index) {
-            let n = index - CS_PLAYERS;
+        let at = self.cs.at;
+        if let Some(n) = self.cs.player_slot(index) {
             let unknown = !self.demo && !self.have_gamestate && self.names.seen & (1 << n) == 0;
             self.names.seen |= 1 << n;
             if unknown {
@@ -428,23 +446,23 @@ impl Extractor {
             } else {
                 self.player_change(n, &old, &value);
             }
-        } else if index == CS_FLAGSTATUS {
+        } else if index == at.flag_status {
             self.flags.status(&old, &value);
-        } else if index == CS_INTERMISSION && is_on(&value) && !is_on(&old) {
+        } else if index == at.intermission && is_on(&value) && !is_on(&old) {
             let reason = if self.last_print.is_empty() {
                 "intermission".to_string()
             } else {
                 self.last_print.clone()
             };
             self.push(Kind::MatchEnd, Detail::Match(MatchFlow { reason }));
-        } else if index == CS_LEVEL_START_TIME && old != value {
+        } else if index == at.level_start_time && old != value {
             self.push(
                 Kind::MatchStart,
                 Detail::Match(MatchFlow {
                     reason: "level start".into(),
                 }),
             );
-        } else if index == CS_WARMUP && is_on(&value) && !is_on(&old) {
+        } else if index == at.warmup && is_on(&value) && !is_on(&old) {
             self.push(
                 Kind::MatchStart,
                 Detail::Match(MatchFlow {
@@ -460,7 +478,22 @@ impl Extractor {
             "cs" => self.cs_command(rest, m),
             "bcs0" | "bcs1" | "bcs2" => self.big_cs(cmd, rest, m),
             "chat" | "tchat" => {
-                if let Some(c) = parse_chat(&first_arg(rest), cmd == "tchat") {
+                let body = first_arg(rest);
+                // Quake Live's lines start with the sender's client number: the name and
+                // clan tag are his configstring's.
+                let (sender, body) = match self.gamemod {
+                    GameMod::QuakeLive => quake_live_sender(&body),
+                    _ => (None, body.as_str()),
+                };
+                if let Some(mut c) = parse_chat(body, cmd == "tchat") {
+                    if let Some(n) = sender {
+                        c.num = Some(n);
+                        c.name = self.name(n).or(c.name);
+                        c.clan = self
+                            .player_info(n, "cn")
+                            .map(plain)
+                            .filter(|s| !s.is_empty());
+                    }
                     self.echo(&c, m.time);
                     self.push(Kind::Chat, Detail::Chat(c));
                 }
@@ -536,6 +569,7 @@ impl Extractor {
             return;
         };
         let chat = Chat {
+            clan: None,
             name: self.name(num),
             num: Some(num),
             text: plain(raw),
@@ -549,7 +583,7 @@ impl Extractor {
 
     /// `scores`: final scores once the intermission has begun.
     fn scores(&mut self, rest: &str) {
-        if self.final_scores_sent || !is_on(self.cs.get(CS_INTERMISSION)) {
+        if self.final_scores_sent || !is_on(self.cs.get(self.cs.at.intermission)) {
             return;
         }
         let Some(rows) = parse_scores(rest) else {
@@ -599,6 +633,12 @@ impl Extractor {
                     .then(|| self.names.own_name.clone())
                     .flatten()
             })
+    }
+
+    /// Key `key` of player `num`'s configstring.
+    fn player_info(&self, num: i32, key: &str) -> Option<&str> {
+        let n = usize::try_from(num).ok().filter(|&n| n < MAX_CLIENTS)?;
+        info_value(self.cs.player(n), key)
     }
 
     fn team(&self, num: i32) -> Option<&str> {
@@ -860,6 +900,7 @@ impl Extractor {
             Kind::Chat,
             Detail::Chat(Chat {
                 name,
+                clan: None,
                 num: Some(me),
                 text: plain(&raw),
                 text_raw: raw,
@@ -946,6 +987,7 @@ pub fn parse_chat(body: &str, team: bool) -> Option<Chat> {
                 .strip_prefix("console: ")
                 .or(body.strip_prefix("server: "))?;
             return Some(Chat {
+                clan: None,
                 name: None,
                 num: None,
                 text: plain(text),
@@ -965,6 +1007,7 @@ pub fn parse_chat(body: &str, team: bool) -> Option<Chat> {
         (p, if team { "say_team" } else { "say" })
     };
     Some(Chat {
+        clan: None,
         name: Some(plain(name_raw)),
         num: None,
         text: plain(text_raw),
@@ -973,6 +1016,18 @@ pub fn parse_chat(body: &str, team: bool) -> Option<Chat> {
         to: None,
         mode,
     })
+}
+
+/// A Quake Live chat line's sender: its two-digit client number and the rest of the line.
+fn quake_live_sender(body: &str) -> (Option<i32>, &str) {
+    let b = body.as_bytes();
+    match (b.first(), b.get(1), b.get(2)) {
+        (Some(d0), Some(d1), Some(b' ')) if d0.is_ascii_digit() && d1.is_ascii_digit() => {
+            let n = i32::from(d0 - b'0') * 10 + i32::from(d1 - b'0');
+            (Some(n), &body[3..])
+        }
+        _ => (None, body),
+    }
 }
 
 /// `scores` arguments: (client, score, ping) rows. baseq3 sends the count, the two team

@@ -7,33 +7,68 @@ use super::types::{ChangeSink, FieldChange, FieldEnc};
 use crate::q3::bits::{BitError, BitReader};
 use crate::q3::fields::{NetField, FLOAT_INT_BIAS, FLOAT_INT_BITS};
 
-/// Fields `from..lc` of `table` into `values`. With `ZERO_BIT` (entities) each changed field
-/// has a "non-zero" bit, 0 meaning the value 0; playerstate fields have none.
-pub(super) fn fields_exact<const ZERO_BIT: bool, C: ChangeSink>(
+/// A protocol's fields in wire order, each with the slot its value has in the state.
+pub(super) trait WireTable {
+    /// Wire entry `i`: name and width.
+    fn field(&self, i: usize) -> &NetField;
+    /// Where wire entry `i`'s value lives in the state's fields.
+    fn slot(&self, i: usize) -> usize;
+}
+
+/// A table whose wire index is the slot (Quake 3's: the union tables' prefix).
+pub(super) struct Direct<'a>(pub &'a [NetField]);
+
+impl WireTable for Direct<'_> {
+    #[inline(always)]
+    fn field(&self, i: usize) -> &NetField {
+        &self.0[i]
+    }
+    #[inline(always)]
+    fn slot(&self, i: usize) -> usize {
+        i
+    }
+}
+
+/// A table in another order than the slots (Quake Live's).
+pub(super) struct Mapped<'a> {
+    pub fields: &'a [NetField],
+    pub slots: &'a [u8],
+}
+
+impl WireTable for Mapped<'_> {
+    #[inline(always)]
+    fn field(&self, i: usize) -> &NetField {
+        &self.fields[i]
+    }
+    #[inline(always)]
+    fn slot(&self, i: usize) -> usize {
+        usize::from(self.slots[i])
+    }
+}
+
+/// Wire fields `from..lc` of `table` into their slots of `values`. With `ZERO_BIT`
+/// (entities) each changed field has a "non-zero" bit, 0 meaning the value 0; playerstate
+/// fields have none.
+pub(super) fn fields_exact<const ZERO_BIT: bool, C: ChangeSink, T: WireTable>(
     r: &mut BitReader,
-    table: &[NetField],
+    table: &T,
     values: &mut [i32],
     (from, lc): (usize, usize),
     changes: &mut C,
 ) -> Result<(), BitError> {
-    for (i, (field, slot)) in table
-        .iter()
-        .zip(values.iter_mut())
-        .enumerate()
-        .take(lc)
-        .skip(from)
-    {
+    for i in from..lc {
         if !r.read_bit()? {
             continue;
         }
         let (raw, enc, value) = if ZERO_BIT && !r.read_bit()? {
             (0, FieldEnc::Zero, 0)
         } else {
-            read_value(r, field)?
+            read_value(r, table.field(i))?
         };
-        *slot = raw;
+        let slot = table.slot(i);
+        values[slot] = raw;
         changes.change(FieldChange {
-            index: i as u8,
+            index: slot as u8,
             enc,
             value,
         });

@@ -10,7 +10,8 @@ use crate::q3::fields::{NetField, FLOAT_INT_BIAS, FLOAT_INT_BITS};
 
 /// The fast field loop of the entity and playerstate readers, applying fields from 0 while
 /// each can be committed; evaluates to the index of the first one left (`n` when done).
-/// `$change` decodes one changed field from a window (a [`change_in_window`] instance).
+/// `$change` decodes one changed field from a window (a [`change_in_window`] instance);
+/// `$table` is a [`WireTable`](super::exact::WireTable): values go to each field's slot.
 /// A macro, not a generic function: the shared generic version measured 11 % more
 /// instructions on the demo set (the field decoders were no longer inlined into it).
 macro_rules! fields_fast {
@@ -28,12 +29,13 @@ macro_rules! fields_fast {
                 i += run;
                 continue;
             }
-            let Some(c) = $change(w, &$table[i]).filter(|c| r.advance(c.bits)) else {
+            let Some(c) = $change(w, $table.field(i)).filter(|c| r.advance(c.bits)) else {
                 break;
             };
-            $values[i] = c.raw;
+            let slot = $table.slot(i);
+            $values[slot] = c.raw;
             $changes.change(FieldChange {
-                index: i as u8,
+                index: slot as u8,
                 enc: c.enc,
                 value: c.value,
             });

@@ -3,7 +3,7 @@
 //! Fields go through the fast path (`fast.rs`) with the exact reader
 //! (`exact.rs`) as its fallback from the first field it cannot commit.
 
-use super::exact::fields_exact;
+use super::exact::{fields_exact, Direct, Mapped, WireTable};
 use super::fast::{change_in_window, fields_fast};
 use super::types::{
     ChangeSink, EntityDelta, EntityState, FieldChange, PlayerDelta, PlayerState, PlayerWire,
@@ -11,7 +11,8 @@ use super::types::{
 };
 use super::DeltaError;
 use crate::q3::bits::{BitError, BitReader};
-use crate::q3::fields::{ENTITY_FIELDS, NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS, PLAYER_FIELDS};
+use crate::q3::fields::NUM_ENTITY_FIELDS;
+use crate::q3::protocol::Protocol;
 
 /// The two flag bits after an entity number.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -42,58 +43,84 @@ pub fn read_entity_flags(r: &mut BitReader) -> Result<EntityFlags, BitError> {
 #[inline]
 pub fn read_entity_fields<C: ChangeSink>(
     r: &mut BitReader,
+    proto: &Protocol,
     fields: &mut [i32; NUM_ENTITY_FIELDS],
     changes: &mut C,
 ) -> Result<(u8, usize), DeltaError> {
     let lc_bit = r.bit_pos();
     let lc = r.read_byte()?;
-    if lc as usize > NUM_ENTITY_FIELDS {
+    if lc as usize > proto.entity.len() {
         return Err(DeltaError::FieldCount { lc, bit: lc_bit });
     }
     let after_lc = r.bit_pos();
-    entity_fields(r, fields, lc as usize, changes)?;
+    entity_fields(r, proto, fields, lc as usize, changes)?;
     Ok((lc, after_lc))
 }
 
-/// Entity fields `0..n`: the fast path, then the exact reader from the first field it could
-/// not commit.
+/// Entity fields `0..n` of `proto`'s table (wire order).
 pub(super) fn entity_fields<C: ChangeSink>(
     r: &mut BitReader,
+    proto: &Protocol,
     fields: &mut [i32; NUM_ENTITY_FIELDS],
     n: usize,
     changes: &mut C,
 ) -> Result<(), DeltaError> {
-    let i = fields_fast!(
-        r,
-        ENTITY_FIELDS,
-        fields,
-        n,
-        changes,
-        change_in_window::<true>
-    );
+    if proto.identity {
+        entity_fields_of(r, &Direct(&proto.entity), fields, n, changes)
+    } else {
+        let table = Mapped {
+            fields: &proto.entity,
+            slots: &proto.entity_slots,
+        };
+        entity_fields_of(r, &table, fields, n, changes)
+    }
+}
+
+/// Entity fields `0..n` of `table` (wire order): the fast path, then the exact reader from
+/// the first field it could not commit.
+fn entity_fields_of<C: ChangeSink, T: WireTable>(
+    r: &mut BitReader,
+    table: &T,
+    fields: &mut [i32; NUM_ENTITY_FIELDS],
+    n: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
+    let i = fields_fast!(r, table, fields, n, changes, change_in_window::<true>);
     if i < n {
-        fields_exact::<true, C>(r, &ENTITY_FIELDS, fields, (i, n), changes)?;
+        fields_exact::<true, C, T>(r, table, fields, (i, n), changes)?;
     }
     Ok(())
 }
 
-/// Playerstate fields `0..n`, as [`entity_fields`].
+/// Playerstate fields `0..n` of `proto`'s table, as [`entity_fields`].
 pub(super) fn player_fields<C: ChangeSink>(
     r: &mut BitReader,
+    proto: &Protocol,
     state: &mut PlayerState,
     n: usize,
     changes: &mut C,
 ) -> Result<(), DeltaError> {
-    let i = fields_fast!(
-        r,
-        PLAYER_FIELDS,
-        state.fields,
-        n,
-        changes,
-        change_in_window::<false>
-    );
+    if proto.identity {
+        player_fields_of(r, &Direct(&proto.player), state, n, changes)
+    } else {
+        let table = Mapped {
+            fields: &proto.player,
+            slots: &proto.player_slots,
+        };
+        player_fields_of(r, &table, state, n, changes)
+    }
+}
+
+fn player_fields_of<C: ChangeSink, T: WireTable>(
+    r: &mut BitReader,
+    table: &T,
+    state: &mut PlayerState,
+    n: usize,
+    changes: &mut C,
+) -> Result<(), DeltaError> {
+    let i = fields_fast!(r, table, state.fields, n, changes, change_in_window::<false>);
     if i < n {
-        fields_exact::<false, C>(r, &PLAYER_FIELDS, &mut state.fields, (i, n), changes)?;
+        fields_exact::<false, C, T>(r, table, &mut state.fields, (i, n), changes)?;
     }
     Ok(())
 }
@@ -101,12 +128,14 @@ pub(super) fn player_fields<C: ChangeSink>(
 /// `MSG_ReadDeltaEntity`: the caller has already read the `GENTITYNUM_BITS` entity number.
 pub fn read_delta_entity(
     r: &mut BitReader,
+    proto: &Protocol,
     from: &EntityState,
     number: i32,
 ) -> Result<EntityDelta, DeltaError> {
     let start_bit = r.bit_pos();
     let mut changes = Vec::new();
-    let (state, flags, lc, bit_after_flag) = read_entity_delta(r, from, number, &mut changes)?;
+    let (state, flags, lc, bit_after_flag) =
+        read_entity_delta(r, proto, from, number, &mut changes)?;
     Ok(EntityDelta {
         state,
         removed: flags == EntityFlags::Removed,
@@ -124,16 +153,18 @@ pub fn read_delta_entity(
 /// read only for the client state.
 pub fn read_delta_entity_state(
     r: &mut BitReader,
+    proto: &Protocol,
     from: &EntityState,
     number: i32,
 ) -> Result<EntityState, DeltaError> {
-    read_entity_delta(r, from, number, &mut ()).map(|(state, ..)| state)
+    read_entity_delta(r, proto, from, number, &mut ()).map(|(state, ..)| state)
 }
 
 /// The entity's flags and new state, changed fields to `changes`: (state, flags, last
 /// changed field, bit after the field-count byte, or after the flags).
 fn read_entity_delta<C: ChangeSink>(
     r: &mut BitReader,
+    proto: &Protocol,
     from: &EntityState,
     number: i32,
     changes: &mut C,
@@ -150,7 +181,7 @@ fn read_entity_delta<C: ChangeSink>(
             (0, bit)
         }
         EntityFlags::Unchanged => (0, bit),
-        EntityFlags::Delta => read_entity_fields(r, &mut state.fields, changes)?,
+        EntityFlags::Delta => read_entity_fields(r, proto, &mut state.fields, changes)?,
     };
     Ok((state, flags, lc, bit_after_flag))
 }
@@ -159,15 +190,16 @@ fn read_entity_delta<C: ChangeSink>(
 /// state on success. Changed fields go to `changes`.
 pub fn read_playerstate_into<C: ChangeSink>(
     r: &mut BitReader,
+    proto: &Protocol,
     state: &mut PlayerState,
     changes: &mut C,
 ) -> Result<PlayerWire, DeltaError> {
     let start_bit = r.bit_pos();
     let lc = r.read_byte()?;
-    if lc as usize > NUM_PLAYER_FIELDS {
+    if lc as usize > proto.player.len() {
         return Err(DeltaError::FieldCount { lc, bit: start_bit });
     }
-    player_fields(r, state, lc as usize, changes)?;
+    player_fields(r, proto, state, lc as usize, changes)?;
     let mut wire = PlayerWire {
         lc,
         arrays_changed: r.read_bit()?,
@@ -181,14 +213,18 @@ pub fn read_playerstate_into<C: ChangeSink>(
 
 /// The first field of a playerstate delta, commandTime, applied to `state` (which holds the
 /// base's); the rest of the delta is left unread. True when the delta sent it.
-pub fn read_command_time(r: &mut BitReader, state: &mut PlayerState) -> Result<bool, DeltaError> {
+pub fn read_command_time(
+    r: &mut BitReader,
+    proto: &Protocol,
+    state: &mut PlayerState,
+) -> Result<bool, DeltaError> {
     let start_bit = r.bit_pos();
     let lc = r.read_byte()?;
-    if lc as usize > NUM_PLAYER_FIELDS {
+    if lc as usize > proto.player.len() {
         return Err(DeltaError::FieldCount { lc, bit: start_bit });
     }
     let mut sent = Sent(false);
-    player_fields(r, state, usize::from(lc.min(1)), &mut sent)?;
+    player_fields(r, proto, state, usize::from(lc.min(1)), &mut sent)?;
     Ok(sent.0)
 }
 
@@ -244,12 +280,13 @@ fn read_playerstate_arrays(
 /// `MSG_ReadDeltaPlayerstate`; `from = None` means an all-zero base (full snapshot).
 pub fn read_delta_playerstate(
     r: &mut BitReader,
+    proto: &Protocol,
     from: Option<&PlayerState>,
 ) -> Result<PlayerDelta, DeltaError> {
     let start_bit = r.bit_pos();
     let mut state = from.cloned().unwrap_or_default();
     let mut changes = Vec::new();
-    let wire = read_playerstate_into(r, &mut state, &mut changes)?;
+    let wire = read_playerstate_into(r, proto, &mut state, &mut changes)?;
     Ok(PlayerDelta::new(
         state,
         PsKnown::ALL,

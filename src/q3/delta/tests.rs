@@ -1,7 +1,8 @@
 //! Delta reader/writer properties: the fast path equals the exact reader, writers and
 //! readers round-trip, errors are the engine's, the JSON shape.
 
-use super::exact::fields_exact;
+use crate::q3::protocol::Protocol;
+use super::exact::{fields_exact, Mapped};
 use super::read::{entity_fields, player_fields};
 use super::*;
 use crate::q3::bits::{BitReader, BitWriter};
@@ -69,9 +70,13 @@ fn from_to(table: &'static [NetField]) -> impl Strategy<Value = (Vec<i32>, Vec<i
         })
 }
 
+/// Protocol 68's tables: the union tables' first fields.
+const Q3_E: &[NetField] = ENTITY_FIELDS.split_at(crate::q3::fields::Q3_ENTITY_FIELDS).0;
+const Q3_P: &[NetField] = PLAYER_FIELDS.split_at(crate::q3::fields::Q3_PLAYER_FIELDS).0;
+
 fn entity(number: i32, v: &[i32]) -> EntityState {
     let mut e = EntityState::zeroed(number);
-    e.fields.copy_from_slice(v);
+    e.fields[..v.len()].copy_from_slice(v);
     e
 }
 
@@ -105,7 +110,10 @@ proptest! {
         start in 0usize..320,
         n in 0usize..=NUM_ENTITY_FIELDS,
         base in any::<[i32; 8]>(),
+        proto in proptest::sample::select(vec![68u32, 73, 90, 91]),
     ) {
+        let proto = Protocol::of(proto);
+        let n = n.min(proto.entity.len());
         let mut f1 = [0i32; NUM_ENTITY_FIELDS];
         for (k, v) in f1.iter_mut().enumerate() {
             *v = base[k % 8];
@@ -115,8 +123,9 @@ proptest! {
         let mut r1 = BitReader::new(&data);
         r1.set_bit_pos(start);
         let mut r2 = r1.clone();
-        let a = entity_fields(&mut r1, &mut f1, n, &mut c1);
-        let b = fields_exact::<true, _>(&mut r2, &ENTITY_FIELDS, &mut f2, (0, n), &mut c2)
+        let a = entity_fields(&mut r1, proto, &mut f1, n, &mut c1);
+        let table = Mapped { fields: &proto.entity, slots: &proto.entity_slots };
+        let b = fields_exact::<true, _, _>(&mut r2, &table, &mut f2, (0, n), &mut c2)
                 .map_err(DeltaError::from);
         prop_assert_eq!(&a, &b);
         if a.is_ok() {
@@ -133,7 +142,10 @@ proptest! {
         start in 0usize..320,
         n in 0usize..=NUM_PLAYER_FIELDS,
         base in any::<[i32; 8]>(),
+        proto in proptest::sample::select(vec![68u32, 73, 90, 91]),
     ) {
+        let proto = Protocol::of(proto);
+        let n = n.min(proto.player.len());
         let mut p1 = PlayerState::default();
         for (k, v) in p1.fields.iter_mut().enumerate() {
             *v = base[k % 8];
@@ -143,8 +155,9 @@ proptest! {
         let mut r1 = BitReader::new(&data);
         r1.set_bit_pos(start);
         let mut r2 = r1.clone();
-        let a = player_fields(&mut r1, &mut p1, n, &mut c1);
-        let b = fields_exact::<false, _>(&mut r2, &PLAYER_FIELDS, &mut p2.fields, (0, n), &mut c2)
+        let a = player_fields(&mut r1, proto, &mut p1, n, &mut c1);
+        let table = Mapped { fields: &proto.player, slots: &proto.player_slots };
+        let b = fields_exact::<false, _, _>(&mut r2, &table, &mut p2.fields, (0, n), &mut c2)
                 .map_err(DeltaError::from);
         prop_assert_eq!(&a, &b);
         if a.is_ok() {
@@ -159,13 +172,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn prop_entity_delta_roundtrip((a, b) in from_to(&ENTITY_FIELDS), number in 0i32..1023, force in any::<bool>()) {
+    fn prop_entity_delta_roundtrip((a, b) in from_to(Q3_E), number in 0i32..1023, force in any::<bool>()) {
         let from = entity(number, &a);
         let to = entity(number, &b);
         let mut w = BitWriter::new();
         w.write_long(77); // something before, so positions are not trivially 0
         let start = w.bit_pos();
-        write_delta_entity(&mut w, &from, Some(&to), force);
+        write_delta_entity(&mut w, Protocol::q3(), &from, Some(&to), force);
         let end = w.bit_pos();
         let out = w.finish();
         let changed: Vec<usize> = (0..51).filter(|&i| a[i] != b[i]).collect();
@@ -179,7 +192,7 @@ proptest! {
         prop_assert_eq!(n, number);
         let after_number = r.bit_pos();
         prop_assert!(after_number > start);
-        let d = read_delta_entity(&mut r, &from, n)?;
+        let d = read_delta_entity(&mut r, Protocol::q3(), &from, n)?;
         prop_assert_eq!(d.end_bit, end);
         prop_assert_eq!(d.start_bit, after_number);
         prop_assert!(!d.removed);
@@ -187,7 +200,7 @@ proptest! {
         let idx: Vec<usize> = d.changes.iter().map(|c| c.index as usize).collect();
         prop_assert_eq!(&idx, &changed);
         prop_assert_eq!(d.lc as usize, changed.last().map_or(0, |&i| i + 1));
-        for (i, f) in ENTITY_FIELDS.iter().enumerate() {
+        for (i, f) in Q3_E.iter().enumerate() {
             prop_assert_eq!(d.state.fields[i], expected_after(a[i], b[i], f), "field {}", f.name);
         }
         for c in &d.changes {
@@ -207,17 +220,17 @@ proptest! {
     }
 
     #[test]
-    fn prop_entity_removal(a in fields_strategy(&ENTITY_FIELDS), number in 0i32..1023) {
+    fn prop_entity_removal(a in fields_strategy(Q3_E), number in 0i32..1023) {
         let from = entity(number, &a);
         let mut w = BitWriter::new();
-        write_delta_entity(&mut w, &from, None, false);
+        write_delta_entity(&mut w, Protocol::q3(), &from, None, false);
         let end = w.bit_pos();
         let out = w.finish();
         let mut r = BitReader::new(&out);
         let n = r.read_bits(10)?;
         prop_assert_eq!(n, number);
         prop_assert_eq!(r.bit_pos() + 1, end);
-        let d = read_delta_entity(&mut r, &from, n)?;
+        let d = read_delta_entity(&mut r, Protocol::q3(), &from, n)?;
         prop_assert!(d.removed);
         prop_assert_eq!(d.state, EntityState::zeroed(number));
         prop_assert_eq!(d.bit_after_flag, end);
@@ -226,14 +239,14 @@ proptest! {
 
     #[test]
     fn prop_playerstate_roundtrip(
-        (a, b) in from_to(&PLAYER_FIELDS),
+        (a, b) in from_to(Q3_P),
         arrays in proptest::collection::vec((any::<i16>(), any::<i16>(), 0u8..3, any::<i32>(), any::<i32>()), 64),
         use_from in any::<bool>(),
     ) {
         let mut from = PlayerState::default();
         let mut to = PlayerState::default();
-        if use_from { from.fields.copy_from_slice(&a); }
-        to.fields.copy_from_slice(&b);
+        if use_from { from.fields[..a.len()].copy_from_slice(&a); }
+        to.fields[..b.len()].copy_from_slice(&b);
         for (k, (x, y, keep, lx, ly)) in arrays.into_iter().enumerate() {
             let (fa, ta, long) = match k / 16 {
                 0 => (&mut from.stats, &mut to.stats, false),
@@ -249,17 +262,17 @@ proptest! {
         let zero = PlayerState::default();
         let eff_from = base.unwrap_or(&zero);
         let mut w = BitWriter::new();
-        write_delta_playerstate(&mut w, base, &to);
+        write_delta_playerstate(&mut w, Protocol::q3(), base, &to);
         let end = w.bit_pos();
         let out = w.finish();
         let mut r = BitReader::new(&out);
-        let d = read_delta_playerstate(&mut r, base)?;
+        let d = read_delta_playerstate(&mut r, Protocol::q3(), base)?;
         prop_assert_eq!(d.end_bit, end);
         prop_assert_eq!(d.start_bit, 0);
         let changed: Vec<usize> = (0..48).filter(|&i| eff_from.fields[i] != to.fields[i]).collect();
         let idx: Vec<usize> = d.changes.iter().map(|c| c.index as usize).collect();
         prop_assert_eq!(&idx, &changed);
-        for (i, f) in PLAYER_FIELDS.iter().enumerate() {
+        for (i, f) in Q3_P.iter().enumerate() {
             prop_assert_eq!(d.state.fields[i], expected_after(eff_from.fields[i], to.fields[i], f), "field {}", f.name);
         }
         prop_assert!(d.changes.iter().all(|c| c.enc != FieldEnc::Zero));
@@ -280,24 +293,24 @@ proptest! {
     fn prop_random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..120), n in 0i32..1024) {
         let from = EntityState::zeroed(n);
         let mut r = BitReader::new(&data);
-        let _ = read_delta_entity(&mut r, &from, n);
+        let _ = read_delta_entity(&mut r, Protocol::q3(), &from, n);
         let mut r = BitReader::new(&data);
-        let _ = read_delta_playerstate(&mut r, None);
+        let _ = read_delta_playerstate(&mut r, Protocol::q3(), None);
     }
 
     #[test]
-    fn prop_truncated_gives_past_end((a, b) in from_to(&ENTITY_FIELDS), cut in any::<prop::sample::Index>()) {
+    fn prop_truncated_gives_past_end((a, b) in from_to(Q3_E), cut in any::<prop::sample::Index>()) {
         let from = entity(5, &a);
         let to = entity(5, &b);
         let mut w = BitWriter::new();
-        write_delta_entity(&mut w, &from, Some(&to), true);
-        write_delta_playerstate(&mut w, None, &PlayerState { fields: [0x4000_0000; 48], ..Default::default() });
+        write_delta_entity(&mut w, Protocol::q3(), &from, Some(&to), true);
+        write_delta_playerstate(&mut w, Protocol::q3(), None, &PlayerState { fields: [0x4000_0000; NUM_PLAYER_FIELDS], ..Default::default() });
         let out = w.finish();
         let cut = cut.index(out.len() - 1);
         let mut r = BitReader::new(&out[..cut]);
         let res = r.read_bits(10).map_err(DeltaError::from)
-            .and_then(|n| read_delta_entity(&mut r, &from, n))
-            .and_then(|_| read_delta_playerstate(&mut r, None));
+            .and_then(|n| read_delta_entity(&mut r, Protocol::q3(), &from, n))
+            .and_then(|_| read_delta_playerstate(&mut r, Protocol::q3(), None));
         match res {
             Err(DeltaError::Bits(BitError::PastEnd { bit })) => prop_assert!(bit <= cut * 8),
             other => prop_assert!(false, "expected PastEnd, got {:?}", other),
@@ -314,7 +327,7 @@ fn field_count_errors() {
     let out = w.finish();
     let mut r = BitReader::new(&out);
     assert_eq!(
-        read_delta_entity(&mut r, &EntityState::default(), 3),
+        read_delta_entity(&mut r, Protocol::q3(), &EntityState::default(), 3),
         Err(DeltaError::FieldCount { lc: 52, bit: 2 })
     );
     let mut w = BitWriter::new();
@@ -322,7 +335,7 @@ fn field_count_errors() {
     let out = w.finish();
     let mut r = BitReader::new(&out);
     assert_eq!(
-        read_delta_playerstate(&mut r, None),
+        read_delta_playerstate(&mut r, Protocol::q3(), None),
         Err(DeltaError::FieldCount { lc: 49, bit: 0 })
     );
 }
@@ -331,15 +344,15 @@ fn field_count_errors() {
 fn forced_no_change_and_float_forms() {
     let from = EntityState::zeroed(7);
     let mut w = BitWriter::new();
-    write_delta_entity(&mut w, &from, Some(&from), false);
+    write_delta_entity(&mut w, Protocol::q3(), &from, Some(&from), false);
     assert_eq!(w.bit_pos(), 0);
-    write_delta_entity(&mut w, &from, Some(&from), true);
+    write_delta_entity(&mut w, Protocol::q3(), &from, Some(&from), true);
     let end = w.bit_pos();
     let out = w.finish();
     let mut r = BitReader::new(&out);
     assert_eq!(r.read_bits(10), Ok(7));
     assert_eq!(r.bit_pos() + 2, end);
-    let d = read_delta_entity(&mut r, &from, 7).map(|d| (d.has_delta, d.removed, d.end_bit));
+    let d = read_delta_entity(&mut r, Protocol::q3(), &from, 7).map(|d| (d.has_delta, d.removed, d.end_bit));
     assert_eq!(d, Ok((false, false, end)));
 
     // pos.trBase[0] (index 1): -392.0 -> 13-bit Int -392; 0.5 -> raw Float; -0.0 -> Zero.
@@ -355,11 +368,11 @@ fn forced_no_change_and_float_forms() {
         let mut to = from.clone();
         to.fields[1] = v.to_bits() as i32;
         let mut w = BitWriter::new();
-        write_delta_entity(&mut w, &from, Some(&to), false);
+        write_delta_entity(&mut w, Protocol::q3(), &from, Some(&to), false);
         let out = w.finish();
         let mut r = BitReader::new(&out);
         let n = r.read_bits(10).unwrap_or(-1);
-        let d = read_delta_entity(&mut r, &from, n).map(|d| d.changes);
+        let d = read_delta_entity(&mut r, Protocol::q3(), &from, n).map(|d| d.changes);
         assert_eq!(
             d,
             Ok(vec![FieldChange {
@@ -378,11 +391,11 @@ fn serializes_names_and_values() {
     to.fields[1] = 1.5f32.to_bits() as i32;
     to.fields[11] = 4;
     let mut w = BitWriter::new();
-    write_delta_entity(&mut w, &EntityState::zeroed(3), Some(&to), false);
+    write_delta_entity(&mut w, Protocol::q3(), &EntityState::zeroed(3), Some(&to), false);
     let out = w.finish();
     let mut r = BitReader::new(&out);
     let n = r.read_bits(10).unwrap_or(-1);
-    let d = read_delta_entity(&mut r, &EntityState::zeroed(3), n);
+    let d = read_delta_entity(&mut r, Protocol::q3(), &EntityState::zeroed(3), n);
     let json = d.map(|d| serde_json::to_string(&d).unwrap_or_default());
     let json = json.unwrap_or_default();
     assert!(

@@ -3,9 +3,29 @@
 
 use super::types::{EntityState, PlayerState};
 use crate::q3::bits::BitWriter;
-use crate::q3::fields::{
-    ENTITY_FIELDS, FLOAT_INT_BIAS, FLOAT_INT_BITS, GENTITYNUM_BITS, PLAYER_FIELDS,
-};
+use crate::q3::fields::{NetField, FLOAT_INT_BIAS, FLOAT_INT_BITS, GENTITYNUM_BITS};
+use crate::q3::protocol::Protocol;
+
+/// The wire fields of a table with the `from` and `to` values of each, in wire order, up to
+/// the last that differs (the field count `lc` is their number).
+fn changed<'a>(
+    fields: &'a [NetField],
+    slots: &'a [u8],
+    from: &'a [i32],
+    to: &'a [i32],
+) -> impl Iterator<Item = (&'a NetField, i32, i32)> + Clone + 'a {
+    let pair = move |i: usize| {
+        let s = usize::from(slots[i]);
+        (&fields[i], from[s], to[s])
+    };
+    let lc = (0..fields.len())
+        .rposition(|i| {
+            let (_, f, t) = pair(i);
+            f != t
+        })
+        .map_or(0, |i| i + 1);
+    (0..lc).map(pair)
+}
 
 /// True when the engine would send this float in the 13-bit integer form:
 /// `(int)f == f` and `-4096 <= (int)f < 4096`.
@@ -21,6 +41,7 @@ fn small_integral(f: f32) -> Option<i32> {
 /// `from.number`; an unchanged entity writes nothing unless `force`.
 pub fn write_delta_entity(
     w: &mut BitWriter,
+    proto: &Protocol,
     from: &EntityState,
     to: Option<&EntityState>,
     force: bool,
@@ -30,12 +51,8 @@ pub fn write_delta_entity(
         w.write_bit(true);
         return;
     };
-    let lc = from
-        .fields
-        .iter()
-        .zip(&to.fields)
-        .rposition(|(a, b)| a != b)
-        .map_or(0, |i| i + 1);
+    let fields = changed(&proto.entity, &proto.entity_slots, &from.fields, &to.fields);
+    let lc = fields.clone().count();
     if lc == 0 {
         if force {
             w.write_bits(to.number, GENTITYNUM_BITS);
@@ -48,12 +65,7 @@ pub fn write_delta_entity(
     w.write_bit(false); // not removed
     w.write_bit(true); // delta follows
     w.write_byte(lc as u8);
-    for ((field, &f), &t) in ENTITY_FIELDS
-        .iter()
-        .zip(&from.fields)
-        .zip(&to.fields)
-        .take(lc)
-    {
+    for (field, f, t) in fields {
         if f == t {
             w.write_bit(false);
             continue;
@@ -92,22 +104,17 @@ fn write_float_body(w: &mut BitWriter, full: f32, raw: i32) {
 }
 
 /// `MSG_WriteDeltaPlayerstate`; `from = None` deltas from an all-zero state.
-pub fn write_delta_playerstate(w: &mut BitWriter, from: Option<&PlayerState>, to: &PlayerState) {
+pub fn write_delta_playerstate(
+    w: &mut BitWriter,
+    proto: &Protocol,
+    from: Option<&PlayerState>,
+    to: &PlayerState,
+) {
     let zero = PlayerState::default();
     let from = from.unwrap_or(&zero);
-    let lc = from
-        .fields
-        .iter()
-        .zip(&to.fields)
-        .rposition(|(a, b)| a != b)
-        .map_or(0, |i| i + 1);
-    w.write_byte(lc as u8);
-    for ((field, &f), &t) in PLAYER_FIELDS
-        .iter()
-        .zip(&from.fields)
-        .zip(&to.fields)
-        .take(lc)
-    {
+    let fields = changed(&proto.player, &proto.player_slots, &from.fields, &to.fields);
+    w.write_byte(fields.clone().count() as u8);
+    for (field, f, t) in fields {
         if f == t {
             w.write_bit(false);
             continue;

@@ -55,7 +55,11 @@ pub(super) fn read_gamestate(
                 if index < 0 || index as usize >= MAX_CONFIGSTRINGS {
                     return Err(SvcError::ConfigstringIndex { index, bit: at });
                 }
-                let value = r.read_big_string()?;
+                let value = if st.proto.utf8 {
+                    r.read_big_string_utf8()?
+                } else {
+                    r.read_big_string()?
+                };
                 total += value.len() + 1;
                 // CL_ParseGamestate's dataCount starts at 1 (a 0 for unset configstrings) and
                 // must stay within MAX_GAMESTATE_CHARS with each string and its terminator.
@@ -78,12 +82,12 @@ pub(super) fn read_gamestate(
                 let zero = EntityState::default();
                 match record.as_mut().and_then(|rec| rec.baselines.as_mut()) {
                     Some(bl) => {
-                        let d = read_delta_entity(r, &zero, num)?;
+                        let d = read_delta_entity(r, st.proto, &zero, num)?;
                         st.set_baseline(num as usize, &d.state);
                         bl.push(d);
                     }
                     None => {
-                        let state = read_delta_entity_state(r, &zero, num)?;
+                        let state = read_delta_entity_state(r, st.proto, &zero, num)?;
                         st.set_baseline(num as usize, &state);
                     }
                 }

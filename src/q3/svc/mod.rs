@@ -131,7 +131,11 @@ fn parse_op(
         SVC_NOP => ServerOp::Nop { bit },
         SVC_SERVERCOMMAND => {
             let cseq = r.read_long()?;
-            let text = r.read_string()?;
+            let text = if st.proto.utf8 {
+                r.read_string_utf8()?
+            } else {
+                r.read_string()?
+            };
             let new = st.receive_server_command(cseq, &text);
             ServerOp::ServerCommand {
                 bit,
@@ -244,6 +248,7 @@ pub mod emit {
     use crate::q3::bits::BitWriter;
     use crate::q3::delta::{write_delta_entity, write_delta_playerstate};
     use crate::q3::fields::{GENTITYNUM_BITS, MAX_GENTITIES};
+    use crate::q3::protocol::Protocol;
     use crate::q3::state::SnapFrame;
 
     /// `long reliableAcknowledge`, the start of every server message.
@@ -252,10 +257,14 @@ pub mod emit {
     }
 
     /// svc_serverCommand.
-    pub fn server_command(w: &mut BitWriter, seq: i32, text: &str) {
+    pub fn server_command(w: &mut BitWriter, proto: &Protocol, seq: i32, text: &str) {
         w.write_byte(SVC_SERVERCOMMAND);
         w.write_long(seq);
-        w.write_string(text);
+        if proto.utf8 {
+            w.write_string_utf8(text);
+        } else {
+            w.write_string(text);
+        }
     }
 
     /// svc_EOF.
@@ -265,7 +274,12 @@ pub mod emit {
 
     /// svc_snapshot as a full (non-delta) snapshot of `frame`: playerstate from zero, every
     /// entity from its baseline, as a server with no delta base writes it.
-    pub fn full_snapshot(w: &mut BitWriter, frame: &SnapFrame, baselines: &Baselines) {
+    pub fn full_snapshot(
+        w: &mut BitWriter,
+        proto: &Protocol,
+        frame: &SnapFrame,
+        baselines: &Baselines,
+    ) {
         w.write_byte(SVC_SNAPSHOT);
         w.write_long(frame.server_time);
         w.write_byte(0);
@@ -274,11 +288,11 @@ pub mod emit {
         for &b in &frame.areamask {
             w.write_byte(b);
         }
-        write_delta_playerstate(w, None, &frame.ps);
+        write_delta_playerstate(w, proto, None, &frame.ps);
         for e in &frame.entities {
             // Entity numbers come from a decode: below MAX_GENTITIES.
             let base = baselines.get(e.number as usize);
-            write_delta_entity(w, base, Some(e), true);
+            write_delta_entity(w, proto, base, Some(e), true);
         }
         w.write_bits(MAX_GENTITIES - 1, GENTITYNUM_BITS);
     }
@@ -327,19 +341,27 @@ mod tests {
         }
     }
 
+    /// Protocol 68's tables: the union tables' first fields.
+    const Q3_E: &[NetField] = ENTITY_FIELDS
+        .split_at(crate::q3::fields::Q3_ENTITY_FIELDS)
+        .0;
+    const Q3_P: &[NetField] = PLAYER_FIELDS
+        .split_at(crate::q3::fields::Q3_PLAYER_FIELDS)
+        .0;
+
     fn fields(table: &'static [NetField]) -> impl Strategy<Value = Vec<i32>> {
         table.iter().map(value).collect::<Vec<_>>()
     }
 
     fn entity(number: i32, v: &[i32]) -> EntityState {
         let mut e = EntityState::zeroed(number);
-        e.fields.copy_from_slice(v);
+        e.fields[..v.len()].copy_from_slice(v);
         e
     }
 
     fn playerstate(v: &[i32], arrays: &[i16]) -> PlayerState {
         let mut ps = PlayerState::default();
-        ps.fields.copy_from_slice(v);
+        ps.fields[..v.len()].copy_from_slice(v);
         for i in 0..16 {
             ps.stats[i] = i32::from(arrays[i]);
             ps.persistant[i] = i32::from(arrays[16 + i]);
@@ -356,10 +378,10 @@ mod tests {
         /// uses is an exact inverse of the reader, entities delta'd from their baselines.
         #[test]
         fn prop_full_snapshot_roundtrip(
-            ents in proptest::collection::btree_map(0i32..1023, fields(&ENTITY_FIELDS), 0..24),
-            bases in proptest::collection::btree_map(0i32..1023, fields(&ENTITY_FIELDS), 0..24),
+            ents in proptest::collection::btree_map(0i32..1023, fields(Q3_E), 0..24),
+            bases in proptest::collection::btree_map(0i32..1023, fields(Q3_E), 0..24),
             same_as_base in any::<bool>(),
-            ps in fields(&PLAYER_FIELDS),
+            ps in fields(Q3_P),
             arrays in proptest::collection::vec(any::<i16>(), 64),
             server_time in any::<i32>(),
             flags in any::<u8>(),
@@ -386,7 +408,7 @@ mod tests {
             };
             let mut w = BitWriter::new();
             emit::ack(&mut w, 3);
-            emit::full_snapshot(&mut w, &frame, &st.baselines);
+            emit::full_snapshot(&mut w, crate::q3::protocol::Protocol::q3(), &frame, &st.baselines);
             emit::eof(&mut w);
             let bytes = w.finish();
             let mut r = BitReader::new(&bytes);

@@ -162,7 +162,7 @@ pub(super) fn read_command_time_into(
         None => (0, u64::from(!h.base_unknown)),
     };
     frame.ps.fields[0] = base;
-    let sent = read_command_time(r, &mut frame.ps)?;
+    let sent = read_command_time(r, st.proto, &mut frame.ps)?;
     frame.ps_known = PsKnown {
         fields: known | u64::from(sent),
         arrays: [0; 4],
@@ -258,6 +258,7 @@ pub(super) fn read_snapshot_into<R: Recorder>(
         return Ok(h);
     }
     let baseline_known = st.baseline_known();
+    let proto = st.proto;
     let (old, pool, baselines) = st.delta_parts(h.old);
     // What is known of the base: all of a full snapshot's (from zero and the baselines),
     // nothing of a base the capture missed, the base frame's own knowledge otherwise.
@@ -278,12 +279,12 @@ pub(super) fn read_snapshot_into<R: Recorder>(
     // The masks are collected only when something is unknown: a full session never pays.
     let (wire, changes) = if base_ps.is_all() {
         let mut changes = R::Changes::default();
-        let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+        let wire = read_playerstate_into(r, proto, &mut frame.ps, &mut changes)?;
         frame.ps_known = PsKnown::ALL;
         (wire, changes)
     } else {
         let mut changes = Masked::new(R::Changes::default());
-        let wire = read_playerstate_into(r, &mut frame.ps, &mut changes)?;
+        let wire = read_playerstate_into(r, proto, &mut frame.ps, &mut changes)?;
         frame.ps_known = PsKnown {
             fields: base_ps.fields | changes.mask,
             arrays: std::array::from_fn(|i| base_ps.arrays[i] | wire.masks[i]),
@@ -299,6 +300,7 @@ pub(super) fn read_snapshot_into<R: Recorder>(
     // delta sends is known.
     let entering = if base_partial { 0 } else { baseline_known };
     let bases = Bases {
+        proto,
         baselines,
         known: entering,
     };
@@ -308,6 +310,7 @@ pub(super) fn read_snapshot_into<R: Recorder>(
 
 /// The baselines entities enter from, and which of their fields are known.
 pub(super) struct Bases<'a> {
+    proto: &'static crate::q3::protocol::Protocol,
     baselines: &'a Baselines,
     known: u64,
 }
@@ -385,7 +388,10 @@ pub(super) fn parse_snapshot_events(
     st: &mut ClientState,
     head: &mut Option<SnapshotHead>,
 ) -> Result<Option<ServerOp>, SvcError> {
-    let mut rec = EventFrame::default();
+    let mut rec = EventFrame {
+        ev_obituary: st.proto.ev_obituary,
+        ..Default::default()
+    };
     let h = parse_snapshot_with(r, seq, st, &mut rec)?;
     let pm_changed = rec.pm_type.is_some() && rec.pm_type != rec.base_pm_type;
     if rec.entities.is_empty() && !pm_changed {
@@ -458,6 +464,8 @@ pub(super) fn snapshot_op(
 /// (most) are not searched ([`HistFrame::maybe_obituaries`]).
 #[derive(Default)]
 pub(super) struct EventFrame {
+    /// The game's obituary event number.
+    ev_obituary: i32,
     base_events: bool,
     sent_events: bool,
     /// The playerstate's `pm_type` in the base and in this frame, and its `clientNum`,
@@ -478,7 +486,7 @@ impl Recorder for EventFrame {
         self.base_pm_type = old.and_then(|o| o.ps_known.value(&o.ps, PS_PM_TYPE));
     }
     fn entity(&mut self, _e: EntityWire<()>, state: Option<(&EntityState, u64)>) {
-        self.sent_events |= state.is_some_and(|(s, _)| is_obituary(s));
+        self.sent_events |= state.is_some_and(|(s, _)| is_obituary(s, self.ev_obituary));
     }
     fn frame(&mut self, st: &ClientState, f: &mut HistFrame) {
         f.maybe_obituaries = false;
@@ -519,7 +527,16 @@ pub(super) fn merge_packet_entities<R: Recorder>(
         let from_old = old.get(oi).copied().filter(|e| e.number() == newnum);
         oi += usize::from(from_old.is_some());
         let base = || bases.baselines.get(newnum as usize);
-        read_entity(r, newnum, from_old, (base, bases.known), pool, out, rec)?;
+        read_entity(
+            r,
+            bases.proto,
+            newnum,
+            from_old,
+            (base, bases.known),
+            pool,
+            out,
+            rec,
+        )?;
     }
     out.extend_from_slice(&old[oi..]);
     Ok(())
@@ -527,8 +544,10 @@ pub(super) fn merge_packet_entities<R: Recorder>(
 
 /// `MSG_ReadDeltaEntity` into the new frame: an unchanged entity of the old frame is shared,
 /// a changed one gets its own state.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn read_entity<'b, R: Recorder>(
     r: &mut BitReader<'_>,
+    proto: &crate::q3::protocol::Protocol,
     number: i32,
     from_old: Option<EntRef>,
     (base, base_known): (impl Fn() -> &'b EntityState, u64),
@@ -572,11 +591,11 @@ pub(super) fn read_entity<'b, R: Recorder>(
     if flags == EntityFlags::Delta {
         let known = pool.known(e);
         let (lc, after_lc) = if known == ENT_ALL_KNOWN {
-            read_entity_fields(r, &mut pool.get_mut(e).fields, &mut wire.changes)?
+            read_entity_fields(r, proto, &mut pool.get_mut(e).fields, &mut wire.changes)?
         } else {
             // Only a partly known entity (mid-session) collects the mask of what it got.
             let mut changes = Masked::new(std::mem::take(&mut wire.changes));
-            let got = read_entity_fields(r, &mut pool.get_mut(e).fields, &mut changes);
+            let got = read_entity_fields(r, proto, &mut pool.get_mut(e).fields, &mut changes);
             wire.changes = changes.inner;
             pool.set_known(e, known | changes.mask);
             got?
