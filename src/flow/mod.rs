@@ -103,6 +103,10 @@ pub struct FlowSummary {
     /// a demo has no capture time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub game_seconds: Option<f64>,
+    /// Quake 3 and Quake Live demo files: the game type of the first gamestate, as the game
+    /// names it (`g_gametype`: "free for all", "clan arena", ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game_type: Option<String>,
 }
 
 /// The counts of an aggregate row (see [`table::QueryAggregate`]).

@@ -165,6 +165,9 @@ impl<'a> Decoder<'a> {
             if let Some(map) = self.state.map_name() {
                 self.summary.add_map(&map);
             }
+            if self.summary.game_type.is_none() {
+                self.summary.game_type = self.state.game_type().map(str::to_string);
+            }
             self.note_players();
         }
         self.clock.observe(&self.state);

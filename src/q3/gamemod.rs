@@ -70,8 +70,9 @@ const MOD_TEAM_ARENA: [&str; 6] = [
     "MOD_GRAPPLE",
 ];
 
-/// Quake Live's means of death after the common ones: Team Arena's, then its own.
-const MOD_QUAKE_LIVE: [&str; 10] = [
+/// Quake Live's means of death after the common ones: Team Arena's, then its own (the
+/// names of minqlx's `meansOfDeath_t`, which follows the game's numbering).
+const MOD_QUAKE_LIVE: [&str; 11] = [
     "MOD_NAIL",
     "MOD_CHAINGUN",
     "MOD_PROXIMITY_MINE",
@@ -82,6 +83,36 @@ const MOD_QUAKE_LIVE: [&str; 10] = [
     "MOD_THAW",
     "MOD_LIGHTNING_DISCHARGE",
     "MOD_HMG",
+    "MOD_RAILGUN_HEADSHOT",
+];
+
+/// baseq3's `gametype_t` (Team Arena's last three, which OpenArena keeps).
+const GAME_TYPES_Q3: [&str; 8] = [
+    "free for all",
+    "tournament",
+    "single player",
+    "team deathmatch",
+    "capture the flag",
+    "one flag ctf",
+    "overload",
+    "harvester",
+];
+
+/// Quake Live's `gametype_t`.
+const GAME_TYPES_QUAKE_LIVE: [&str; 13] = [
+    "free for all",
+    "duel",
+    "race",
+    "team deathmatch",
+    "clan arena",
+    "capture the flag",
+    "one flag ctf",
+    "overload",
+    "harvester",
+    "freeze tag",
+    "domination",
+    "attack and defend",
+    "red rover",
 ];
 
 /// Quake Live's `EV_OBITUARY` (it removed events before baseq3's 60).
@@ -137,6 +168,15 @@ impl GameMod {
             _ if i == MOD_COMMON.len() => Some("MOD_GRAPPLE"),
             _ => None,
         }
+    }
+
+    /// The name of game type `n` (`g_gametype`) in this game's numbering.
+    pub fn game_type(&self, n: i32) -> Option<&'static str> {
+        let table: &[&str] = match self {
+            GameMod::QuakeLive => &GAME_TYPES_QUAKE_LIVE,
+            _ => &GAME_TYPES_Q3,
+        };
+        table.get(usize::try_from(n).ok()?).copied()
     }
 
     /// True when this mod's numbers are guessed (baseq3 tables used for an unknown mod).

@@ -16,7 +16,8 @@
 use std::sync::LazyLock;
 
 use crate::q3::fields::{
-    NetField, ENTITY_FIELDS, PLAYER_FIELDS, Q3_ENTITY_FIELDS, Q3_PLAYER_FIELDS,
+    NetField, ENTITY_FIELDS, NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS, PLAYER_FIELDS, Q3_ENTITY_FIELDS,
+    Q3_PLAYER_FIELDS,
 };
 
 /// One protocol's delta tables and string rules.
@@ -41,6 +42,40 @@ pub struct Protocol {
     pub cs: CsLayout,
     /// The game's `EV_OBITUARY`, the event entity of a kill (baseq3's 60; Quake Live's 58).
     pub ev_obituary: i32,
+    /// The readers' copy of the tables: fixed-size arrays (padded after the protocol's own
+    /// fields), so that indexing them below a count checked against their size needs no
+    /// bounds check in the field loop.
+    pub(crate) wire: WireArrays,
+}
+
+/// [`Protocol`]'s tables as fixed-size arrays, see [`Protocol::wire`].
+#[derive(Debug)]
+pub(crate) struct WireArrays {
+    pub entity: [NetField; NUM_ENTITY_FIELDS],
+    pub entity_slots: [u8; NUM_ENTITY_FIELDS],
+    pub player: [NetField; NUM_PLAYER_FIELDS],
+    pub player_slots: [u8; NUM_PLAYER_FIELDS],
+}
+
+impl WireArrays {
+    fn new(
+        entity: &[NetField],
+        entity_slots: &[u8],
+        player: &[NetField],
+        player_slots: &[u8],
+    ) -> Self {
+        let mut w = WireArrays {
+            entity: [NetField::new("", 0); NUM_ENTITY_FIELDS],
+            entity_slots: [0; NUM_ENTITY_FIELDS],
+            player: [NetField::new("", 0); NUM_PLAYER_FIELDS],
+            player_slots: [0; NUM_PLAYER_FIELDS],
+        };
+        w.entity[..entity.len()].copy_from_slice(entity);
+        w.entity_slots[..entity_slots.len()].copy_from_slice(entity_slots);
+        w.player[..player.len()].copy_from_slice(player);
+        w.player_slots[..player_slots.len()].copy_from_slice(player_slots);
+        w
+    }
 }
 
 /// Configstring indices of a game (`bg_public.h`'s `CS_*`; Quake Live renumbered them).
@@ -113,7 +148,9 @@ impl Protocol {
         let (player, player_slots) = table(&PLAYER_FIELDS, Q3_PLAYER_FIELDS, player);
         let identity = is_identity(&entity, &entity_slots, &ENTITY_FIELDS)
             && is_identity(&player, &player_slots, &PLAYER_FIELDS);
+        let wire = WireArrays::new(&entity, &entity_slots, &player, &player_slots);
         Protocol {
+            wire,
             number,
             entity,
             entity_slots,

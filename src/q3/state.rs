@@ -812,6 +812,22 @@ impl ClientState {
     pub fn map_name(&self) -> Option<String> {
         super::oob::info_value(self.configstrings.get(0), "mapname")
     }
+
+    /// The game type the serverinfo names (`g_gametype`), in the game's own words.
+    pub fn game_type(&self) -> Option<&'static str> {
+        use super::gamemod::GameMod;
+        let info = self.configstrings.get(0);
+        let game = if self.proto.is_quake_live() {
+            GameMod::QuakeLive
+        } else {
+            GameMod::detect(info, self.configstrings.get(1))
+        };
+        let n = super::oob::info_value(info, "g_gametype")?
+            .trim()
+            .parse()
+            .ok()?;
+        game.game_type(n)
+    }
 }
 
 #[cfg(test)]

@@ -345,7 +345,8 @@ impl Extractor {
         let old: Vec<String> = self.cs.players().to_vec();
         let first = !self.have_gamestate;
         self.cs.clear();
-        self.cs.at = Protocol::of(m.protocol).cs;
+        let proto = Protocol::of(m.protocol);
+        self.cs.at = proto.cs;
         self.departed.iter_mut().for_each(|d| *d = None);
         for c in &g.configstrings {
             self.cs.set(usize::from(c.index), &c.value);
@@ -358,7 +359,13 @@ impl Extractor {
         self.prev_obits.clear();
         self.final_scores_sent = false;
         self.flags.reset();
-        self.gamemod = GameMod::detect(self.cs.get(CS_SERVERINFO), self.cs.get(CS_SYSTEMINFO));
+        // Quake Live's demos say so by their protocol (its protocol 91 servers leave
+        // `gamename` out of the serverinfo).
+        self.gamemod = if proto.is_quake_live() {
+            GameMod::QuakeLive
+        } else {
+            GameMod::detect(self.cs.get(CS_SERVERINFO), self.cs.get(CS_SYSTEMINFO))
+        };
         if self.gamemod.is_unknown() && !self.warned_mod {
             self.warned_mod = true;
             let text = format!(

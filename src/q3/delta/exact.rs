@@ -15,10 +15,12 @@ pub(super) trait WireTable {
     fn slot(&self, i: usize) -> usize;
 }
 
-/// A table whose wire index is the slot (Quake 3's: the union tables' prefix).
-pub(super) struct Direct<'a>(pub &'a [NetField]);
+/// A table whose wire index is the slot (Quake 3's: the union tables' prefix). Its length
+/// is a constant, so that indexing below a count known to be at most that length needs no
+/// bounds check.
+pub(super) struct Direct<'a, const N: usize>(pub &'a [NetField; N]);
 
-impl WireTable for Direct<'_> {
+impl<const N: usize> WireTable for Direct<'_, N> {
     #[inline(always)]
     fn field(&self, i: usize) -> &NetField {
         &self.0[i]
@@ -30,12 +32,12 @@ impl WireTable for Direct<'_> {
 }
 
 /// A table in another order than the slots (Quake Live's).
-pub(super) struct Mapped<'a> {
-    pub fields: &'a [NetField],
-    pub slots: &'a [u8],
+pub(super) struct Mapped<'a, const N: usize> {
+    pub fields: &'a [NetField; N],
+    pub slots: &'a [u8; N],
 }
 
-impl WireTable for Mapped<'_> {
+impl<const N: usize> WireTable for Mapped<'_, N> {
     #[inline(always)]
     fn field(&self, i: usize) -> &NetField {
         &self.fields[i]

@@ -11,7 +11,7 @@ use super::types::{
 };
 use super::DeltaError;
 use crate::q3::bits::{BitError, BitReader};
-use crate::q3::fields::NUM_ENTITY_FIELDS;
+use crate::q3::fields::{ENTITY_FIELDS, NUM_ENTITY_FIELDS, NUM_PLAYER_FIELDS, PLAYER_FIELDS};
 use crate::q3::protocol::Protocol;
 
 /// The two flag bits after an entity number.
@@ -58,6 +58,7 @@ pub fn read_entity_fields<C: ChangeSink>(
 }
 
 /// Entity fields `0..n` of `proto`'s table (wire order).
+#[inline(always)]
 pub(super) fn entity_fields<C: ChangeSink>(
     r: &mut BitReader,
     proto: &Protocol,
@@ -66,18 +67,21 @@ pub(super) fn entity_fields<C: ChangeSink>(
     changes: &mut C,
 ) -> Result<(), DeltaError> {
     if proto.identity {
-        entity_fields_of(r, &Direct(&proto.entity), fields, n, changes)
+        // The union table, whose first fields are this protocol's.
+        let n = n.min(NUM_ENTITY_FIELDS);
+        entity_fields_of(r, &Direct(&ENTITY_FIELDS), fields, n, changes)
     } else {
         let table = Mapped {
-            fields: &proto.entity,
-            slots: &proto.entity_slots,
+            fields: &proto.wire.entity,
+            slots: &proto.wire.entity_slots,
         };
-        entity_fields_of(r, &table, fields, n, changes)
+        entity_fields_of(r, &table, fields, n.min(NUM_ENTITY_FIELDS), changes)
     }
 }
 
 /// Entity fields `0..n` of `table` (wire order): the fast path, then the exact reader from
 /// the first field it could not commit.
+#[inline(always)]
 fn entity_fields_of<C: ChangeSink, T: WireTable>(
     r: &mut BitReader,
     table: &T,
@@ -93,6 +97,7 @@ fn entity_fields_of<C: ChangeSink, T: WireTable>(
 }
 
 /// Playerstate fields `0..n` of `proto`'s table, as [`entity_fields`].
+#[inline(always)]
 pub(super) fn player_fields<C: ChangeSink>(
     r: &mut BitReader,
     proto: &Protocol,
@@ -101,16 +106,18 @@ pub(super) fn player_fields<C: ChangeSink>(
     changes: &mut C,
 ) -> Result<(), DeltaError> {
     if proto.identity {
-        player_fields_of(r, &Direct(&proto.player), state, n, changes)
+        let n = n.min(NUM_PLAYER_FIELDS);
+        player_fields_of(r, &Direct(&PLAYER_FIELDS), state, n, changes)
     } else {
         let table = Mapped {
-            fields: &proto.player,
-            slots: &proto.player_slots,
+            fields: &proto.wire.player,
+            slots: &proto.wire.player_slots,
         };
-        player_fields_of(r, &table, state, n, changes)
+        player_fields_of(r, &table, state, n.min(NUM_PLAYER_FIELDS), changes)
     }
 }
 
+#[inline(always)]
 fn player_fields_of<C: ChangeSink, T: WireTable>(
     r: &mut BitReader,
     table: &T,

@@ -124,7 +124,7 @@ proptest! {
         r1.set_bit_pos(start);
         let mut r2 = r1.clone();
         let a = entity_fields(&mut r1, proto, &mut f1, n, &mut c1);
-        let table = Mapped { fields: &proto.entity, slots: &proto.entity_slots };
+        let table = Mapped { fields: &proto.wire.entity, slots: &proto.wire.entity_slots };
         let b = fields_exact::<true, _, _>(&mut r2, &table, &mut f2, (0, n), &mut c2)
                 .map_err(DeltaError::from);
         prop_assert_eq!(&a, &b);
@@ -156,7 +156,7 @@ proptest! {
         r1.set_bit_pos(start);
         let mut r2 = r1.clone();
         let a = player_fields(&mut r1, proto, &mut p1, n, &mut c1);
-        let table = Mapped { fields: &proto.player, slots: &proto.player_slots };
+        let table = Mapped { fields: &proto.wire.player, slots: &proto.wire.player_slots };
         let b = fields_exact::<false, _, _>(&mut r2, &table, &mut p2.fields, (0, n), &mut c2)
                 .map_err(DeltaError::from);
         prop_assert_eq!(&a, &b);

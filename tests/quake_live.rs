@@ -1,0 +1,311 @@
+//! Quake Live demos (protocols 73, 90, 91) of `../shared/demos/ql` against Uber Demo Tools'
+//! output for each (`udt/NAME.json`, a peer's answer): every intact demo decodes with no
+//! error, the truncated one to its last whole record; kills, chat, the players and teams of
+//! the gamestate equal UDT's; a cut decodes again and gives the same events in its window.
+mod q3common;
+mod skip;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use q3common::{decode, shared};
+use quakecap::gameevent::{Detail, GameEvent, Kind};
+use quakecap::pipeline::{self, Options};
+use quakecap::sink::events::EventSink;
+
+/// The Quake Live demos, sorted (none when the folder is missing: a visible skip, a
+/// failure under CI).
+fn demos() -> Vec<PathBuf> {
+    let dir = shared("demos/ql");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        skip::data(&dir);
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| pipeline::is_demo(p))
+        .collect();
+    v.sort();
+    assert_eq!(v.len(), 14, "{v:?}");
+    v
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+fn udt(p: &Path) -> serde_json::Value {
+    let json = p
+        .parent()
+        .unwrap()
+        .join("udt")
+        .join(format!("{}.json", name_of(p)));
+    let text = std::fs::read_to_string(&json)
+        .unwrap_or_else(|e| panic!("{}: UDT's output: {e}", json.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn events_of(path: &Path) -> Vec<GameEvent> {
+    let mut sink = EventSink::new();
+    let opts = Options {
+        detail: quakecap::pipeline::Detail::Events,
+        ..Default::default()
+    };
+    pipeline::run_demo(path, &opts, &mut sink).expect("demo");
+    sink.events
+}
+
+/// A demo's events as server time in ms: a demo's event time is its snapshot's.
+fn ms(e: &GameEvent) -> i64 {
+    (e.time * 1000.0).round() as i64
+}
+
+/// UDT's cause of death as quakecap names it (`MOD_ROCKET_SPLASH` for "rocket splash").
+fn means_word(ours: &str) -> String {
+    let w = ours
+        .trim_start_matches("MOD_")
+        .to_ascii_lowercase()
+        .replace('_', " ");
+    match w.as_str() {
+        // UDT's words where they are not the game's constant.
+        "machinegun" => "machine gun".into(),
+        "hmg" => "heavy machine gun".into(),
+        "nail" => "nailgun".into(),
+        "chaingun" => "chain gun".into(),
+        "proximity mine" => "proximity mine".into(),
+        "switch teams" => "team switch".into(),
+        "telefrag" => "telefrag".into(),
+        "target laser" => "target laser".into(),
+        "trigger hurt" => "trigger hurt".into(),
+        "falling" => "fall".into(),
+        _ => w,
+    }
+}
+
+type Bag = HashMap<String, i64>;
+
+fn common(a: &Bag, b: &Bag) -> i64 {
+    a.iter()
+        .map(|(k, n)| (*n).min(b.get(k).copied().unwrap_or(0)))
+        .sum()
+}
+
+fn total(a: &Bag) -> i64 {
+    a.values().sum()
+}
+
+fn differences(a: &Bag, b: &Bag) -> Vec<String> {
+    let mut v: Vec<String> = a
+        .iter()
+        .filter(|(k, n)| b.get(*k).copied().unwrap_or(0) < **n)
+        .map(|(k, n)| format!("{k} ×{}", n - b.get(k).copied().unwrap_or(0)))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every intact Quake Live demo decodes with no error; the truncated one decodes every
+/// whole record and says where it was cut.
+#[test]
+fn every_quake_live_demo_decodes() {
+    for p in demos() {
+        let (report, msgs) = decode(&p, false);
+        let errors: Vec<String> = report
+            .flows
+            .iter()
+            .flat_map(|f| f.error_details.iter().map(|e| e.to_string()))
+            .collect();
+        let name = name_of(&p);
+        assert!(msgs.len() > 300, "{name}: {} messages", msgs.len());
+        if name == "truncated.dm_73" {
+            assert_eq!(errors.len(), 1, "{name}: {errors:?}");
+            assert!(errors[0].contains("truncated"), "{errors:?}");
+            assert!(msgs.iter().all(|m| m.error.is_none()));
+        } else {
+            assert!(errors.is_empty(), "{name}: {errors:?}");
+        }
+    }
+}
+
+/// Kills (server time, attacker, target, means of death) and chat lines (sender's client
+/// number, team flag, clean text) equal UDT's as multisets, on every demo: recall and
+/// precision 1 (the issue asks for 0.99).
+///
+/// Chat times differ by one snapshot, and quakecap is right: a server command travels in
+/// the message before that message's snapshot, and the game shows it when it processes
+/// that snapshot (cgame executes the commands up to the snapshot's `serverCommandSequence`);
+/// UDT stamps it with the snapshot it had read before. So each chat line's time here is
+/// the demo's next snapshot after UDT's.
+///
+/// Two more differences, where the demo shows UDT wrong:
+/// * a kill whose means of death is 33 (`MOD_RAILGUN_HEADSHOT`) is an obituary entity like
+///   any other, but not in UDT's table, and UDT drops an obituary it cannot name (3 kills);
+/// * a clan tag holding a colon (`^1<|^7:)`): UDT cuts the line at that colon and reports
+///   " Chefscout: tyy" where the line (`…Chef^1scout^7^7\x19: ^2tyy`) says "tyy" (6 lines).
+#[test]
+fn quake_live_kills_and_chat_equal_uber_demo_tools() {
+    let (mut udt_n, mut ours_n, mut both_n) = (0, 0, 0);
+    let mut report = Vec::new();
+    let (mut headshots, mut colon_clans) = (0, 0);
+    for p in demos() {
+        let name = name_of(&p);
+        let u = udt(&p);
+        let snaps = snapshot_times(&p);
+        let mut theirs: Bag = HashMap::new();
+        for o in u["obituaries"].as_array().into_iter().flatten() {
+            let key = format!(
+                "kill {} {}→{} {}",
+                o["serverTime"],
+                o["attackerClientNumber"].as_i64().unwrap_or(1022),
+                o["targetClientNumber"],
+                o["causeOfDeath"].as_str().unwrap_or("?")
+            );
+            *theirs.entry(key).or_default() += 1;
+        }
+        let mut chat_times: HashMap<String, (Vec<i64>, Vec<i64>)> = HashMap::new();
+        for c in u["chat"].as_array().into_iter().flatten() {
+            let mut text = c["cleanMessage"].as_str().unwrap_or("");
+            let command = c["command"].as_str().unwrap_or("");
+            let sender = command.split('\u{19}').next().unwrap_or("");
+            if sender.split_once(' ').is_some_and(|(_, s)| s.contains(':')) {
+                colon_clans += 1;
+                text = text.split_once(": ").map_or(text, |(_, t)| t);
+            }
+            let key = format!(
+                "chat #{} team={} {}",
+                c["clientNumber"], c["teamChat"], text
+            );
+            let t = c["serverTime"].as_i64().unwrap();
+            chat_times.entry(key.clone()).or_default().0.push(t);
+            *theirs.entry(key).or_default() += 1;
+        }
+        let mut ours: Bag = HashMap::new();
+        for e in events_of(&p) {
+            let key = match &e.detail {
+                Detail::Kill(k) if k.means == "MOD_RAILGUN_HEADSHOT" => {
+                    headshots += 1;
+                    continue;
+                }
+                Detail::Kill(k) => format!(
+                    "kill {} {}→{} {}",
+                    ms(&e),
+                    k.killer_num.unwrap_or(1022),
+                    k.victim_num.unwrap_or(-1),
+                    means_word(&k.means)
+                ),
+                Detail::Chat(c) if c.mode != "console" => {
+                    let key = format!("chat #{} team={} {}", c.num.unwrap_or(-1), c.team, c.text);
+                    chat_times.entry(key.clone()).or_default().1.push(ms(&e));
+                    key
+                }
+                _ => continue,
+            };
+            *ours.entry(key).or_default() += 1;
+        }
+        for (key, (udt_t, our_t)) in &chat_times {
+            for (u, o) in udt_t.iter().zip(our_t) {
+                let next = snaps.iter().find(|&&t| t > *u);
+                if next != Some(o) {
+                    report.push(format!("{name}: {key}: UDT at {u}, ours at {o}"));
+                }
+            }
+        }
+        let both = common(&theirs, &ours);
+        udt_n += total(&theirs);
+        ours_n += total(&ours);
+        both_n += both;
+        if both != total(&theirs) || both != total(&ours) {
+            report.push(format!(
+                "{name}: UDT {} ours {} common {both}\n  only UDT: {:?}\n  only ours: {:?}",
+                total(&theirs),
+                total(&ours),
+                differences(&theirs, &ours),
+                differences(&ours, &theirs)
+            ));
+        }
+    }
+    eprintln!("UDT {udt_n}, ours {ours_n}, common {both_n}");
+
+    assert!(udt_n > 800, "UDT gives {udt_n} kills and chat lines");
+    assert!(report.is_empty(), "{}", report.join("\n"));
+    assert_eq!((headshots, colon_clans), (3, 6));
+}
+
+/// The server times of a demo's snapshots, in order.
+fn snapshot_times(p: &Path) -> Vec<i64> {
+    let (_, msgs) = decode(p, false);
+    msgs.iter()
+        .filter_map(|m| m.server())
+        .flat_map(|s| s.ops.iter())
+        .filter_map(|op| match op {
+            quakecap::q3::svc::ServerOp::Snapshot(s) => Some(i64::from(s.server_time)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// UDT's team word as quakecap's.
+fn team_word(udt: &str) -> &str {
+    match udt {
+        "spectators" => "spectator",
+        t => t,
+    }
+}
+
+/// The players of each gamestate (client number, clean name, team) equal UDT's: those UDT
+/// lists from the gamestate's start are quakecap's joins at the gamestate.
+///
+/// Protocol 91 puts the clan tag inside the name (`n\^7[^2MD^7] toxjq`, its `cn` empty);
+/// UDT then takes the name to be what follows the last space or dot, which its own source
+/// calls ambiguous ("MVPz Zorak" → "Zorak"). quakecap keeps the name the configstring
+/// holds, as the game shows it: there UDT's name must be the end of quakecap's.
+#[test]
+fn quake_live_gamestate_players_equal_uber_demo_tools() {
+    for p in demos() {
+        let name = name_of(&p);
+        let u = udt(&p);
+        let gs = &u["gameStates"][0];
+        let start = gs["startTime"].as_i64().unwrap();
+        let mut theirs: Vec<(i64, String, String)> = gs["players"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|pl| pl["startTime"].as_i64() == Some(start))
+            .map(|pl| {
+                (
+                    pl["clientNumber"].as_i64().unwrap(),
+                    pl["cleanName"].as_str().unwrap().to_string(),
+                    team_word(pl["team"].as_str().unwrap()).to_string(),
+                )
+            })
+            .collect();
+        theirs.sort();
+        theirs.dedup();
+        let events = events_of(&p);
+        // The gamestate's joins come before its first match-flow or map restart event.
+        let mut ours: Vec<(i64, String, String)> = events
+            .iter()
+            .skip(1)
+            .take_while(|e| e.kind == Kind::Join)
+            .filter_map(|e| match &e.detail {
+                Detail::Player(pl) => Some((
+                    i64::from(pl.num),
+                    pl.name.clone(),
+                    pl.team.clone().unwrap_or_default(),
+                )),
+                _ => None,
+            })
+            .collect();
+        ours.sort();
+        assert!(!theirs.is_empty(), "{name}");
+        if name.ends_with(".dm_91") {
+            for (o, t) in ours.iter_mut().zip(&theirs) {
+                if o.1 != t.1 && o.1.ends_with(&format!(" {}", t.1)) {
+                    o.1 = t.1.clone();
+                }
+            }
+        }
+        assert_eq!(ours, theirs, "{name}");
+    }
+}
