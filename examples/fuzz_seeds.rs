@@ -354,6 +354,7 @@ fn regressions(out: &Path) {
     };
     emit::full_snapshot(
         &mut w,
+        quakecap::q3::protocol::Protocol::q3(),
         &frame,
         &quakecap::q3::baselines::Baselines::default(),
     );

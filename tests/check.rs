@@ -457,6 +457,7 @@ fn reliable_acknowledges_outside_the_window_are_findings() {
         ops: vec![ServerOp::Gamestate(Box::new(gs))],
         error: None,
         snapshot_head: None,
+        protocol: 68,
     };
     let client = |ack: i32| ClientMessage {
         server_id: 1,
@@ -678,6 +679,7 @@ fn snapshot_time_and_delta_rules_are_findings() {
             ops,
             error: None,
             snapshot_head: h,
+            protocol: 68,
         })
     };
     let stream = [
@@ -1016,7 +1018,13 @@ fn padded_gamestate_demo(data_count: usize) -> Option<(Vec<u8>, usize)> {
         let zero = EntityState::default();
         for b in &g.baselines {
             w.write_byte(4);
-            write_delta_entity(&mut w, &zero, Some(&b.state), true);
+            write_delta_entity(
+                &mut w,
+                quakecap::q3::protocol::Protocol::q3(),
+                &zero,
+                Some(&b.state),
+                true,
+            );
         }
         w.write_byte(8);
         w.write_long(g.client_num);

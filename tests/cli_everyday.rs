@@ -1113,9 +1113,10 @@ fn demo_files_are_kind_demo_with_map_player_protocol_and_game_time() {
 }
 
 #[test]
-fn quake_live_demos_are_named_unsupported() {
-    let dir = scratch("ql");
-    let p = dir.join("match.dm_73");
+fn unsupported_demo_protocols_are_named() {
+    // Wolfenstein: Enemy Territory's protocol (Quake Live's 73, 90, 91 are read).
+    let dir = scratch("et");
+    let p = dir.join("match.dm_84");
     std::fs::write(&p, read("captures/q3-basic/client1-demo0.dm_68")).expect("write");
     let p = p.to_string_lossy().into_owned();
     for cmd in ["flows", "decode", "demo"] {
@@ -1123,7 +1124,7 @@ fn quake_live_demos_are_named_unsupported() {
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         let e = stderr(&o);
         assert!(
-            e.contains("Quake 3 demo protocol 73 (Quake Live) is not supported"),
+            e.contains("Quake 3 demo protocol 84 is not supported"),
             "{cmd}: {e}"
         );
         assert!(!e.contains("started after"), "{cmd}: {e}");

@@ -214,7 +214,13 @@ fn write_gamestate(w: &mut BitWriter, g: &Gamestate, cs_edit: Option<(u16, &str)
     let zero = EntityState::default();
     for b in &g.baselines {
         w.write_byte(4);
-        write_delta_entity(w, &zero, Some(&b.state), true);
+        write_delta_entity(
+            w,
+            quakecap::q3::protocol::Protocol::q3(),
+            &zero,
+            Some(&b.state),
+            true,
+        );
     }
     w.write_byte(8);
     w.write_long(g.client_num);
@@ -274,7 +280,12 @@ fn edited_demo_shows_exactly_the_edits() {
                         ));
                         continue;
                     }
-                    emit::server_command(&mut w, *seq, text);
+                    emit::server_command(
+                        &mut w,
+                        quakecap::q3::protocol::Protocol::q3(),
+                        *seq,
+                        text,
+                    );
                 }
                 ServerOp::Snapshot(s) => {
                     if i == 200 {
@@ -300,7 +311,12 @@ fn edited_demo_shows_exactly_the_edits() {
                             None,
                         ));
                     }
-                    emit::full_snapshot(&mut w, &frame, &baselines);
+                    emit::full_snapshot(
+                        &mut w,
+                        quakecap::q3::protocol::Protocol::q3(),
+                        &frame,
+                        &baselines,
+                    );
                 }
                 ServerOp::Eof { .. } => emit::eof(&mut w),
                 other => panic!("op {other:?} in this demo"),

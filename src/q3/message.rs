@@ -40,7 +40,7 @@ impl Serialize for Body {
                 }],
             }
             .serialize(s),
-            Body::Server(m) => m.serialize(s),
+            Body::Server(m) => crate::q3::delta::with_protocol(m.protocol, || m.serialize(s)),
             Body::Client(m) => m.serialize(s),
             Body::None => Ops { ops: [(); 0] }.serialize(s),
         }

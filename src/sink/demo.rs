@@ -538,6 +538,7 @@ mod tests {
                 ops: vec![ServerOp::Gamestate(Box::new(g))],
                 error: None,
                 snapshot_head: None,
+                protocol: 68,
             }),
             error: None,
             raw: None,

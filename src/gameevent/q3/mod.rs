@@ -1110,6 +1110,7 @@ mod tests {
                 ops,
                 error: None,
                 snapshot_head: None,
+                protocol: 68,
             }),
             error: None,
             raw: None,
@@ -1140,6 +1141,7 @@ mod tests {
             ops: vec![ServerOp::Gamestate(Box::new(g))],
             error: None,
             snapshot_head: None,
+            protocol: 68,
         });
         m
     }

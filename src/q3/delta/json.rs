@@ -8,6 +8,7 @@ use super::types::{
     EntityDelta, EntityState, FieldChange, Number, PlayerDelta, PlayerState, PsKnown,
 };
 use crate::q3::fields::{NetField, ENTITY_FIELDS, PLAYER_FIELDS};
+use crate::q3::protocol::Protocol;
 
 impl Serialize for Number {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -50,14 +51,47 @@ impl Serialize for NamedChanges<'_> {
     }
 }
 
+thread_local! {
+    /// The protocol whose tables a state is written with: set by [`with_protocol`] around a
+    /// message (a state does not carry its protocol), Quake 3's outside one.
+    static PROTOCOL: std::cell::Cell<u32> = const { std::cell::Cell::new(68) };
+}
+
+/// Run `f` (a serialization) with the states written in protocol `n`'s fields: its own,
+/// in its wire order (Quake Live's add fields Quake 3 does not have).
+pub fn with_protocol<R>(n: u32, f: impl FnOnce() -> R) -> R {
+    let before = PROTOCOL.with(|p| p.replace(n));
+    let out = f();
+    PROTOCOL.with(|p| p.set(before));
+    out
+}
+
+/// The fields of the current protocol's entity table, by slot, in its wire order.
+fn entity_table() -> (&'static [NetField], &'static [u8]) {
+    let p = Protocol::of(PROTOCOL.with(std::cell::Cell::get));
+    (&p.entity, &p.entity_slots)
+}
+
+/// The fields of the current protocol's playerstate table, by slot, in its wire order.
+fn player_table() -> (&'static [NetField], &'static [u8]) {
+    let p = Protocol::of(PROTOCOL.with(std::cell::Cell::get));
+    (&p.player, &p.player_slots)
+}
+
 /// Serialize raw fields as a map `name -> value` (floats as f32); fields whose bit is
 /// clear in the mask (unknown values) as `null`.
-struct NamedFields<'a>(&'a [i32], &'static [NetField], u64);
+///
+/// Field values (by slot) named by a protocol's table: (values, (fields, slots), known mask
+/// by slot).
+struct NamedFields<'a>(&'a [i32], (&'static [NetField], &'static [u8]), u64);
 
 impl Serialize for NamedFields<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (i, (f, &v)) in self.1.iter().zip(self.0).enumerate() {
+        let (fields, slots) = self.1;
+        let mut m = s.serialize_map(Some(fields.len()))?;
+        for (f, &slot) in fields.iter().zip(slots) {
+            let i = usize::from(slot);
+            let v = self.0.get(i).copied().unwrap_or(0);
             if self.2 & (1u64 << i) == 0 {
                 m.serialize_entry(f.name, &())?;
             } else if f.is_float() {
@@ -76,7 +110,7 @@ impl Serialize for EntityState {
         st.serialize_field("number", &self.number)?;
         st.serialize_field(
             "fields",
-            &NamedFields(&self.fields, &ENTITY_FIELDS, u64::MAX),
+            &NamedFields(&self.fields, entity_table(), u64::MAX),
         )?;
         st.end()
     }
@@ -91,7 +125,7 @@ impl Serialize for PartialEntity<'_> {
         st.serialize_field("number", &self.0.number)?;
         st.serialize_field(
             "fields",
-            &NamedFields(&self.0.fields, &ENTITY_FIELDS, self.1),
+            &NamedFields(&self.0.fields, entity_table(), self.1),
         )?;
         st.end()
     }
@@ -118,7 +152,7 @@ impl Serialize for PartialPlayer<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (ps, k) = (self.0, self.1);
         let mut st = s.serialize_struct("PlayerState", 5)?;
-        st.serialize_field("fields", &NamedFields(&ps.fields, &PLAYER_FIELDS, k.fields))?;
+        st.serialize_field("fields", &NamedFields(&ps.fields, player_table(), k.fields))?;
         st.serialize_field("stats", &KnownArray(&ps.stats, k.arrays[0]))?;
         st.serialize_field("persistant", &KnownArray(&ps.persistant, k.arrays[1]))?;
         st.serialize_field("ammo", &KnownArray(&ps.ammo, k.arrays[2]))?;

@@ -34,6 +34,7 @@ pub use types::{
     shownet_bits, ChangeSink, EntityDelta, EntityState, FieldChange, FieldEnc, Number, PlayerDelta,
     PlayerState, PlayerWire, PsKnown, REMOVED_NUMBER,
 };
+pub use json::with_protocol;
 pub use write::{write_delta_entity, write_delta_playerstate};
 
 use crate::q3::bits::BitError;

@@ -53,6 +53,7 @@ pub fn parse_server_message_with(
     detail: Detail,
 ) -> ServerMessage {
     let mut msg = ServerMessage {
+        protocol: st.proto.number,
         ack: ack.unwrap_or(0),
         // The first push allocates room for four ops (a message holds a few: commands, a
         // snapshot, EOF); a message that records none allocates nothing.

@@ -329,6 +329,10 @@ pub struct ServerMessage {
     /// entity, as its head.
     #[serde(skip)]
     pub snapshot_head: Option<SnapshotHead>,
+    /// Not in JSON: the protocol the message was decoded with, whose tables its states are
+    /// written with ([`crate::q3::delta::with_protocol`]).
+    #[serde(skip)]
+    pub protocol: u32,
 }
 
 /// What a snapshot says before its playerstate: enough to check times and delta windows.
