@@ -10,8 +10,8 @@
 //! `location`, and to the playerstate `weaponPrimary` (after `weapon`), the crouch timers,
 //! `location`, `fov` and the move values.
 //!
-//! A field's value lives in its slot of the union tables ([`ENTITY_FIELDS`],
-//! [`PLAYER_FIELDS`]), whatever its wire position: code that reads a field by name or index
+//! A field's value lives in its slot of the union tables (`ENTITY_FIELDS`,
+//! `PLAYER_FIELDS`), whatever its wire position: code that reads a field by name or index
 //! reads the same slot on every protocol.
 use std::sync::LazyLock;
 
@@ -27,11 +27,11 @@ pub struct Protocol {
     pub number: u32,
     /// The entity fields in wire order, each with this protocol's width.
     pub entity: Vec<NetField>,
-    /// Slot in [`ENTITY_FIELDS`] of each field of [`entity`](Self::entity).
+    /// Slot in the union entity table (`ENTITY_FIELDS`) of each field of [`entity`](Self::entity).
     pub entity_slots: Vec<u8>,
     /// The playerstate fields in wire order, each with this protocol's width.
     pub player: Vec<NetField>,
-    /// Slot in [`PLAYER_FIELDS`] of each field of [`player`](Self::player).
+    /// Slot in the union playerstate table (`PLAYER_FIELDS`) of each field of [`player`](Self::player).
     pub player_slots: Vec<u8>,
     /// Strings keep bytes above 127 (Quake Live's UTF-8); Quake 3 reads them as `.`.
     pub utf8: bool,

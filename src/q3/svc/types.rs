@@ -330,7 +330,7 @@ pub struct ServerMessage {
     #[serde(skip)]
     pub snapshot_head: Option<SnapshotHead>,
     /// Not in JSON: the protocol the message was decoded with, whose tables its states are
-    /// written with ([`crate::q3::delta::with_protocol`]).
+    /// written with.
     #[serde(skip)]
     pub protocol: u32,
 }
