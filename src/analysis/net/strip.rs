@@ -6,9 +6,10 @@
 //! a coarser step.
 use super::acc::RttMethod;
 
-/// Columns kept per connection: one per one to two pixels of the report's 840-pixel plots
-/// (each column is two points of an SVG outline, the report's largest cost).
-pub const MAX_COLS: usize = 512;
+/// Columns kept per connection: a packet each for the first 2,048 server packets (about two
+/// minutes of Quake 3 snapshots), then merged pairwise; enough to zoom into a long match in
+/// the report's plots (each column is four numbers of the page's data, about 20 bytes).
+pub const MAX_COLS: usize = 2048;
 
 /// One column: one server packet, or several merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
