@@ -91,6 +91,14 @@
     if (box.dataset.built) return;
     box.dataset.built = "1";
     var d = JSON.parse(box.querySelector("script.series").textContent);
+    // Arrays without any value are left out of the data: unknown all along.
+    ["x", "sx"].forEach(function (k) { d[k] = d[k] || []; });
+    ["ping", "pmax", "lc", "ls", "jc", "js", "pc", "ps", "sn", "bc", "bs"].forEach(function (k) {
+      d[k] = d[k] || d.x.map(function () { return null; });
+    });
+    ["sl", "sc", "sp"].forEach(function (k) {
+      d[k] = d[k] || d.sx.map(function () { return k === "sc" ? 0 : null; });
+    });
     var id = box.dataset.flow;
     var figs = {};
     box.querySelectorAll("figure").forEach(function (f) { figs[f.className] = f.querySelector(".plot"); });

@@ -720,6 +720,9 @@ fn connection(
         );
     }
     h.push_str("<script type=\"application/json\" class=\"series\">");
+    // About 70 bytes per interval and 22 per lagometer column.
+    let cols = r.strip.as_ref().map_or(0, |s| s.cols.len());
+    h.reserve(r.series.len() * 80 + cols * 24 + 1024);
     series_json(h, r, &mine, tl.t0);
     h.push_str("</script>\n</div>\n");
     events_list(h, r, tl);
@@ -796,25 +799,68 @@ fn caption(f: &str, r: &NetQuality) -> String {
     }
 }
 
-/// Writes `v` with at most `digits` decimals, no trailing zeros; `null` when not finite.
+/// Writes `v` with at most `digits` (0 to 3) decimals, rounded, no trailing zeros; `null`
+/// when not finite. By integer arithmetic: the figures are most of a report's numbers, and
+/// `format!`'s float printing cost more than the rest of the report's writing together.
 fn push_num(o: &mut String, v: f64, digits: usize) {
-    if !v.is_finite() {
+    const SCALE: [f64; 4] = [1.0, 10.0, 100.0, 1000.0];
+    let digits = digits.min(3);
+    let scaled = (v * SCALE[digits]).round();
+    // Past 2^53 an f64 has no decimals to show; `format!` says it best.
+    if !scaled.is_finite() {
         o.push_str("null");
         return;
     }
-    let start = o.len();
-    let _ = write!(o, "{v:.digits$}");
-    if digits > 0 {
-        let t = o[start..].trim_end_matches('0').trim_end_matches('.').len();
-        o.truncate(start + t);
+    if scaled.abs() >= 9.0e15 {
+        let _ = write!(o, "{v:.0}");
+        return;
     }
-    if &o[start..] == "-0" {
-        o.truncate(start);
-        o.push('0');
+    let n = scaled as i64;
+    if n < 0 {
+        o.push('-');
+    }
+    let n = n.unsigned_abs();
+    let unit = SCALE[digits] as u64;
+    let (int, mut frac) = (n / unit, n % unit);
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut x = int;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
+        }
+    }
+    o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    if frac > 0 {
+        let mut width = digits;
+        while frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        o.push('.');
+        let mut d = [b'0'; 3];
+        for k in (0..width).rev() {
+            d[k] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        o.push_str(std::str::from_utf8(&d[..width]).unwrap_or(""));
     }
 }
 
-fn push_array<I: Iterator<Item = Option<f64>>>(o: &mut String, key: &str, it: I, digits: usize) {
+/// `"key":[…],` of the values; nothing when `it` has no value at all (an unknowable figure,
+/// such as a vantage's hidden loss: the page draws it as unknown).
+fn push_array<I: Iterator<Item = Option<f64>> + Clone>(
+    o: &mut String,
+    key: &str,
+    it: I,
+    digits: usize,
+) {
+    if !it.clone().any(|v| v.is_some()) {
+        return;
+    }
     let _ = write!(o, "\"{key}\":[");
     for (i, v) in it.enumerate() {
         if i > 0 {
@@ -854,7 +900,8 @@ fn push_str_json(o: &mut String, s: &str) {
 /// deaths `[time, 1 frag | 0 death]`; `rt` (QuakeWorld at the client's side) the server's
 /// missing sequences per interval (%); `sx`, `sl`, `sc`, `sp` the lagometer's columns: start,
 /// latency (ms, null when none), 1 when rate-delayed, share of server packets lost before
-/// it (%, null when unknowable); `end` the connection's last packet.
+/// it (%, null when unknowable); `end` the connection's last packet. An array without any
+/// value is left out (`sc` too when no column was rate-delayed).
 fn series_json(o: &mut String, r: &NetQuality, mine: &[&GameEvent], t0: f64) {
     o.push('{');
     let _ = write!(o, "\"t0\":{t0:.3},\"step\":");
@@ -974,13 +1021,16 @@ fn series_json(o: &mut String, r: &NetQuality, mine: &[&GameEvent], t0: f64) {
             .map(|c| Some(f64::from(c.latency[k])).filter(|l| *l >= 0.0)),
         0,
     );
-    push_array(
-        o,
-        "sc",
-        cols.iter()
-            .map(|c| Some(f64::from(u8::from(c.rate_delayed > 0)))),
-        0,
-    );
+    // Rate-delayed columns are rare: none, no array.
+    if cols.iter().any(|c| c.rate_delayed > 0) {
+        push_array(
+            o,
+            "sc",
+            cols.iter()
+                .map(|c| Some(f64::from(u8::from(c.rate_delayed > 0)))),
+            0,
+        );
+    }
     push_array(
         o,
         "sp",
