@@ -92,7 +92,10 @@
     box.dataset.built = "1";
     var d = JSON.parse(box.querySelector("script.series").textContent);
     // Arrays without any value are left out of the data: unknown all along.
-    ["x", "sx"].forEach(function (k) { d[k] = d[k] || []; });
+    d.sx = d.sx || [];
+    var n = Math.max(0, (d.ping || d.pc || d.ps || []).length);
+    d.x = [];
+    for (var i = 0; i < n; i++) d.x.push(Math.round((d.x0 + i * d.step) * 100) / 100);
     ["ping", "pmax", "lc", "ls", "jc", "js", "pc", "ps", "sn", "bc", "bs"].forEach(function (k) {
       d[k] = d[k] || d.x.map(function () { return null; });
     });

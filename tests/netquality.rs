@@ -999,7 +999,9 @@ fn report_html_against_relay_and_server() {
                     );
                 }
                 let data = series_data(s);
-                let x = numbers(&data["x"]);
+                // Packets per second each way are known for every interval.
+                let x = numbers(&data["pc"]);
+                assert!(!x.is_empty() && data["x0"].is_number(), "{who}: intervals");
                 for k in [
                     "ping", "pmax", "lc", "ls", "jc", "js", "pc", "ps", "sn", "bc", "bs",
                 ] {

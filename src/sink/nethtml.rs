@@ -894,7 +894,8 @@ fn push_str_json(o: &mut String, s: &str) {
 }
 
 /// A player's figures as one JSON object, times in seconds since the input's start `t0`:
-/// `t0`; `x` the intervals' starts; `ping`, `pmax` (ms); `lc`, `ls` loss (%); `jc`, `js`
+/// `t0`; `x0` the first interval's start (the others follow at `step`); `ping`, `pmax`
+/// (ms); `lc`, `ls` loss (%); `jc`, `js`
 /// jitter (ms); `pc`, `ps` packets/s; `sn` snapshots/s; `bc`, `bs` kB/s; `med` the median
 /// ping; `lag` the lag events `[start, end, 0 ping | 1 loss]`; `ev` the player's frags and
 /// deaths `[time, 1 frag | 0 death]`; `rt` (QuakeWorld at the client's side) the server's
@@ -913,7 +914,10 @@ fn series_json(o: &mut String, r: &NetQuality, mine: &[&GameEvent], t0: f64) {
     o.push(',');
     let s = &r.series;
     let rate = |v: Option<f64>| v.map(|x| x / r.interval);
-    push_array(o, "x", s.iter().map(|i| Some(i.start - t0)), 2);
+    // The intervals are regular: their first start and `step` give them all.
+    o.push_str("\"x0\":");
+    push_num(o, s.first().map_or(f64::NAN, |i| i.start - t0), 2);
+    o.push(',');
     push_array(o, "ping", s.iter().map(|i| i.ping), 1);
     push_array(o, "pmax", s.iter().map(|i| i.ping_max), 1);
     push_array(o, "lc", s.iter().map(|i| i.loss.c2s.map(|v| v * 100.0)), 1);
