@@ -184,7 +184,7 @@
       { label: "latency ms", scale: "ms", paths: function () { return null; }, points: { show: false },
         stroke: "#00b000", value: function (u, v) { return v == null ? "–" : v.toFixed(0); } },
       { label: "lost %", scale: "lost", paths: function () { return null; }, points: { show: false },
-        stroke: "#e00000", value: function (u, v) { return v == null ? "unknown" : (-v).toFixed(0); } },
+        stroke: "#e00000", value: function (u, v) { return v == null ? "–" : (-v).toFixed(0); } },
     ], [d.sx, d.sl, d.sp.map(function (v) { return v == null ? null : -v; })], {
       scales: {
         x: { time: false, range: function (u, mn, mx) { return [mn, mx]; } },

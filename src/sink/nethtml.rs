@@ -15,7 +15,7 @@
 //! `series_json`): the connection's per-interval series (1 s, widened for long connections
 //! so that no series has more than [`MAX_POINTS`] entries: an hour at 1 s) and the lagometer
 //! strip (a column per server packet, up to `strip::MAX_COLS` columns, merged pairwise
-//! beyond: worst latency, counts summed). About 150 KB for an hour of one player.
+//! beyond: worst latency, counts summed). At most about 0.2 MB for an hour of one player.
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -1175,7 +1175,93 @@ fn player_events_list(h: &mut String, mine: &[&GameEvent], tl: &Tl<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_num, push_str_json, Clock};
+    use super::{push_num, push_str_json, render_to, Clock, Input, MAX_POINTS};
+    use crate::analysis::net::report::{Both, Interval};
+    use crate::analysis::net::strip::{Col, Strip, MAX_COLS};
+
+    /// An hour of one player at the worst: every interval with every figure known and
+    /// unround, a full lagometer with loss known: the page stays under 2 MB.
+    #[test]
+    fn an_hour_of_one_player_is_under_two_megabytes() {
+        let t0 = 1_795_530_956.284;
+        let acc = crate::analysis::net::acc::FlowAcc::new(t0);
+        let f = crate::flow::FlowSummary {
+            id: 1,
+            game: "q3",
+            kind: "connection",
+            name: Some("LabPlayer1".into()),
+            first_time: t0,
+            last_time: t0 + 3600.0,
+            ..Default::default()
+        };
+        let mut q = crate::analysis::net::report::build(&acc, &f, 1.0);
+        let odd = |k: usize, m: f64| Some(m + (k as f64 * 0.377).sin() * m * 0.31);
+        q.series = (0..MAX_POINTS)
+            .map(|k| Interval {
+                start: t0 + k as f64,
+                ping: odd(k, 97.3),
+                ping_max: odd(k, 151.7),
+                loss: Both {
+                    c2s: odd(k, 0.0213),
+                    s2c: odd(k, 0.0817),
+                },
+                packets: Both {
+                    c2s: Some(61),
+                    s2c: Some(19),
+                },
+                bytes: Both {
+                    c2s: Some(1377 + k as u64 % 97),
+                    s2c: Some(9123 + k as u64 % 1013),
+                },
+                snapshots: 19,
+                rate_delayed: 1,
+                jitter: Both {
+                    c2s: odd(k, 7.31),
+                    s2c: odd(k, 11.7),
+                },
+            })
+            .collect();
+        q.last_time = t0 + 3600.0;
+        q.snapshot_rate = Some(19.0);
+        q.loss_method = Both {
+            c2s: Some("gaps"),
+            s2c: Some("gaps"),
+        };
+        let step = 3600.0 / MAX_COLS as f64;
+        q.strip = Some(Box::new(Strip {
+            cols: (0..MAX_COLS)
+                .map(|k| Col {
+                    start: t0 + k as f64 * step,
+                    end: t0 + (k as f64 + 0.9) * step,
+                    seq_first: k as i64 * 64,
+                    seq_last: k as i64 * 64 + 63,
+                    packets: 64,
+                    latency: [93.0 + (k % 117) as f32; 4],
+                    rate_delayed: (k % 3) as u32,
+                    lost_gap: (k % 7) as u32,
+                    lost_ack: 0,
+                })
+                .collect(),
+            per_col: 64,
+        }));
+        let rows = [q];
+        let input = Input {
+            name: "hour.pcapng",
+            flows: std::slice::from_ref(&f),
+            aggregates: &[],
+            rows: &rows,
+            events: &[],
+        };
+        let mut page = Vec::new();
+        render_to(&mut page, &[input], &Clock::utc()).unwrap();
+        println!("an hour of one player: {} bytes", page.len());
+        assert!(page.len() < 2_000_000, "{} bytes", page.len());
+        assert!(
+            page.len() > 200_000,
+            "every figure written: {} bytes",
+            page.len()
+        );
+    }
 
     #[test]
     fn one_instant_one_label() {
