@@ -193,6 +193,9 @@ struct ReportPart {
 /// is analysed on its own (as `net` does); their flows then take ids that continue across
 /// the inputs (the report keys its sections, events and plots by flow id).
 pub fn report(args: &ReportArgs) -> Result<i32> {
+    if matches!(args.time, TimeFormat::Rel | TimeFormat::Epoch) {
+        bail!("report shows the capture's wall clock: --time abs (local) or utc");
+    }
     let files = super::input::expand(&args.files)?;
     let several = files.len() > 1;
     // The game events of `quakecap events` come from the same pass.
@@ -248,7 +251,8 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         return Err(NothingDone(m).into());
     }
     let clock = match args.time {
-        TimeFormat::Utc => sink::nethtml::Clock::utc(),
+        // (`rel` and `epoch` were refused before the analysis.)
+        TimeFormat::Utc | TimeFormat::Rel | TimeFormat::Epoch => sink::nethtml::Clock::utc(),
         TimeFormat::Abs => {
             let start = parts
                 .iter()
@@ -257,9 +261,6 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
                 .fold(f64::INFINITY, f64::min);
             let start = if start.is_finite() { start } else { 0.0 };
             sink::nethtml::Clock::local(super::timefmt::local_offset(start.floor() as i64))
-        }
-        TimeFormat::Rel | TimeFormat::Epoch => {
-            bail!("report shows the capture's wall clock: --time abs (local) or utc")
         }
     };
     // Where each spilled report's series and strip are: its input's spool, and the place.
