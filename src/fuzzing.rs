@@ -441,14 +441,14 @@ fn report_outputs(
         events: sink::events::EventSink::new(),
     };
     if let Ok(r) = run(&opts, &mut both) {
-        let _ = sink::nethtml::render_to(
-            &mut io::sink(),
-            &r.file,
-            &r.flows,
-            &r.aggregates,
-            &both.net.reports,
-            &both.events.events,
-        );
+        let input = sink::nethtml::Input {
+            name: &r.file,
+            flows: &r.flows,
+            aggregates: &r.aggregates,
+            rows: &both.net.reports,
+            events: &both.events.events,
+        };
+        let _ = sink::nethtml::render_to(&mut io::sink(), &[input], &sink::nethtml::Clock::utc());
     }
 }
 

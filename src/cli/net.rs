@@ -14,6 +14,7 @@ use quakecap::sink::events::EventSink;
 use quakecap::sink::spool::{Spilled, Spool};
 
 use super::input::{NothingDone, EXIT_INPUT, EXIT_OK};
+use super::timefmt::TimeFormat;
 
 #[derive(Debug, Args)]
 pub struct NetArgs {
@@ -48,6 +49,10 @@ pub struct ReportArgs {
     /// Only these flow ids.
     #[arg(long = "flow")]
     pub flows: Vec<u32>,
+    /// The clock of every time shown: the capture's local date and time (`abs`, the local
+    /// zone's offset at the capture's start) or UTC (`utc`).
+    #[arg(long, short = 't', value_enum, default_value_t = TimeFormat::Abs)]
+    pub time: TimeFormat,
 }
 
 fn options(flows: &[u32]) -> Options {
@@ -188,6 +193,9 @@ struct ReportPart {
 /// is analysed on its own (as `net` does); their flows then take ids that continue across
 /// the inputs (the report keys its sections, events and plots by flow id).
 pub fn report(args: &ReportArgs) -> Result<i32> {
+    if matches!(args.time, TimeFormat::Rel | TimeFormat::Epoch) {
+        bail!("report shows the capture's wall clock: --time abs (local) or utc");
+    }
     let files = super::input::expand(&args.files)?;
     let several = files.len() > 1;
     // The game events of `quakecap events` come from the same pass.
@@ -242,34 +250,42 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     if let Some(m) = super::input::missing_flows(&args.flows, &present, &name) {
         return Err(NothingDone(m).into());
     }
-    let title = if several {
-        let named: Vec<String> = parts
-            .iter()
-            .map(|p| match p.ids {
-                Some((a, z)) if a == z => format!("{} (flow {a})", p.file),
-                Some((a, z)) => format!("{} (flows {a}–{z})", p.file),
-                None => format!("{} (no flow)", p.file),
-            })
-            .collect();
-        named.join(", ")
-    } else {
-        parts[0].file.clone()
+    let clock = match args.time {
+        // (`rel` and `epoch` were refused before the analysis.)
+        TimeFormat::Utc | TimeFormat::Rel | TimeFormat::Epoch => sink::nethtml::Clock::utc(),
+        TimeFormat::Abs => {
+            let start = parts
+                .iter()
+                .flat_map(|p| p.flows.iter().map(|f| f.first_time))
+                .filter(|t| *t > 0.0)
+                .fold(f64::INFINITY, f64::min);
+            let start = if start.is_finite() { start } else { 0.0 };
+            sink::nethtml::Clock::local(super::timefmt::local_offset(start.floor() as i64))
+        }
     };
-    let mut shown = Vec::new();
-    let mut aggregates = Vec::new();
-    let mut rows = Vec::new();
-    let mut events = Vec::new();
     // Where each spilled report's series and strip are: its input's spool, and the place.
     let mut spools = Vec::new();
     let mut spilled: HashMap<(u32, u64), (usize, Spilled)> = HashMap::new();
-    for (i, p) in parts.into_iter().enumerate() {
-        shown.extend(p.flows);
-        aggregates.extend(p.aggregates);
-        rows.extend(p.net);
-        events.extend(p.events);
-        spilled.extend(p.spilled.into_iter().map(|(k, at)| (k, (i, at))));
-        spools.push(p.spool);
+    for (i, p) in parts.iter_mut().enumerate() {
+        spilled.extend(
+            std::mem::take(&mut p.spilled)
+                .into_iter()
+                .map(|(k, at)| (k, (i, at))),
+        );
+        spools.push(p.spool.take());
     }
+    let names: Vec<String> = parts.iter().map(|p| file_name(&p.file)).collect();
+    let inputs: Vec<sink::nethtml::Input<'_>> = parts
+        .iter()
+        .zip(&names)
+        .map(|(p, name)| sink::nethtml::Input {
+            name,
+            flows: &p.flows,
+            aggregates: &p.aggregates,
+            rows: &p.net,
+            events: &p.events,
+        })
+        .collect();
     let mut out = super::demo::PartFile::create_for(args.out.clone(), "report")?;
     let mut full = |r: &NetQuality| -> io::Result<Option<NetQuality>> {
         let Some((i, at)) = spilled.get(&spill_key(r)) else {
@@ -282,19 +298,18 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         sp.restore(at, &mut whole)?;
         Ok(Some(whole))
     };
-    sink::nethtml::render_with(
-        &mut out,
-        &title,
-        &shown,
-        &aggregates,
-        &rows,
-        &events,
-        &mut full,
-    )
-    .map_err(|e| out.blame(e))?;
+    sink::nethtml::render_with(&mut out, &inputs, &clock, &mut full).map_err(|e| out.blame(e))?;
     out.commit()?;
     // A missing file among good ones is still a failure (the report covers the others).
     Ok(if failed > 0 { EXIT_INPUT } else { EXIT_OK })
+}
+
+/// An input's file name without its folders (the report names no path of this machine);
+/// stdin as `-`.
+fn file_name(file: &str) -> String {
+    Path::new(file)
+        .file_name()
+        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Inputs of a report that get a spool each (see [`report`]).

@@ -83,7 +83,7 @@ fn duration_precise(secs: f64) -> String {
 
 /// The local time zone's offset from UTC at `secs`, in seconds (0 when unknown).
 #[allow(unsafe_code)] // localtime_r: a libc call (see the SAFETY note)
-fn local_offset(secs: i64) -> i64 {
+pub fn local_offset(secs: i64) -> i64 {
     let t: libc::time_t = secs as libc::time_t;
     // SAFETY: `localtime_r` writes only into `tm`, which lives for the call; the standard
     // library exposes no time zone, and this is the one call that reads the system's.

@@ -16,8 +16,6 @@ pub mod nettable;
 pub mod shownet;
 pub mod shownet_qw;
 pub mod spool;
-#[cfg(feature = "report")]
-pub mod svg;
 #[cfg(feature = "tables")]
 pub mod table;
 pub mod text;

@@ -1,44 +1,142 @@
-//! `quakecap report`: one self-contained HTML file (no script, no fetch: it opens offline)
-//! with the flows table, the network-quality table and, per connection, plots laid out by
-//! plotters and written as inline SVG by [`SvgOut`] (a lean plotters backend: plotters' own
-//! SVG backend was most of the plots' cost): ping over time with the lag events shaded, loss
-//! per interval each way, jitter each way, packet and snapshot rates, bandwidth, and a
-//! lagometer strip in the style of Quake 3's `cg_lagometer`.
+//! `quakecap report`: one self-contained HTML file (no request when opened: the plotting
+//! library, its style, the page's script and every figure are inside it) with, per input, a
+//! summary in words of what happened to each player, the flows and connections tables, the
+//! game events, and per player interactive plots drawn in the browser by uPlot (MIT licence,
+//! embedded from `assets/uplot/`): ping with the lag events and the player's frags and
+//! deaths, loss, jitter, rates, bandwidth and a lagometer, zoomed and panned together.
 //!
-//! Size: every series has at most [`MAX_POINTS`] entries (the report widens the interval for
-//! long connections) and the strip at most `strip::MAX_COLS` columns, so a connection costs
-//! about the same whatever the match length (well under 200 KB).
+//! **One clock.** Every time shown is the capture's wall clock ([`Clock`]: local time at a
+//! fixed offset, or UTC): the date once per input, then `HH:MM:SS`, cut (never rounded) to
+//! the second, so one instant has one label in the tables, the summaries, the lists and the
+//! plots' axes (the page's script formats exactly as [`Clock::hms`] does). Hovering a time
+//! shows its seconds since the input's first packet.
+//!
+//! **Data.** Each player's figures are embedded as one JSON object of number arrays (see
+//! `series_json`): the connection's per-interval series (1 s, widened for long connections
+//! so that no series has more than [`MAX_POINTS`] entries: an hour at 1 s) and the lagometer
+//! strip (a column per server packet, up to `strip::MAX_COLS` columns, merged pairwise
+//! beyond: worst latency, counts summed). At most about 0.2 MB for an hour of one player.
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use plotters::coord::types::RangedCoordf64;
-use plotters::coord::Shift;
-use plotters::prelude::*;
-
 use super::markup::escape as esc;
-use super::svg::SvgOut;
 use crate::analysis::net::acc::RttMethod;
-use crate::analysis::net::report::{Interval, LagEvent, NetQuality};
-use crate::analysis::net::strip;
+use crate::analysis::net::report::{LagEvent, NetQuality};
 use crate::flow::{Dir, FlowSummary};
 use crate::gameevent::{clock_ms, Detail, GameEvent};
 
-/// Entries per series the report asks for (about a point per two pixels).
-pub const MAX_POINTS: usize = 450;
+/// Entries per series the report asks for: an hour of a connection at one per second.
+pub const MAX_POINTS: usize = 3_600;
 
-const W: u32 = 900;
-const H: u32 = 190;
-/// Lag events shaded on the ping plot (class names for the checks: these exact colours).
-pub const PING_EVENT: RGBColor = RGBColor(0xE0, 0x31, 0x31);
-/// Shade of a `loss` lag event on the ping plot (the tests look for this exact colour).
-pub const LOSS_EVENT: RGBColor = RGBColor(0x8E, 0x44, 0xAD);
-const C2S: RGBColor = RGBColor(0x1F, 0x77, 0xB4);
-const S2C: RGBColor = RGBColor(0xD6, 0x27, 0x28);
-const THIRD: RGBColor = RGBColor(0x2C, 0xA0, 0x2C);
-/// cg_lagometer's colours: latency green, rate-delayed yellow, dropped red.
-const LAG_OK: RGBColor = RGBColor(0x00, 0xB0, 0x00);
-const LAG_RATE: RGBColor = RGBColor(0xE6, 0xC2, 0x00);
-const LAG_DROP: RGBColor = RGBColor(0xE0, 0x00, 0x00);
+/// The plotting library's version (`assets/uplot/`), said in the page.
+pub const UPLOT_VERSION: &str = "1.6.32";
+const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
+const PAGE_JS: &str = include_str!("../../assets/report.js");
+const PAGE_CSS: &str = include_str!("../../assets/report.css");
+
+/// How the report shows times: the capture's wall clock at a fixed offset from UTC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clock {
+    /// Seconds added to UTC (the local zone's offset at the capture's start; 0 for UTC).
+    pub offset: i64,
+    /// The zone's name as the page says it ("UTC", "local time, UTC+01:00").
+    pub zone: String,
+}
+
+impl Clock {
+    /// Coordinated Universal Time.
+    pub fn utc() -> Self {
+        Clock {
+            offset: 0,
+            zone: "UTC".into(),
+        }
+    }
+
+    /// Local time `offset` seconds ahead of UTC.
+    pub fn local(offset: i64) -> Self {
+        let sign = if offset < 0 { '-' } else { '+' };
+        let a = offset.unsigned_abs();
+        Clock {
+            offset,
+            zone: format!("local time, UTC{sign}{:02}:{:02}", a / 3600, a / 60 % 60),
+        }
+    }
+
+    fn secs(&self, t: f64) -> i64 {
+        if t.is_finite() {
+            (t.floor() as i64).saturating_add(self.offset)
+        } else {
+            0
+        }
+    }
+
+    /// `HH:MM:SS` of capture time `t` (epoch seconds), cut to the second.
+    pub fn hms(&self, t: f64) -> String {
+        let s = self.secs(t).rem_euclid(86_400);
+        format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    }
+
+    /// `YYYY-MM-DD` of capture time `t`.
+    pub fn date(&self, t: f64) -> String {
+        let days = self.secs(t).div_euclid(86_400);
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!("{year:04}-{month:02}-{day:02}")
+    }
+}
+
+/// One input of the report: its file name (not its path), flows, connections and game
+/// events.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The input's file name.
+    pub name: &'a str,
+    /// Its flows (all kinds).
+    pub flows: &'a [FlowSummary],
+    /// Its traffic past the flow limits.
+    pub aggregates: &'a [FlowSummary],
+    /// The network quality of its connections (maybe heads only, see [`render_with`]).
+    pub rows: &'a [NetQuality],
+    /// Its game events (`quakecap events`).
+    pub events: &'a [GameEvent],
+}
+
+impl Input<'_> {
+    /// The input's first packet (of any flow), the origin of the "seconds since" on hover.
+    fn start(&self) -> f64 {
+        let t = self
+            .flows
+            .iter()
+            .chain(self.aggregates)
+            .map(|f| f.first_time)
+            .chain(self.rows.iter().map(|r| r.first_time))
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        if t.is_finite() {
+            t
+        } else {
+            0.0
+        }
+    }
+
+    fn end(&self) -> f64 {
+        self.flows
+            .iter()
+            .chain(self.aggregates)
+            .map(|f| f.last_time)
+            .chain(self.rows.iter().map(|r| r.last_time))
+            .filter(|t| t.is_finite())
+            .fold(0.0, f64::max)
+    }
+}
 
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
@@ -48,91 +146,424 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "unknown".into(), |x| format!("{:.1} %", x * 100.0))
 }
 
-/// `content-visibility:auto` on the players' sections: a browser lays out and paints only
-/// those near the view (the report of a capture of 1,900 connections, 38 MB and 11,000
-/// plots, took headless Chromium 20–28 s to its first screenshot, 6 s with it); the
-/// intrinsic size (a section is about 1,400 px high) keeps the scroll bar steady until each is
-/// drawn, and the sections stay searchable and printable.
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:960px}\
-table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}\
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
-th{background:#f0f0f0}td.l,th.l{text-align:left}\
-figure{margin:.4em 0}figcaption{font-size:13px;color:#555}\
-.note{font-size:13px;color:#555}section{border-top:2px solid #ddd;margin-top:1.5em}\
-section.player{content-visibility:auto;contain-intrinsic-size:auto 1400px}";
-
-/// The whole report of one capture: `flows` are the capture's flows (all kinds), `rows` the
-/// network quality of its connections, `events` the game events (`quakecap events`).
-///
-/// Written to `w` a piece at a time: the head and tables, then each connection's section as
-/// it is drawn, so the report is never whole in memory (tens of MB for a capture of a
-/// thousand connections, copied again at every doubling of one string).
+/// The whole report of one capture (see [`render_with`]), on `clock`.
 pub fn render_to<W: std::io::Write>(
     w: &mut W,
-    file: &str,
-    flows: &[FlowSummary],
-    aggregates: &[FlowSummary],
-    rows: &[NetQuality],
-    events: &[GameEvent],
+    inputs: &[Input<'_>],
+    clock: &Clock,
 ) -> std::io::Result<()> {
-    render_with(w, file, flows, aggregates, rows, events, &mut |_| Ok(None))
+    render_with(w, inputs, clock, &mut |_| Ok(None))
 }
 
-/// [`render_to`] with rows that may hold only their heads: `full` gives a row's whole
-/// report when its series and strip are kept elsewhere (`None`: the row is whole), and is
-/// asked for one row at a time as its section is written (the report's spool,
-/// [`super::spool`]).
+/// The report of `inputs`, a section each, written to `w` a piece at a time (the head,
+/// then each input's tables, then each connection's section as it is made: the report is
+/// never whole in memory). Rows may hold only their heads: `full` gives a row's whole
+/// report when its series and strip are kept elsewhere (`None`: the row is whole), one row
+/// at a time (the report's spool, [`super::spool`]).
 pub fn render_with<W: std::io::Write>(
     w: &mut W,
-    file: &str,
-    flows: &[FlowSummary],
-    aggregates: &[FlowSummary],
-    rows: &[NetQuality],
-    events: &[GameEvent],
+    inputs: &[Input<'_>],
+    clock: &Clock,
     full: &mut dyn FnMut(&NetQuality) -> std::io::Result<Option<NetQuality>>,
 ) -> std::io::Result<()> {
-    let mut h = String::new();
+    let mut h = String::with_capacity(128 * 1024);
+    let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
+    let title = match names.len() {
+        0 => "no input".to_string(),
+        1..=3 => names.join(", "),
+        n => format!("{}, … ({n} captures)", names[..2].join(", ")),
+    };
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n");
+    let _ = writeln!(h, "<title>quakecap report: {}</title>", esc(&title));
+    let _ = writeln!(h, "<style>{UPLOT_CSS}\n{PAGE_CSS}</style>\n</head>\n<body>");
+    let _ = writeln!(h, "<h1>Network quality: {}</h1>", esc(&title));
     let _ = writeln!(
         h,
-        "<title>quakecap report: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
-        esc(file)
+        "<p class=\"note\">Times are the capture's clock ({}); hover one for its seconds since \
+         its capture's first packet. Plots: drag across to zoom, the wheel to zoom, \
+         Shift+drag or the arrows to pan, double-click to see all; one player's plots move \
+         together. How each figure is measured: the guide of quakecap (Network quality). \
+         “unknown”: the capture's vantage point cannot tell. Plots drawn by \
+         <a href=\"https://github.com/leeoniya/uPlot\">uPlot</a> {UPLOT_VERSION} (MIT \
+         licence, © Leon Sorokin), embedded.</p>",
+        esc(&clock.zone)
     );
-    let _ = writeln!(h, "<h1>Network quality: {}</h1>", esc(file));
-    h.push_str(
-        "<p class=\"note\">Times are seconds since each connection's first packet. \
-         How each figure is measured: see the README of quakecap (Network quality). \
-         “unknown”: the capture's vantage point cannot tell.</p>\n",
-    );
-    flows_table(&mut h, flows, aggregates);
-    quality_table(&mut h, rows);
-    if rows.is_empty() {
-        h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
-    }
-    game_events_table(&mut h, events);
-    let by_flow = events_by_flow(events);
-    // A flow that resumed after its end has a report per stretch, in order.
-    let mut stretches: HashMap<u32, usize> = HashMap::new();
-    for r in rows {
-        w.write_all(h.as_bytes())?;
-        h.clear();
-        let seen = by_flow.get(&r.flow).map_or(&[][..], Vec::as_slice);
-        let n = stretches.entry(r.flow).or_insert(0);
-        *n += 1;
-        match full(r)? {
-            Some(whole) => connection(&mut h, &whole, seen, *n),
-            None => connection(&mut h, r, seen, *n),
+    if inputs.len() > 1 {
+        h.push_str("<nav><ul class=\"inputs\">\n");
+        for (n, i) in inputs.iter().enumerate() {
+            let _ = writeln!(
+                h,
+                "<li><a href=\"#input-{}\">{}</a> ({} connections)</li>",
+                n + 1,
+                esc(i.name),
+                i.rows.len()
+            );
         }
+        h.push_str("</ul></nav>\n");
     }
-    h.push_str("</body>\n</html>\n");
+    for (n, input) in inputs.iter().enumerate() {
+        render_input(w, &mut h, n + 1, input, clock, full)?;
+    }
+    let _ = write!(
+        h,
+        "<script>{UPLOT_JS}</script>\n<script>\nconst QC_OFFSET = {};\n{PAGE_JS}</script>\n</body>\n</html>\n",
+        clock.offset
+    );
     w.write_all(h.as_bytes())
 }
 
-/// The flows table: game flows, a flood's one-shot connection attempts and queries summed (as in
-/// `quakecap flows`), UDP of no known game counted in a line, then the traffic past the flow
-/// limits (`aggregates`).
-fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]) {
-    h.push_str("<h2>Flows</h2>\n<table class=\"flows\">\n<tr><th>id</th><th class=\"l\">game</th><th class=\"l\">kind</th><th class=\"l\">server</th><th class=\"l\">client</th><th class=\"l\">player</th><th>duration s</th><th>packets c2s/s2c</th><th>bytes c2s/s2c</th></tr>\n");
+fn render_input<W: std::io::Write>(
+    w: &mut W,
+    h: &mut String,
+    n: usize,
+    input: &Input<'_>,
+    clock: &Clock,
+    full: &mut dyn FnMut(&NetQuality) -> std::io::Result<Option<NetQuality>>,
+) -> std::io::Result<()> {
+    let t0 = input.start();
+    let tl = Tl { clock, t0 };
+    let _ = writeln!(
+        h,
+        "<section class=\"input\" id=\"input-{n}\" data-file=\"{}\" data-start=\"{t0:.3}\">\n<h2>{}</h2>",
+        esc(input.name),
+        esc(input.name)
+    );
+    if t0 > 0.0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"when\">{} ({}), {}–{}, {} connection{}.</p>",
+            clock.date(t0),
+            esc(&clock.zone),
+            tl.time(t0),
+            tl.time(input.end()),
+            input.rows.len(),
+            if input.rows.len() == 1 { "" } else { "s" }
+        );
+    }
+    summaries(h, input, &tl);
+    quality_table(h, input.rows, &tl);
+    if input.rows.is_empty() {
+        h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
+    }
+    flows_table(h, input.flows, input.aggregates, &tl);
+    game_events_table(h, input.events, &tl);
+    let by_flow = events_by_flow(input.events);
+    // A flow that resumed after its end has a report per stretch, in order.
+    let mut stretches: HashMap<u32, usize> = HashMap::new();
+    for r in input.rows {
+        w.write_all(h.as_bytes())?;
+        h.clear();
+        let seen = by_flow.get(&r.flow).map_or(&[][..], Vec::as_slice);
+        let k = stretches.entry(r.flow).or_insert(0);
+        *k += 1;
+        let others = Others(input.rows);
+        match full(r)? {
+            Some(whole) => connection(h, &whole, seen, *k, &tl, &others),
+            None => connection(h, r, seen, *k, &tl, &others),
+        }
+    }
+    h.push_str("</section>\n");
+    Ok(())
+}
+
+/// An input's timeline: its clock and first packet.
+struct Tl<'a> {
+    clock: &'a Clock,
+    t0: f64,
+}
+
+impl Tl<'_> {
+    /// `<time>` of capture time `t`: its label, its seconds since the input's start on hover.
+    fn time(&self, t: f64) -> String {
+        format!(
+            "<time data-t=\"{:.1}\" title=\"+{:.1} s since the capture's start\">{}</time>",
+            t - self.t0,
+            t - self.t0,
+            self.clock.hms(t)
+        )
+    }
+
+    /// A span `HH:MM:SS–HH:MM:SS` of `<time>`s.
+    fn span(&self, a: f64, z: f64) -> String {
+        format!("{}–{}", self.time(a), self.time(z))
+    }
+}
+
+/// The other connections of the input (their heads: lag events and names).
+struct Others<'a>(&'a [NetQuality]);
+
+impl Others<'_> {
+    /// The players of other connections with a lag event of `kind` overlapping `a..z`.
+    fn at_the_same_time(&self, me: &NetQuality, kind: &str, a: f64, z: f64) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .0
+            .iter()
+            .filter(|r| !(r.flow == me.flow && r.first_time == me.first_time))
+            .filter(|r| {
+                r.lag_events
+                    .iter()
+                    .any(|e| e.kind == kind && e.start <= z && e.end >= a)
+            })
+            .map(|r| esc(r.name.as_deref().unwrap_or("(unnamed)")))
+            .collect();
+        v.dedup();
+        v
+    }
+
+    fn players(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The summary of each player at the input's top, then linked to its section.
+fn summaries(h: &mut String, input: &Input<'_>, tl: &Tl<'_>) {
+    if input.rows.is_empty() {
+        return;
+    }
+    h.push_str("<h3>What happened</h3>\n<div class=\"summaries\">\n");
+    let others = Others(input.rows);
+    let mut stretches: HashMap<u32, usize> = HashMap::new();
+    for r in input.rows {
+        let k = stretches.entry(r.flow).or_insert(0);
+        *k += 1;
+        let _ = writeln!(
+            h,
+            "<div class=\"summary\" data-flow=\"{}\" data-name=\"{}\"><h4><a href=\"#flow-{}\">{}</a> <span class=\"note\">flow {}</span></h4>",
+            r.flow,
+            esc(r.name.as_deref().unwrap_or("")),
+            section_id(r.flow, *k),
+            esc(r.name.as_deref().unwrap_or("(unnamed)")),
+            r.flow
+        );
+        summary_list(h, r, tl, &others);
+        h.push_str("</div>\n");
+    }
+    h.push_str("</div>\n");
+}
+
+fn section_id(flow: u32, stretch: usize) -> String {
+    match stretch {
+        0 | 1 => flow.to_string(),
+        n => format!("{flow}-{n}"),
+    }
+}
+
+/// Findings shown per player at most (the lists below have the rest).
+const MAX_FINDINGS: usize = 6;
+
+/// One thing that happened to a player: how much harm (seconds of play spoiled, roughly),
+/// its kind, span, and the sentence.
+struct Finding {
+    harm: f64,
+    kind: &'static str,
+    span: Option<(f64, f64)>,
+    text: String,
+}
+
+fn dir_word(d: Option<Dir>) -> &'static str {
+    match d {
+        Some(Dir::C2s) => "client",
+        _ => "server",
+    }
+}
+
+/// What happened to the player, worst first, in words (from the connection's head: totals
+/// and lag events, with the other players' lag events for the cause).
+fn findings(r: &NetQuality, tl: &Tl<'_>, others: &Others<'_>) -> Vec<Finding> {
+    let mut v = Vec::new();
+    let dur = (r.last_time - r.first_time).max(0.0);
+    let whole = tl.span(r.first_time, r.last_time);
+    for (d, loss, method) in [
+        (Dir::S2c, r.loss.s2c, r.loss_method.s2c),
+        (Dir::C2s, r.loss.c2s, r.loss_method.c2s),
+    ] {
+        let Some(l) = loss.filter(|l| *l >= 0.01) else {
+            continue;
+        };
+        let in_bursts: f64 = r
+            .lag_events
+            .iter()
+            .filter(|e| e.kind == "loss" && e.dir == Some(d))
+            .map(|e| e.end - e.start)
+            .sum();
+        let steady = if in_bursts < dur * 0.25 {
+            "steady, not only in bursts: a lossy path"
+        } else {
+            "mostly in the bursts below"
+        };
+        v.push(Finding {
+            harm: dur * l * 2.0,
+            kind: "loss-total",
+            span: Some((r.first_time, r.last_time)),
+            text: format!(
+                "{:.1} % of {} packets lost all connection long ({whole}) — {steady} ({})",
+                l * 100.0,
+                dir_word(Some(d)),
+                if method == Some("gaps") {
+                    "sequence gaps"
+                } else {
+                    "never acknowledged"
+                }
+            ),
+        });
+    }
+    if let Some(l) = r.round_trip_loss.filter(|l| *l >= 0.01) {
+        v.push(Finding {
+            harm: dur * l * 2.0,
+            kind: "loss-total",
+            span: Some((r.first_time, r.last_time)),
+            text: format!(
+                "{:.1} % of the client's packets got no answer all connection long ({whole}) — \
+                 lost one way or the other on the path (this capture cannot tell which)",
+                l * 100.0
+            ),
+        });
+    }
+    for e in &r.lag_events {
+        v.push(lag_finding(r, e, tl, others));
+    }
+    if let Some(m) = r.ping.median.filter(|m| *m >= 150.0) {
+        v.push(Finding {
+            harm: dur * (m - 100.0) / 200.0,
+            kind: "ping-total",
+            span: Some((r.first_time, r.last_time)),
+            text: format!(
+                "ping {m:.0} ms (median) all connection long ({whole}) — a long path to the \
+                 server"
+            ),
+        });
+    }
+    if let Some(rd) = r.rate_delayed.filter(|x| *x >= 0.05) {
+        v.push(Finding {
+            harm: dur * rd,
+            kind: "rate",
+            span: Some((r.first_time, r.last_time)),
+            text: format!(
+                "{:.0} % of snapshots held back by the server for the client's `rate` — the \
+                 player's setting, not the path (raise `rate`)",
+                rd * 100.0
+            ),
+        });
+    }
+    for (d, j) in [(Dir::S2c, r.jitter.s2c), (Dir::C2s, r.jitter.c2s)] {
+        if let Some(j) = j.filter(|j| *j >= 20.0) {
+            v.push(Finding {
+                harm: dur * j / 200.0,
+                kind: "jitter",
+                span: None,
+                text: format!(
+                    "jitter {j:.0} ms on the {} packets — an uneven path",
+                    dir_word(Some(d))
+                ),
+            });
+        }
+    }
+    v.sort_by(|a, b| b.harm.total_cmp(&a.harm));
+    v
+}
+
+fn lag_finding(r: &NetQuality, e: &LagEvent, tl: &Tl<'_>, others: &Others<'_>) -> Finding {
+    let span = tl.span(e.start, e.end);
+    let len = (e.end - e.start).max(0.0);
+    let also = others.at_the_same_time(r, e.kind, e.start, e.end);
+    let shared = if also.is_empty() {
+        String::new()
+    } else if also.len() + 1 >= others.players() && others.players() > 2 {
+        " — every player at once: the server or the path they share".to_string()
+    } else {
+        format!(
+            "; {} too at the same time: the server or a stretch of path they share",
+            also.join(", ")
+        )
+    };
+    match e.kind {
+        "ping" => {
+            let cause = match e.dir {
+                Some(Dir::C2s) => {
+                    "the client's packets were held back: its uplink or machine stalled"
+                }
+                _ => "the path, not the player (the client's packets were not held back)",
+            };
+            Finding {
+                harm: len * ((e.peak - e.baseline) / 100.0).clamp(0.5, 4.0),
+                kind: "ping",
+                span: Some((e.start, e.end)),
+                text: format!(
+                    "{span}: ping {:.0} → {:.0} ms — {cause}{shared}",
+                    e.baseline, e.peak
+                ),
+            }
+        }
+        _ => Finding {
+            harm: len * e.baseline * 4.0,
+            kind: "loss",
+            span: Some((e.start, e.end)),
+            text: format!(
+                "{span}: {:.0} % of {} packets lost (worst half-second {:.0} %) — the \
+                 path{shared}",
+                e.baseline * 100.0,
+                dir_word(e.dir),
+                e.peak * 100.0
+            ),
+        },
+    }
+}
+
+fn summary_list(h: &mut String, r: &NetQuality, tl: &Tl<'_>, others: &Others<'_>) {
+    let f = findings(r, tl, others);
+    h.push_str("<ul class=\"findings\">\n");
+    if f.is_empty() {
+        let _ = writeln!(
+            h,
+            "<li data-kind=\"none\">No trouble seen ({}): ping {} ms median, loss {} / {} (server / client packets), no lag events.</li>",
+            tl.span(r.first_time, r.last_time),
+            num(r.ping.median, 0),
+            pct(r.loss.s2c),
+            pct(r.loss.c2s)
+        );
+    }
+    for x in f.iter().take(MAX_FINDINGS) {
+        let _ = write!(h, "<li data-kind=\"{}\"", x.kind);
+        if let Some((a, z)) = x.span {
+            let _ = write!(h, " data-start=\"{a:.3}\" data-end=\"{z:.3}\"");
+        }
+        let _ = writeln!(h, ">{}</li>", text_with_times(&x.text));
+    }
+    if f.len() > MAX_FINDINGS {
+        let _ = writeln!(
+            h,
+            "<li class=\"note\">… {} more below.</li>",
+            f.len() - MAX_FINDINGS
+        );
+    }
+    h.push_str("</ul>\n");
+}
+
+/// A finding's text is built of escaped pieces and `<time>` elements: the player's name and
+/// such come escaped in already; the rest is ours. (Backquoted words become `<code>`.)
+fn text_with_times(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 16);
+    let mut code = false;
+    for c in s.chars() {
+        if c == '`' {
+            o.push_str(if code { "</code>" } else { "<code>" });
+            code = !code;
+        } else {
+            o.push(c);
+        }
+    }
+    if code {
+        o.push_str("</code>");
+    }
+    o
+}
+
+/// The flows table: game flows, a flood's one-shot connection attempts and queries summed
+/// (as in `quakecap flows`), UDP of no known game counted in a line, then the traffic past
+/// the flow limits (`aggregates`).
+fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary], tl: &Tl<'_>) {
+    h.push_str("<details class=\"flows\"><summary>Flows</summary>\n<table class=\"flows\">\n<tr><th>id</th><th class=\"l\">game</th><th class=\"l\">kind</th><th class=\"l\">server</th><th class=\"l\">client</th><th class=\"l\">player</th><th>start</th><th>end</th><th>packets c2s/s2c</th><th>bytes c2s/s2c</th></tr>\n");
     let (listed, summed) = crate::sink::table::sum_one_shot(flows);
     let (game, other): (Vec<&FlowSummary>, Vec<&FlowSummary>) =
         listed.into_iter().partition(|f| f.game != "udp");
@@ -140,7 +571,7 @@ fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]
         let ports: Vec<String> = f.client_ports.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}:{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{}/{}</td><td>{}/{}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}:{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}/{}</td></tr>",
             f.id,
             f.game,
             f.kind,
@@ -148,7 +579,8 @@ fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]
             esc(&f.client_ip),
             ports.join(","),
             esc(f.name.as_deref().unwrap_or("–")),
-            f.last_time - f.first_time,
+            tl.time(f.first_time),
+            tl.time(f.last_time),
             f.packets.c2s,
             f.packets.s2c,
             f.bytes.c2s,
@@ -169,17 +601,23 @@ fn flows_table(h: &mut String, flows: &[FlowSummary], aggregates: &[FlowSummary]
     for line in crate::sink::table::render_aggregates(aggregates).lines() {
         let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(line));
     }
+    h.push_str("</details>\n");
 }
 
-fn quality_table(h: &mut String, rows: &[NetQuality]) {
-    h.push_str("<h2>Connections</h2>\n<table class=\"net\">\n<tr><th>flow</th><th class=\"l\">player</th><th class=\"l\">vantage</th><th>ping median / p95 / max ms</th><th>loss c2s</th><th>loss s2c</th><th>jitter c2s / s2c ms</th><th>snaps/s</th><th>client pkts/s</th><th>fps</th><th>lag events</th></tr>\n");
+fn quality_table(h: &mut String, rows: &[NetQuality], tl: &Tl<'_>) {
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str("<table class=\"net\">\n<tr><th>flow</th><th class=\"l\">player</th><th class=\"l\">vantage</th><th>from</th><th>to</th><th>ping median / p95 / max ms</th><th>loss c2s</th><th>loss s2c</th><th>jitter c2s / s2c ms</th><th>snaps/s</th><th>client pkts/s</th><th>fps</th><th>lag events</th></tr>\n");
     for r in rows {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
             r.flow,
             esc(r.name.as_deref().unwrap_or("–")),
             vantage(r),
+            tl.time(r.first_time),
+            tl.time(r.last_time),
             num(r.ping.median, 0),
             num(r.ping.p95, 0),
             num(r.ping.max, 0),
@@ -211,29 +649,41 @@ fn dir_name(d: Option<Dir>) -> &'static str {
     }
 }
 
+/// The plots of a player's section, by class.
+const FIGURES: [&str; 6] = ["ping", "loss", "jitter", "rates", "bandwidth", "lagometer"];
+
 /// One connection's section. `seen`: the events this connection saw ([`events_by_flow`]);
 /// `stretch`: 1 for a flow's first report, 2 for the one after it resumed, ...
-fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent], stretch: usize) {
+fn connection(
+    h: &mut String,
+    r: &NetQuality,
+    seen: &[&GameEvent],
+    stretch: usize,
+    tl: &Tl<'_>,
+    others: &Others<'_>,
+) {
     let who = r.name.as_deref().unwrap_or("(unnamed)");
-    let (id, which) = match stretch {
-        0 | 1 => (r.flow.to_string(), r.flow.to_string()),
-        n => (
-            format!("{}-{n}", r.flow),
-            format!("{}, stretch {n}", r.flow),
-        ),
+    let id = section_id(r.flow, stretch);
+    let which = match stretch {
+        0 | 1 => r.flow.to_string(),
+        n => format!("{}, stretch {n}", r.flow),
     };
     let _ = writeln!(
         h,
-        "<section class=\"player\" id=\"flow-{id}\" data-flow=\"{}\" data-name=\"{}\">\n<h2>{} — flow {which} ({}, capture near the {})</h2>",
+        "<section class=\"player\" id=\"flow-{id}\" data-flow=\"{}\" data-name=\"{}\" data-first=\"{:.3}\" data-last=\"{:.3}\">\n<h2>{} — flow {which} ({}, capture near the {})</h2>",
         r.flow,
         esc(who),
+        r.first_time,
+        r.last_time,
         esc(who),
         r.game,
         vantage(r)
     );
+    summary_list(h, r, tl, others);
     let _ = writeln!(
         h,
-        "<p class=\"note\">Ping method: {} ({} samples). Loss c2s {} ({}), s2c {} ({}). Series step {} s.</p>",
+        "<p class=\"note\">{}. Ping method: {} ({} samples). Loss c2s {} ({}), s2c {} ({}). Series step {} s.</p>",
+        tl.span(r.first_time, r.last_time),
         r.ping.method.unwrap_or("none"),
         r.ping.samples,
         pct(r.loss.c2s),
@@ -252,211 +702,381 @@ fn connection(h: &mut String, r: &NetQuality, seen: &[&GameEvent], stretch: usiz
     if let Some(t) = r.binned_until {
         let _ = writeln!(
             h,
-            "<p class=\"note\">From {:.1} s on, packets are counted but not timed: too few \
+            "<p class=\"note\">Until {}, packets are counted but not timed: too few \
              packets for the connection's span (damaged or hostile timestamps).</p>",
-            t - r.first_time
+            tl.time(t)
         );
     }
-    events_list(h, r);
     let mine = player_events(r, seen);
-    player_events_list(h, r, &mine);
-    let span = (r.last_time - r.first_time).max(1.0);
-    let x = |i: &Interval| i.start - r.first_time;
-    let figs: [(&str, String, Result<String, String>); 5] = [
-        (
-            "ping",
-            "Ping (ms): mean per interval, highest per interval (light); lag events shaded \
-             (red: ping, purple: loss); grey: the connection's median; ticks at the top: \
-             the player's frags (green) and deaths (black)"
-                .into(),
-            plot_ping(r, span, &mine),
-        ),
-        (
-            "loss",
-            format!(
-                "Loss per interval (%): client→server (blue){}, server→client (red){}",
-                if r.loss.c2s.is_none() { " unknown" } else { "" },
-                if r.loss.s2c.is_none() { " unknown" } else { "" }
-            ),
-            lines(
-                span,
-                "%",
-                &[
-                    series(r, &x, |i| i.loss.c2s.map(|v| v * 100.0), C2S, "c2s"),
-                    series(r, &x, |i| i.loss.s2c.map(|v| v * 100.0), S2C, "s2c"),
-                ],
-                Some(100.0),
-                &Marks::default(),
-            ),
-        ),
-        (
-            "jitter",
-            format!(
-                "Jitter (ms, RFC 3550 over the sender's timestamps): c2s (blue), s2c (red){}",
-                if r.jitter.c2s.is_none() && r.jitter.s2c.is_none() {
-                    format!(
-                        " — not measurable from here; variation of successive pings {} ms",
-                        num(r.jitter.rtt, 1)
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            lines(
-                span,
-                "ms",
-                &[
-                    series(r, &x, |i| i.jitter.c2s, C2S, "c2s"),
-                    series(r, &x, |i| i.jitter.s2c, S2C, "s2c"),
-                ],
-                None,
-                &Marks::default(),
-            ),
-        ),
-        (
-            "rates",
-            "Rates (per second): client packets (blue), server packets (red), snapshots (green)"
-                .into(),
-            lines(
-                span,
-                "/s",
-                &[
-                    series(
-                        r,
-                        &x,
-                        |i| i.packets.c2s.map(|p| f64::from(p) / r.interval),
-                        C2S,
-                        "client pkts",
-                    ),
-                    series(
-                        r,
-                        &x,
-                        |i| i.packets.s2c.map(|p| f64::from(p) / r.interval),
-                        S2C,
-                        "server pkts",
-                    ),
-                    series(
-                        r,
-                        &x,
-                        |i| r.snapshot_rate.map(|_| f64::from(i.snapshots) / r.interval),
-                        THIRD,
-                        "snapshots",
-                    ),
-                ],
-                None,
-                &Marks::default(),
-            ),
-        ),
-        (
-            "bandwidth",
-            "Bandwidth (kB/s of UDP payload): client→server (blue), server→client (red)".into(),
-            lines(
-                span,
-                "kB/s",
-                &[
-                    series(
-                        r,
-                        &x,
-                        |i| i.bytes.c2s.map(|b| b as f64 / 1000.0 / r.interval),
-                        C2S,
-                        "c2s",
-                    ),
-                    series(
-                        r,
-                        &x,
-                        |i| i.bytes.s2c.map(|b| b as f64 / 1000.0 / r.interval),
-                        S2C,
-                        "s2c",
-                    ),
-                ],
-                None,
-                &Marks::default(),
-            ),
-        ),
-    ];
-    for (class, caption, svg) in figs {
-        figure(h, class, &caption, svg);
-    }
-    let strip_caption = format!(
-        "Lagometer: one column per server packet{} — height its latency (ms), yellow when \
-         rate-delayed (the client's rate is too low), red where server packets were lost \
-         before it{}",
-        r.strip
-            .as_ref()
-            .filter(|s| s.per_col > 1)
-            .map_or(String::new(), |s| format!(
-                " (merged by {}: worst latency)",
-                s.per_col
-            )),
-        if r.loss.s2c.is_none() {
-            " (unknown from here: none shown)"
-        } else {
-            ""
-        }
+    let _ = writeln!(
+        h,
+        "<div class=\"charts\" data-flow=\"{id}\"><div class=\"tools\"><button data-pan=\"-1\" title=\"earlier\">◀</button><button data-zoom=\"0.5\" title=\"zoom in\">+</button><button data-zoom=\"2\" title=\"zoom out\">−</button><button data-pan=\"1\" title=\"later\">▶</button><button data-reset=\"1\">all</button></div>"
     );
-    figure(h, "lagometer", &strip_caption, plot_strip(r, span));
+    for f in FIGURES {
+        let _ = writeln!(
+            h,
+            "<figure class=\"{f}\">\n<figcaption>{}</figcaption>\n<div class=\"plot\"></div>\n</figure>",
+            caption(f, r)
+        );
+    }
+    h.push_str("<script type=\"application/json\" class=\"series\">");
+    // About 70 bytes per interval and 22 per lagometer column.
+    let cols = r.strip.as_ref().map_or(0, |s| s.cols.len());
+    h.reserve(r.series.len() * 80 + cols * 24 + 1024);
+    series_json(h, r, &mine, tl.t0);
+    h.push_str("</script>\n</div>\n");
+    events_list(h, r, tl);
+    player_events_list(h, &mine, tl);
     h.push_str("</section>\n");
 }
 
-fn events_list(h: &mut String, r: &NetQuality) {
+fn caption(f: &str, r: &NetQuality) -> String {
+    match f {
+        "ping" => "Ping (ms): mean per interval, highest per interval (light), the \
+                   connection's median (grey); lag events shaded (red: ping, purple: loss); \
+                   ticks at the top: the player's frags (green) and deaths (black)"
+            .into(),
+        "loss" => format!(
+            "Loss per interval (%): client→server (blue){}, server→client (red){}{}",
+            if r.loss.c2s.is_none() {
+                " — unknown from here"
+            } else {
+                ""
+            },
+            if r.loss.s2c.is_none() {
+                " — unknown from here"
+            } else {
+                ""
+            },
+            if r.loss.s2c.is_none() && r.round_trip_loss.is_some() {
+                "; drawn instead (grey): the server's sequences missing per interval, lost \
+                 either way or skipped for the rate limit"
+            } else {
+                ""
+            }
+        ),
+        "jitter" => format!(
+            "Jitter (ms, RFC 3550 over the sender's timestamps): c2s (blue), s2c (red){}",
+            if r.jitter.c2s.is_none() && r.jitter.s2c.is_none() {
+                format!(
+                    " — not measurable from here (no sender timestamps crossed the path before \
+                     the capture); variation of successive pings {} ms; drawn instead (grey): \
+                     the spread of the ping within each interval (highest − mean)",
+                    num(r.jitter.rtt, 1)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        "rates" => format!(
+            "Rates (per second): client packets (blue), server packets (red){}",
+            if r.snapshot_rate.is_some() {
+                ", snapshots (green)"
+            } else {
+                " (snapshots: Quake 3 only)"
+            }
+        ),
+        "bandwidth" => {
+            "Bandwidth (kB/s of UDP payload): client→server (blue), server→client (red)".into()
+        }
+        _ => format!(
+            "Lagometer: up, the latency of each server packet (ms; green, yellow when the \
+             server held it back for the client's rate); down, the share of server packets \
+             lost before it (red, %{}){}",
+            if r.loss.s2c.is_none() {
+                ": unknown from here, none shown"
+            } else {
+                ""
+            },
+            r.strip
+                .as_ref()
+                .filter(|s| s.per_col > 1)
+                .map_or(String::new(), |s| format!(
+                    "; a column per {} packets (worst latency)",
+                    s.per_col
+                ))
+        ),
+    }
+}
+
+/// Writes `v` with at most `digits` (0 to 3) decimals, rounded, no trailing zeros; `null`
+/// when not finite. By integer arithmetic: the figures are most of a report's numbers, and
+/// `format!`'s float printing cost more than the rest of the report's writing together.
+fn push_num(o: &mut String, v: f64, digits: usize) {
+    const SCALE: [f64; 4] = [1.0, 10.0, 100.0, 1000.0];
+    let digits = digits.min(3);
+    let scaled = (v * SCALE[digits]).round();
+    // Past 2^53 an f64 has no decimals to show; `format!` says it best.
+    if !scaled.is_finite() {
+        o.push_str("null");
+        return;
+    }
+    if scaled.abs() >= 9.0e15 {
+        let _ = write!(o, "{v:.0}");
+        return;
+    }
+    let n = scaled as i64;
+    if n < 0 {
+        o.push('-');
+    }
+    let n = n.unsigned_abs();
+    let unit = SCALE[digits] as u64;
+    let (int, mut frac) = (n / unit, n % unit);
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut x = int;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
+        }
+    }
+    o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    if frac > 0 {
+        let mut width = digits;
+        while frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        o.push('.');
+        let mut d = [b'0'; 3];
+        for k in (0..width).rev() {
+            d[k] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        o.push_str(std::str::from_utf8(&d[..width]).unwrap_or(""));
+    }
+}
+
+/// `"key":[…],` of the values; nothing when `it` has no value at all (an unknowable figure,
+/// such as a vantage's hidden loss: the page draws it as unknown).
+fn push_array<I: Iterator<Item = Option<f64>> + Clone>(
+    o: &mut String,
+    key: &str,
+    it: I,
+    digits: usize,
+) {
+    if !it.clone().any(|v| v.is_some()) {
+        return;
+    }
+    let _ = write!(o, "\"{key}\":[");
+    for (i, v) in it.enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        match v {
+            Some(x) => push_num(o, x, digits),
+            None => o.push_str("null"),
+        }
+    }
+    o.push_str("],");
+}
+
+/// A JSON string that cannot end the `<script>` it is in.
+fn push_str_json(o: &mut String, s: &str) {
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '<' => o.push_str("\\u003c"),
+            '>' => o.push_str("\\u003e"),
+            '&' => o.push_str("\\u0026"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+}
+
+/// A player's figures as one JSON object, times in seconds since the input's start `t0`:
+/// `t0`; `x0` the first interval's start (the others follow at `step`); `ping`, `pmax`
+/// (ms); `lc`, `ls` loss (%); `jc`, `js`
+/// jitter (ms); `pc`, `ps` packets/s; `sn` snapshots/s; `bc`, `bs` kB/s; `med` the median
+/// ping; `lag` the lag events `[start, end, 0 ping | 1 loss]`; `ev` the player's frags and
+/// deaths `[time, 1 frag | 0 death]`; `rt` (QuakeWorld at the client's side) the server's
+/// missing sequences per interval (%); `sx`, `sl`, `sc`, `sp` the lagometer's columns: start,
+/// latency (ms, null when none), 1 when rate-delayed, share of server packets lost before
+/// it (%, null when unknowable); `end` the connection's last packet. An array without any
+/// value is left out (`sc` too when no column was rate-delayed).
+fn series_json(o: &mut String, r: &NetQuality, mine: &[&GameEvent], t0: f64) {
+    o.push('{');
+    let _ = write!(o, "\"t0\":{t0:.3},\"step\":");
+    push_num(o, r.interval, 3);
+    o.push_str(",\"end\":");
+    push_num(o, r.last_time - t0, 2);
+    o.push_str(",\"med\":");
+    push_num(o, r.ping.median.unwrap_or(f64::NAN), 1);
+    o.push(',');
+    let s = &r.series;
+    let rate = |v: Option<f64>| v.map(|x| x / r.interval);
+    // The intervals are regular: their first start and `step` give them all.
+    o.push_str("\"x0\":");
+    push_num(o, s.first().map_or(f64::NAN, |i| i.start - t0), 2);
+    o.push(',');
+    push_array(o, "ping", s.iter().map(|i| i.ping), 1);
+    push_array(o, "pmax", s.iter().map(|i| i.ping_max), 1);
+    push_array(o, "lc", s.iter().map(|i| i.loss.c2s.map(|v| v * 100.0)), 1);
+    push_array(o, "ls", s.iter().map(|i| i.loss.s2c.map(|v| v * 100.0)), 1);
+    push_array(o, "jc", s.iter().map(|i| i.jitter.c2s), 1);
+    push_array(o, "js", s.iter().map(|i| i.jitter.s2c), 1);
+    push_array(
+        o,
+        "pc",
+        s.iter().map(|i| rate(i.packets.c2s.map(f64::from))),
+        1,
+    );
+    push_array(
+        o,
+        "ps",
+        s.iter().map(|i| rate(i.packets.s2c.map(f64::from))),
+        1,
+    );
+    let snaps = r.snapshot_rate.is_some();
+    push_array(
+        o,
+        "sn",
+        s.iter()
+            .map(|i| snaps.then(|| f64::from(i.snapshots) / r.interval)),
+        1,
+    );
+    push_array(
+        o,
+        "bc",
+        s.iter()
+            .map(|i| rate(i.bytes.c2s.map(|b| b as f64 / 1000.0))),
+        2,
+    );
+    push_array(
+        o,
+        "bs",
+        s.iter()
+            .map(|i| rate(i.bytes.s2c.map(|b| b as f64 / 1000.0))),
+        2,
+    );
+    // QuakeWorld at the client's side: neither direction's loss is knowable, but the
+    // server's missing sequences per interval are (lost either way, or skipped for the rate
+    // limit), from the lagometer's columns.
+    let cols = r.strip.as_deref().map_or(&[][..], |st| st.cols.as_slice());
+    if r.loss.s2c.is_none() && r.round_trip_loss.is_some() && !s.is_empty() {
+        let (mut lost, mut got) = (vec![0u64; s.len()], vec![0u64; s.len()]);
+        for c in cols {
+            let i = s
+                .partition_point(|iv| iv.start <= c.start)
+                .saturating_sub(1);
+            if let (Some(l), Some(g)) = (lost.get_mut(i), got.get_mut(i)) {
+                *l += u64::from(c.lost_gap);
+                *g += u64::from(c.packets);
+            }
+        }
+        push_array(
+            o,
+            "rt",
+            lost.iter()
+                .zip(&got)
+                .map(|(l, g)| (l + g > 0).then(|| 100.0 * *l as f64 / (l + g) as f64)),
+            1,
+        );
+    }
+    o.push_str("\"lag\":[");
+    for (n, e) in r.lag_events.iter().enumerate() {
+        if n > 0 {
+            o.push(',');
+        }
+        o.push('[');
+        push_num(o, e.start - t0, 2);
+        o.push(',');
+        push_num(o, e.end - t0, 2);
+        o.push_str(if e.kind == "ping" { ",0]" } else { ",1]" });
+    }
+    o.push_str("],\"ev\":[");
+    let mut first = true;
+    for e in mine {
+        let Detail::Kill(k) = &e.detail else {
+            continue;
+        };
+        let frag = !k.suicide && k.killer.as_deref() == r.name.as_deref();
+        if !first {
+            o.push(',');
+        }
+        first = false;
+        o.push('[');
+        push_num(o, e.time - t0, 2);
+        o.push_str(if frag { ",1," } else { ",0," });
+        push_str_json(o, &e.describe());
+        o.push(']');
+    }
+    o.push_str("],");
+    let k = r.ping_method.unwrap_or(RttMethod::AckS2c) as usize;
+    let lost = |c: &crate::analysis::net::StripColumn| match r.loss_method.s2c {
+        Some("gaps") => Some(c.lost_gap),
+        Some(_) => Some(c.lost_ack),
+        None => None,
+    };
+    push_array(o, "sx", cols.iter().map(|c| Some(c.start - t0)), 2);
+    push_array(
+        o,
+        "sl",
+        cols.iter()
+            .map(|c| Some(f64::from(c.latency[k])).filter(|l| *l >= 0.0)),
+        0,
+    );
+    // Rate-delayed columns are rare: none, no array.
+    if cols.iter().any(|c| c.rate_delayed > 0) {
+        push_array(
+            o,
+            "sc",
+            cols.iter()
+                .map(|c| Some(f64::from(u8::from(c.rate_delayed > 0)))),
+            0,
+        );
+    }
+    push_array(
+        o,
+        "sp",
+        cols.iter()
+            .map(|c| lost(c).map(|l| 100.0 * f64::from(l) / f64::from((l + c.packets).max(1)))),
+        0,
+    );
+    // The trailing comma of the last array.
+    if o.ends_with(',') {
+        o.pop();
+    }
+    o.push('}');
+}
+
+fn events_list(h: &mut String, r: &NetQuality, tl: &Tl<'_>) {
     if r.lag_events.is_empty() {
         h.push_str("<p class=\"note\">No lag events.</p>\n");
         return;
     }
-    h.push_str("<ul class=\"lag-events\">\n");
+    h.push_str("<h3>Lag events</h3>\n<ul class=\"lag-events\">\n");
     for e in &r.lag_events {
-        let (a, z) = (e.start - r.first_time, e.end - r.first_time);
         let text = match e.kind {
-            "ping" => format!("{a:.1}–{z:.1} s: ping {:.0} → {:.0} ms", e.baseline, e.peak),
+            "ping" => format!("ping {:.0} → {:.0} ms", e.baseline, e.peak),
             _ => format!(
-                "{a:.1}–{z:.1} s: {:.0} % of {} packets lost (worst {:.0} %)",
+                "{:.0} % of {} packets lost (worst half-second {:.0} %)",
                 e.baseline * 100.0,
-                if e.dir == Some(Dir::C2s) {
-                    "client"
-                } else {
-                    "server"
-                },
+                dir_word(e.dir),
                 e.peak * 100.0
             ),
         };
         let _ = writeln!(
             h,
-            "<li data-kind=\"{}\" data-dir=\"{}\" data-start=\"{:.3}\" data-end=\"{:.3}\">{}</li>",
+            "<li data-kind=\"{}\" data-dir=\"{}\" data-start=\"{:.3}\" data-end=\"{:.3}\">{}: {}</li>",
             e.kind,
             dir_name(e.dir),
             e.start,
             e.end,
+            tl.span(e.start, e.end),
             esc(&text)
         );
     }
     h.push_str("</ul>\n");
-}
-
-fn figure(h: &mut String, class: &str, caption: &str, svg: Result<String, String>) {
-    let _ = write!(
-        h,
-        "<figure class=\"{class}\">\n<figcaption>{}</figcaption>\n",
-        esc(caption)
-    );
-    match svg {
-        Ok(s) => {
-            // An XML declaration-free <svg> element: inlined as is.
-            h.push_str(s.trim());
-            h.push('\n');
-        }
-        Err(e) => {
-            let _ = writeln!(h, "<p class=\"note\">plot failed: {}</p>", esc(&e));
-        }
-    }
-    h.push_str("</figure>\n");
-}
-
-/// What a plot marks besides its lines: shaded spans (start, end, colour) and ticks at the
-/// top (time, colour).
-#[derive(Default)]
-struct Marks {
-    shade: Vec<(f64, f64, RGBColor)>,
-    ticks: Vec<(f64, RGBColor)>,
 }
 
 /// Rows of the game-events table at most (an hour of a busy server stays readable); a note
@@ -466,20 +1086,23 @@ const MAX_EVENT_ROWS: usize = 2_000;
 const MAX_PLAYER_EVENTS: usize = 300;
 
 /// The capture's game events (those of `quakecap events`), on the capture's clock.
-fn game_events_table(h: &mut String, events: &[GameEvent]) {
-    h.push_str("<h2>Game events</h2>\n");
+fn game_events_table(h: &mut String, events: &[GameEvent], tl: &Tl<'_>) {
     if events.is_empty() {
         h.push_str("<p class=\"note\">No game events (kills, chat, players, scores) in this capture.</p>\n");
         return;
     }
-    h.push_str("<p class=\"note\">Capture s: seconds since the capture's first game packet. Game time: the server's clock since the level started.</p>\n<table class=\"game-events\">\n<tr><th>capture s</th><th>game time</th><th class=\"l\">kind</th><th class=\"l\">what</th><th class=\"l\">flows</th></tr>\n");
+    let _ = writeln!(
+        h,
+        "<details class=\"game-events\"><summary>Game events ({})</summary>\n<p class=\"note\">Game time: the server's clock since the level started.</p>\n<table class=\"game-events\">\n<tr><th>time</th><th>game time</th><th class=\"l\">kind</th><th class=\"l\">what</th><th class=\"l\">flows</th></tr>",
+        events.len()
+    );
     for e in events.iter().take(MAX_EVENT_ROWS) {
         let flows: Vec<String> = e.flows.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             h,
             "<tr data-kind=\"{}\"><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             e.kind.name(),
-            num(e.session_time, 1),
+            tl.time(e.time),
             e.game_time.map_or_else(|| "–".into(), clock_ms),
             e.kind.name(),
             esc(&e.describe()),
@@ -494,6 +1117,7 @@ fn game_events_table(h: &mut String, events: &[GameEvent]) {
             events.len() - MAX_EVENT_ROWS
         );
     }
+    h.push_str("</details>\n");
 }
 
 /// The events each flow saw, in the events' order. Built once: looking through every event
@@ -513,7 +1137,8 @@ fn events_by_flow(events: &[GameEvent]) -> HashMap<u32, Vec<&GameEvent>> {
     m
 }
 
-/// The events this connection saw (`seen`) that name its player (frags, deaths, chat, joins).
+/// The events this connection saw (`seen`) that name its player (frags, deaths, chat, joins),
+/// within the connection's time.
 fn player_events<'e>(r: &NetQuality, seen: &[&'e GameEvent]) -> Vec<&'e GameEvent> {
     let Some(name) = r.name.as_deref() else {
         return Vec::new();
@@ -524,18 +1149,20 @@ fn player_events<'e>(r: &NetQuality, seen: &[&'e GameEvent]) -> Vec<&'e GameEven
         .collect()
 }
 
-/// The player's events, on the connection's time axis (that of the plots below).
-fn player_events_list(h: &mut String, r: &NetQuality, mine: &[&GameEvent]) {
+/// The player's events, on the capture's clock.
+fn player_events_list(h: &mut String, mine: &[&GameEvent], tl: &Tl<'_>) {
     if mine.is_empty() {
         return;
     }
-    h.push_str("<details class=\"player-events\"><summary>Game events of this player (seconds on the plots' axis)</summary>\n<ul>\n");
+    h.push_str(
+        "<details class=\"player-events\"><summary>Game events of this player</summary>\n<ul>\n",
+    );
     for e in mine.iter().take(MAX_PLAYER_EVENTS) {
         let _ = writeln!(
             h,
-            "<li data-kind=\"{}\">{:.1} s: {} {}</li>",
+            "<li data-kind=\"{}\">{}: {} {}</li>",
             e.kind.name(),
-            e.time - r.first_time,
+            tl.time(e.time),
             e.kind.name(),
             esc(&e.describe())
         );
@@ -546,408 +1173,126 @@ fn player_events_list(h: &mut String, r: &NetQuality, mine: &[&GameEvent]) {
     h.push_str("</ul></details>\n");
 }
 
-/// One line of a plot: runs of points (a gap where the value is unknown).
-struct Line {
-    runs: Vec<Vec<(f64, f64)>>,
-    color: RGBColor,
-    label: &'static str,
-}
-
-fn series(
-    r: &NetQuality,
-    x: &dyn Fn(&Interval) -> f64,
-    y: impl Fn(&Interval) -> Option<f64>,
-    color: RGBColor,
-    label: &'static str,
-) -> Line {
-    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-    for i in &r.series {
-        match y(i).filter(|v| v.is_finite()) {
-            Some(v) => {
-                if let Some(run) = runs.last_mut() {
-                    level_push(run, (x(i), v));
-                }
-            }
-            None if runs.last().is_some_and(|r| !r.is_empty()) => runs.push(Vec::new()),
-            None => {}
-        }
-    }
-    runs.retain(|r| !r.is_empty());
-    Line { runs, color, label }
-}
-
-/// Append `p` to a line's points; a level stretch keeps only its two ends. Its inner points
-/// draw nothing the straight segment between the ends does not, and most of a connection's
-/// series are level for long stretches (no loss, a steady snapshot rate): each point is
-/// mapped, laid out and written.
-fn level_push(run: &mut Vec<(f64, f64)>, p: (f64, f64)) {
-    match run.as_mut_slice() {
-        [.., a, b] if a.1 == p.1 && b.1 == p.1 => *b = p,
-        _ => run.push(p),
-    }
-}
-
-fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
-}
-
-type Area<'a> = DrawingArea<SvgOut<'a>, Shift>;
-
-type TimeChart<'a, 'b> = ChartContext<'a, SvgOut<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
-/// The frame every plot shares: seconds since the connection's first packet across (0 to
-/// `span`), 0 to `top` up, room for the axes' labels.
-fn time_chart<'a, 'b>(
-    root: &'a Area<'b>,
-    span: f64,
-    top: f64,
-) -> Result<TimeChart<'a, 'b>, String> {
-    ChartBuilder::on(root)
-        .margin(6)
-        .x_label_area_size(26)
-        .y_label_area_size(52)
-        .build_cartesian_2d(0f64..span, 0f64..top)
-        .map_err(err)
-}
-
-/// Point `p` moved into the window of a chart `span` across and `top` up (unchanged when
-/// inside it). plotters maps a point far outside its window to a pixel past `i32` (an
-/// overflow: a debug build panics, a release build draws at a wrapped position); only a
-/// damaged capture's figures fall outside. Never panics, NaN bounds included.
-fn inside(p: (f64, f64), span: f64, top: f64) -> (f64, f64) {
-    (p.0.max(0.0).min(span), p.1.max(0.0).min(top))
-}
-
-/// A time plot with the given lines, shaded windows (start, end, colour) behind them.
-fn lines(
-    span: f64,
-    unit: &str,
-    ls: &[Line],
-    ymax: Option<f64>,
-    marks: &Marks,
-) -> Result<String, String> {
-    let top = ymax.unwrap_or_else(|| {
-        let m = ls
-            .iter()
-            .flat_map(|l| l.runs.iter().flatten())
-            .map(|p| p.1)
-            .fold(0.0, f64::max);
-        (m * 1.1).max(1.0)
-    });
-    let mut svg = String::with_capacity(16 * 1024);
-    {
-        let root: Area = SvgOut::new(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = time_chart(&root, span, top)?;
-        chart
-            .configure_mesh()
-            .x_desc("s")
-            .y_desc(unit)
-            .light_line_style(TRANSPARENT)
-            .max_light_lines(0)
-            // Five values up a 190-pixel plot read as well as eleven, six along 840 pixels as
-            // well as ten, and each label with its grid line is a few SVG elements: the axes
-            // were half the plots' cost.
-            .y_labels(5)
-            .x_labels(6)
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(marks.shade.iter().map(|&(a, z, c)| {
-                Rectangle::new(
-                    [
-                        inside((a, 0.0), span, top),
-                        inside((z.max(a + span / W as f64), top), span, top),
-                    ],
-                    c.mix(0.22).filled(),
-                )
-            }))
-            .map_err(err)?;
-        chart
-            .draw_series(marks.ticks.iter().map(|&(t, c)| {
-                let t = inside((t, 0.0), span, top).0;
-                PathElement::new(vec![(t, top * 0.92), (t, top)], c.stroke_width(2))
-            }))
-            .map_err(err)?;
-        let mut labelled = false;
-        for l in ls {
-            for (n, run) in l.runs.iter().enumerate() {
-                let drawn = if run.len() == 1 {
-                    let p = inside(run[0], span, top);
-                    chart.draw_series(std::iter::once(Circle::new(p, 2, l.color.filled())))
-                } else {
-                    chart.draw_series(LineSeries::new(
-                        run.iter().map(|&p| inside(p, span, top)),
-                        l.color.stroke_width(1),
-                    ))
-                }
-                .map_err(err)?;
-                if n == 0 {
-                    let c = l.color;
-                    drawn
-                        .label(l.label)
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
-                    labelled = true;
-                }
-            }
-        }
-        if labelled {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err)?;
-        }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
-}
-
-fn plot_ping(r: &NetQuality, span: f64, mine: &[&GameEvent]) -> Result<String, String> {
-    let x = |i: &Interval| i.start - r.first_time;
-    let mean = series(r, &x, |i| i.ping, C2S, "mean");
-    let max = series(r, &x, |i| i.ping_max, RGBColor(0x9E, 0xC5, 0xE8), "max");
-    let shade: Vec<(f64, f64, RGBColor)> = r
-        .lag_events
-        .iter()
-        .map(|e: &LagEvent| {
-            (
-                e.start - r.first_time,
-                e.end - r.first_time,
-                if e.kind == "ping" {
-                    PING_EVENT
-                } else {
-                    LOSS_EVENT
-                },
-            )
-        })
-        .collect();
-    let mut ls = vec![max, mean];
-    if let Some(m) = r.ping.median {
-        // The median as one grey line (plotters draws no dashes: sixty dash elements per
-        // plot cost more than the rest of the plot).
-        ls.push(Line {
-            runs: vec![vec![(0.0, m), (span, m)]],
-            color: RGBColor(0x88, 0x88, 0x88),
-            label: "median",
-        });
-    }
-    let ticks = mine
-        .iter()
-        .filter_map(|e| match &e.detail {
-            Detail::Kill(k) if k.suicide || k.killer.as_deref() != r.name.as_deref() => {
-                Some((e.time - r.first_time, BLACK))
-            }
-            Detail::Kill(_) => Some((e.time - r.first_time, THIRD)),
-            _ => None,
-        })
-        .collect();
-    lines(span, "ms", &ls, None, &Marks { shade, ticks })
-}
-
-fn plot_strip(r: &NetQuality, span: f64) -> Result<String, String> {
-    let Some(strip) = r.strip.as_deref() else {
-        return Err("no lagometer data".into());
-    };
-    let k = r.ping_method.unwrap_or(RttMethod::AckS2c) as usize;
-    let lost = |c: &strip::Col| match r.loss_method.s2c {
-        Some("gaps") => c.lost_gap,
-        Some(_) => c.lost_ack,
-        None => 0,
-    };
-    let top = strip
-        .cols
-        .iter()
-        .map(|c| f64::from(c.latency[k]))
-        .fold(0.0, f64::max)
-        .max(50.0)
-        * 1.1;
-    let mut svg = String::with_capacity(16 * 1024);
-    {
-        let root: Area = SvgOut::new(&mut svg, (W, 120)).into_drawing_area();
-        root.fill(&RGBColor(0x10, 0x10, 0x10)).map_err(err)?;
-        let mut chart = time_chart(&root, span, top)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_desc("s")
-            .y_desc("ms")
-            .axis_style(WHITE)
-            .y_labels(3)
-            .x_labels(6)
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .label_style(("sans-serif", 12).into_font().color(&WHITE))
-            .draw()
-            .map_err(err)?;
-        let cols = &strip.cols;
-        let px = span / f64::from(W);
-        // One column per server packet: (start, end, height, colour), None for a packet
-        // without a latency (a gap in the strip).
-        let bars = cols.iter().enumerate().map(|(i, c)| {
-            let a = c.start - r.first_time;
-            let z = cols
-                .get(i + 1)
-                .map_or(c.end - r.first_time, |n| n.start - r.first_time)
-                .max(a + px);
-            if lost(c) > 0 {
-                return Some((a, z, top, LAG_DROP));
-            }
-            let l = f64::from(c.latency[k]);
-            let color = if c.rate_delayed > 0 { LAG_RATE } else { LAG_OK };
-            (l >= 0.0).then_some((a, z, l, color))
-        });
-        // Neighbouring columns of one colour are one polygon (their skyline): a thousand
-        // rectangles cost more to write than the rest of the report's plots together.
-        chart
-            .draw_series(skylines(bars).map(|(pts, c)| {
-                let pts = pts
-                    .into_iter()
-                    .map(|p| inside(p, span, top))
-                    .collect::<Vec<_>>();
-                Polygon::new(pts, c.filled())
-            }))
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
-}
-
-/// Runs of touching columns (start, end, height, colour) of one colour, each as the outline
-/// of its columns from the axis up: (points, colour).
-fn skylines(
-    bars: impl Iterator<Item = Option<(f64, f64, f64, RGBColor)>>,
-) -> impl Iterator<Item = (Vec<(f64, f64)>, RGBColor)> {
-    let mut runs: Vec<(Vec<(f64, f64)>, RGBColor)> = Vec::new();
-    let mut open = false;
-    for bar in bars {
-        let Some((a, z, h, c)) = bar else {
-            open = false;
-            continue;
-        };
-        match runs.last_mut() {
-            Some((pts, rc)) if open && *rc == c && pts.last().is_some_and(|p| p.0 == a) => {
-                // A column as high as the one before only carries its roof on.
-                match pts.as_mut_slice() {
-                    [.., l] if l.1 == h => l.0 = z,
-                    _ => pts.extend([(a, h), (z, h)]),
-                }
-            }
-            _ => runs.push((vec![(a, 0.0), (a, h), (z, h)], c)),
-        }
-        open = true;
-    }
-    runs.into_iter().map(|(mut pts, c)| {
-        if let Some(&(z, _)) = pts.last() {
-            pts.push((z, 0.0));
-        }
-        (pts, c)
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{level_push, lines, skylines, Line, Marks, C2S, LAG_DROP, LAG_OK};
+    use super::{push_num, push_str_json, render_to, Clock, Input, MAX_POINTS};
+    use crate::analysis::net::report::{Both, Interval};
+    use crate::analysis::net::strip::{Col, Strip, MAX_COLS};
+
+    /// An hour of one player at the worst: every interval with every figure known and
+    /// unround, a full lagometer with loss known: the page stays under 2 MB.
+    #[test]
+    fn an_hour_of_one_player_is_under_two_megabytes() {
+        let t0 = 1_795_530_956.284;
+        let acc = crate::analysis::net::acc::FlowAcc::new(t0);
+        let f = crate::flow::FlowSummary {
+            id: 1,
+            game: "q3",
+            kind: "connection",
+            name: Some("LabPlayer1".into()),
+            first_time: t0,
+            last_time: t0 + 3600.0,
+            ..Default::default()
+        };
+        let mut q = crate::analysis::net::report::build(&acc, &f, 1.0);
+        let odd = |k: usize, m: f64| Some(m + (k as f64 * 0.377).sin() * m * 0.31);
+        q.series = (0..MAX_POINTS)
+            .map(|k| Interval {
+                start: t0 + k as f64,
+                ping: odd(k, 97.3),
+                ping_max: odd(k, 151.7),
+                loss: Both {
+                    c2s: odd(k, 0.0213),
+                    s2c: odd(k, 0.0817),
+                },
+                packets: Both {
+                    c2s: Some(61),
+                    s2c: Some(19),
+                },
+                bytes: Both {
+                    c2s: Some(1377 + k as u64 % 97),
+                    s2c: Some(9123 + k as u64 % 1013),
+                },
+                snapshots: 19,
+                rate_delayed: 1,
+                jitter: Both {
+                    c2s: odd(k, 7.31),
+                    s2c: odd(k, 11.7),
+                },
+            })
+            .collect();
+        q.last_time = t0 + 3600.0;
+        q.snapshot_rate = Some(19.0);
+        q.loss_method = Both {
+            c2s: Some("gaps"),
+            s2c: Some("gaps"),
+        };
+        let step = 3600.0 / MAX_COLS as f64;
+        q.strip = Some(Box::new(Strip {
+            cols: (0..MAX_COLS)
+                .map(|k| Col {
+                    start: t0 + k as f64 * step,
+                    end: t0 + (k as f64 + 0.9) * step,
+                    seq_first: k as i64 * 64,
+                    seq_last: k as i64 * 64 + 63,
+                    packets: 64,
+                    latency: [93.0 + (k % 117) as f32; 4],
+                    rate_delayed: (k % 3) as u32,
+                    lost_gap: (k % 7) as u32,
+                    lost_ack: 0,
+                })
+                .collect(),
+            per_col: 64,
+        }));
+        let rows = [q];
+        let input = Input {
+            name: "hour.pcapng",
+            flows: std::slice::from_ref(&f),
+            aggregates: &[],
+            rows: &rows,
+            events: &[],
+        };
+        let mut page = Vec::new();
+        render_to(&mut page, &[input], &Clock::utc()).unwrap();
+        println!("an hour of one player: {} bytes", page.len());
+        assert!(page.len() < 2_000_000, "{} bytes", page.len());
+        assert!(
+            page.len() > 200_000,
+            "every figure written: {} bytes",
+            page.len()
+        );
+    }
 
     #[test]
-    fn a_level_stretch_keeps_its_ends() {
-        let mut run = Vec::new();
-        let ys = [1.0, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0, 1.0, 1.0, 1.0];
-        for (x, y) in ys.into_iter().enumerate() {
-            level_push(&mut run, (x as f64, y));
+    fn one_instant_one_label() {
+        let c = Clock::utc();
+        // 2026-11-24 14:36:36.62 UTC, cut to the second.
+        assert_eq!(c.hms(1_795_530_996.62), "14:36:36");
+        assert_eq!(c.hms(1_795_530_996.99), "14:36:36");
+        assert_eq!(c.date(1_795_530_996.62), "2026-11-24");
+        let l = Clock::local(3600);
+        assert_eq!(l.hms(1_795_530_996.62), "15:36:36");
+        assert_eq!(l.zone, "local time, UTC+01:00");
+        assert_eq!(Clock::local(-5400).zone, "local time, UTC-01:30");
+        assert_eq!(c.hms(f64::NAN), "00:00:00");
+    }
+
+    #[test]
+    fn numbers_are_short_and_strings_cannot_close_the_script() {
+        let mut o = String::new();
+        for (v, d) in [
+            (1.50, 2),
+            (2.0, 1),
+            (-0.01, 1),
+            (f64::INFINITY, 1),
+            (96.04, 1),
+        ] {
+            push_num(&mut o, v, d);
+            o.push(' ');
         }
-        assert_eq!(
-            run,
-            [
-                (0.0, 1.0),
-                (1.0, 2.0),
-                (4.0, 2.0),
-                (5.0, 3.0),
-                (6.0, 3.0),
-                (7.0, 1.0),
-                (9.0, 1.0)
-            ]
-        );
-    }
-
-    #[test]
-    fn touching_columns_of_one_height_share_one_roof() {
-        let bars = [
-            Some((0.0, 1.0, 5.0, LAG_OK)),
-            Some((1.0, 2.0, 5.0, LAG_OK)),
-            Some((2.0, 3.0, 5.0, LAG_OK)),
-            Some((3.0, 4.0, 7.0, LAG_OK)),
-        ];
-        let runs: Vec<_> = skylines(bars.into_iter()).collect();
-        assert_eq!(
-            runs[0].0,
-            vec![
-                (0.0, 0.0),
-                (0.0, 5.0),
-                (3.0, 5.0),
-                (3.0, 7.0),
-                (4.0, 7.0),
-                (4.0, 0.0)
-            ]
-        );
-    }
-
-    #[test]
-    fn touching_columns_of_one_colour_are_one_outline() {
-        let bars = [
-            Some((0.0, 1.0, 5.0, LAG_OK)),
-            Some((1.0, 2.0, 7.0, LAG_OK)),
-            Some((2.0, 3.0, 9.0, LAG_DROP)),
-            None,
-            Some((4.0, 5.0, 3.0, LAG_DROP)),
-            Some((6.0, 7.0, 3.0, LAG_DROP)),
-        ];
-        let runs: Vec<_> = skylines(bars.into_iter()).collect();
-        assert_eq!(
-            runs.len(),
-            4,
-            "a colour change, a gap and a hole split runs"
-        );
-        assert_eq!(
-            runs[0].0,
-            vec![
-                (0.0, 0.0),
-                (0.0, 5.0),
-                (1.0, 5.0),
-                (1.0, 7.0),
-                (2.0, 7.0),
-                (2.0, 0.0)
-            ]
-        );
-        assert_eq!(
-            runs[1].0,
-            vec![(2.0, 0.0), (2.0, 9.0), (3.0, 9.0), (3.0, 0.0)]
-        );
-        assert_eq!(runs[3].1, LAG_DROP);
-    }
-
-    /// Figures far outside a plot's window (a damaged capture's) are drawn at its edge:
-    /// plotters' pixel arithmetic overflowed on them (a panic where overflow is checked, as
-    /// in this test build; a wrapped position in a release build).
-    #[test]
-    fn figures_far_outside_the_window_are_drawn_at_its_edge() {
-        let far = Line {
-            runs: vec![
-                vec![(0.0, 10.0), (1.0, -1.6e10), (2.0, 12.0)],
-                vec![(3e12, 5.0)],
-            ],
-            color: C2S,
-            label: "mean",
-        };
-        let marks = Marks {
-            shade: vec![(-1e15, 1e15, LAG_DROP)],
-            ticks: vec![(-4e13, LAG_OK)],
-        };
-        let svg = lines(10.0, "ms", &[far], Some(20.0), &marks).expect("drawn");
-        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+        assert_eq!(o, "1.5 2 0 null 96 ");
+        let mut s = String::new();
+        push_str_json(&mut s, "a</script>\"\\\n");
+        assert_eq!(s, "\"a\\u003c/script\\u003e\\\"\\\\\\u000a\"");
     }
 }

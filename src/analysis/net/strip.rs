@@ -6,9 +6,11 @@
 //! a coarser step.
 use super::acc::RttMethod;
 
-/// Columns kept per connection: one per one to two pixels of the report's 840-pixel plots
-/// (each column is two points of an SVG outline, the report's largest cost).
-pub const MAX_COLS: usize = 512;
+/// Columns kept per connection: a packet each for the first 1,024 server packets (about a
+/// minute of Quake 3 snapshots), then merged pairwise; enough to zoom into a match in the
+/// report's plots (each column is three or four numbers of the page's data, about 20 bytes,
+/// and the columns are most of the report's numbers and of its cost).
+pub const MAX_COLS: usize = 1024;
 
 /// One column: one server packet, or several merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
