@@ -415,3 +415,93 @@ fn write_block(out: &mut impl Write, btype: u32, body: &[u8], be: bool) -> io::R
     put32(&mut tail, total, be);
     out.write_all(&tail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::TsPrecision;
+    use crate::capture::{ByteOrder, CaptureReader, LinkType, PcapNgWriter, PcapWriter};
+
+    /// Every frame as (index, ts, link, bytes).
+    fn frames(file: &[u8]) -> Vec<(u64, i64, LinkType, Vec<u8>)> {
+        let mut r = CaptureReader::new(file).expect("a capture");
+        let mut out = Vec::new();
+        while let Ok(Some(f)) = r.next_frame() {
+            out.push((f.index, f.ts_ns, f.link, f.data.to_vec()));
+        }
+        out
+    }
+
+    fn copy(input: &[u8], comment: &mut dyn FnMut(u64) -> Vec<String>) -> (Vec<u8>, CopyStats) {
+        let c = CommentCopier::new(input, Vec::new()).expect("a capture");
+        c.finish(comment).expect("copied")
+    }
+
+    fn every_other(n: u64) -> Vec<String> {
+        if n % 2 == 0 {
+            vec![format!("packet {n}"), "second, ünïcode".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn big_endian_sections_and_link_types_are_copied_with_comments() {
+        let mut w = PcapNgWriter::with_options(Vec::new(), ByteOrder::Big, 6).unwrap();
+        w.write_packet(LinkType::ETHERNET, 1_000_000_000, &[1; 60], 60)
+            .unwrap();
+        w.write_packet(LinkType::RAW, 2_000_000_000, &[0x45; 21], 21)
+            .unwrap();
+        w.new_section().unwrap();
+        w.write_packet(LinkType::ETHERNET, 3_000_000_000, &[3; 61], 61)
+            .unwrap();
+        w.write_packet(LinkType::ETHERNET, 4_000_000_000, &[4; 62], 62)
+            .unwrap();
+        let input = w.finish().unwrap();
+        let (out, stats) = copy(&input, &mut every_other);
+        assert_eq!(frames(&out), frames(&input));
+        assert_eq!(
+            (stats.packets, stats.commented, stats.uncommented),
+            (4, 2, 0)
+        );
+        assert!(stats.stopped.is_none());
+        for needle in ["packet 2", "packet 4", "second, ünïcode"] {
+            assert!(out.windows(needle.len()).any(|w| w == needle.as_bytes()));
+        }
+        // Nothing to say: the copy is the input, byte for byte.
+        assert_eq!(copy(&input, &mut |_| Vec::new()).0, input);
+    }
+
+    #[test]
+    fn a_pcap_becomes_pcapng_with_its_times_to_the_unit() {
+        for precision in [TsPrecision::Micro, TsPrecision::Nano] {
+            let mut w = PcapWriter::new(Vec::new(), LinkType::LINUX_SLL, precision).unwrap();
+            w.write_packet(1_795_361_221_860_853_123, &[7; 40], 40)
+                .unwrap();
+            w.write_packet(1_795_361_222_000_000_001, &[8; 41], 41)
+                .unwrap();
+            let input = w.finish().unwrap();
+            let (out, stats) = copy(&input, &mut every_other);
+            assert_eq!(&out[..4], &SHB.to_le_bytes());
+            assert_eq!(frames(&out), frames(&input));
+            assert_eq!(stats.commented, 1);
+        }
+    }
+
+    #[test]
+    fn a_cut_file_is_copied_to_its_last_whole_block() {
+        let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+        for i in 0..5u8 {
+            w.write_packet(LinkType::ETHERNET, i64::from(i) * 1000, &[i; 50], 50)
+                .unwrap();
+        }
+        let input = w.finish().unwrap();
+        let cut = &input[..input.len() - 20];
+        let (out, stats) = copy(cut, &mut every_other);
+        assert_eq!(frames(&out), frames(&input)[..4]);
+        assert!(stats.stopped.is_some());
+        // Not a capture at all.
+        assert!(CommentCopier::new(&b"GIF89a......"[..], Vec::new()).is_err());
+        assert!(CommentCopier::new(&b""[..], Vec::new()).is_err());
+    }
+}

@@ -12,10 +12,11 @@
 //! `events` timeline holds it once, with those flows.
 //!
 //! One pass, written as it goes: the decoders hand out messages, network samples and events
-//! in capture order, so once a datagram of frame `n` is told, every packet before `n` is
-//! final and is copied out ([`CommentCopier`], reading the input a second time as a stream).
-//! What is held is the current packet's comments and one small record per live flow.
-use std::collections::HashMap;
+//! in capture order (but for the messages a mid-session key search held until it locked on),
+//! so a packet [`REORDER_FRAMES`] behind the newest one told is final and is copied out
+//! ([`CommentCopier`], reading the input a second time as a stream). What is held is the
+//! comments of the packets not written yet and one small record per live flow.
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 
@@ -28,6 +29,12 @@ use crate::vocab::Dir;
 
 mod q3;
 mod qw;
+
+/// How far behind the newest frame told a packet waits before it is written: messages come
+/// in capture order, except a Quake 3 connection captured mid-session, whose messages before
+/// its key search locked on come when it does (on the stored cuts within 2 s of traffic).
+/// Comments of at most this many packets are held (a few MB at most).
+const REORDER_FRAMES: u64 = 16_384;
 
 /// Longest quoted text (a command, a print) in a comment, in characters.
 const MAX_TEXT: usize = 160;
@@ -43,9 +50,8 @@ struct FlowInfo {
     last_frame: u64,
 }
 
-/// The packet being commented: its frame, its own line, its events' comments.
+/// A packet's comments: its own line, its events'.
 struct Current {
-    frame: u64,
     line: Option<String>,
     /// The line is a network sample's, made before the datagram's message (QuakeWorld hands
     /// the sample first): the message's own line replaces it.
@@ -64,7 +70,10 @@ pub struct AnnotateSink<R: Read, W: Write> {
     copier: CommentCopier<R, W>,
     events: EventSink,
     flows: HashMap<u32, FlowInfo>,
-    current: Option<Current>,
+    /// Comments of the packets not written yet, by frame.
+    pending: BTreeMap<u64, Current>,
+    /// The highest frame told so far.
+    newest: u64,
     /// A write of the copy failed: given back at the end.
     failed: Option<io::Error>,
     /// Comments that came for a packet already written (none when the decoders keep capture
@@ -86,7 +95,8 @@ impl<R: Read, W: Write> AnnotateSink<R, W> {
             copier,
             events: EventSink::new(),
             flows: HashMap::new(),
-            current: None,
+            pending: BTreeMap::new(),
+            newest: 0,
             failed: None,
             late: 0,
             unplaced: 0,
@@ -100,38 +110,31 @@ impl<R: Read, W: Write> AnnotateSink<R, W> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let mut cur = self.current.take();
-        self.copier.finish(&mut |n| take_if(&mut cur, n))
+        let pending = &mut self.pending;
+        self.copier.finish(&mut |n| take(pending, n))
     }
 
-    /// Everything before `frame` is final: write it, and make `frame` the current packet.
-    /// None when `frame` was written already.
+    /// The comments of packet `frame`, to add to (None when it was written already). The
+    /// packets more than [`REORDER_FRAMES`] before the newest frame told are written.
     fn at(&mut self, frame: u64) -> Option<&mut Current> {
-        match &self.current {
-            Some(c) if c.frame == frame => {}
-            Some(c) if c.frame > frame => return None,
-            _ => {
-                if self.copier.stats().packets >= frame {
-                    return None;
+        if self.copier.stats().packets >= frame {
+            return None;
+        }
+        if frame > self.newest {
+            self.newest = frame;
+            let through = frame.saturating_sub(REORDER_FRAMES);
+            if through > self.copier.stats().packets && self.failed.is_none() {
+                let pending = &mut self.pending;
+                if let Err(e) = self.copier.copy_through(through, &mut |n| take(pending, n)) {
+                    self.failed = Some(e);
                 }
-                let mut cur = self.current.take();
-                if frame > 1 && self.failed.is_none() {
-                    let res = self
-                        .copier
-                        .copy_through(frame - 1, &mut |n| take_if(&mut cur, n));
-                    if let Err(e) = res {
-                        self.failed = Some(e);
-                    }
-                }
-                self.current = Some(Current {
-                    frame,
-                    line: None,
-                    provisional: false,
-                    events: Vec::new(),
-                });
             }
         }
-        self.current.as_mut()
+        Some(self.pending.entry(frame).or_insert_with(|| Current {
+            line: None,
+            provisional: false,
+            events: Vec::new(),
+        }))
     }
 
     /// The datagram's own line (a second message of the same frame joins it; a message
@@ -184,20 +187,13 @@ impl<R: Read, W: Write> AnnotateSink<R, W> {
             return;
         }
         let game = self.flows.get(&s.flow).map_or("", |f| f.game);
-        if let Some(Current {
-            frame,
-            line: Some(first),
-            ..
-        }) = &mut self.current
-        {
-            if *frame == s.frame {
-                // The message's own line is there: add what only the netchan knew (Quake
-                // 3; a QuakeWorld message says it itself).
-                if s.gap > 0 && game == "q3" {
-                    let _ = write!(first, " · {} lost before", s.gap);
-                }
-                return;
+        if let Some(Some(first)) = self.pending.get_mut(&s.frame).map(|c| c.line.as_mut()) {
+            // The message's own line is there: add what only the netchan knew (Quake 3; a
+            // QuakeWorld message says it itself).
+            if s.gap > 0 && game == "q3" {
+                let _ = write!(first, " · {} lost before", s.gap);
             }
+            return;
         }
         let info = self.flows.entry(s.flow).or_default();
         info.last_frame = s.frame;
@@ -216,12 +212,12 @@ impl<R: Read, W: Write> AnnotateSink<R, W> {
     }
 }
 
-/// Comments of packet `n` when `cur` holds them.
-fn take_if(cur: &mut Option<Current>, n: u64) -> Vec<String> {
-    match cur {
-        Some(c) if c.frame == n => cur.take().map(Current::comments).unwrap_or_default(),
-        _ => Vec::new(),
-    }
+/// Comments of packet `n`, taken out of `pending`.
+fn take(pending: &mut BTreeMap<u64, Current>, n: u64) -> Vec<String> {
+    pending
+        .remove(&n)
+        .map(Current::comments)
+        .unwrap_or_default()
 }
 
 /// One event's comment: `kill: Sarge → LabPlayer1 (railgun)`, `chat: Sarge: hello`.
