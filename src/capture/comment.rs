@@ -105,20 +105,18 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// One comment option (padded), in byte order `be`; the text cut to [`MAX_COMMENT`] bytes
-/// at a character boundary.
-fn comment_option(text: &str, be: bool) -> Vec<u8> {
+/// One comment option (padded) appended to `v`, in byte order `be`; the text cut to
+/// [`MAX_COMMENT`] bytes at a character boundary.
+fn push_comment(v: &mut Vec<u8>, text: &str, be: bool) {
     let mut end = text.len().min(MAX_COMMENT);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     let text = &text.as_bytes()[..end];
-    let mut v = Vec::with_capacity(text.len() + 8);
-    put16(&mut v, OPT_COMMENT, be);
-    put16(&mut v, text.len() as u16, be);
+    put16(v, OPT_COMMENT, be);
+    put16(v, text.len() as u16, be);
     v.extend_from_slice(text);
     v.resize(v.len().div_ceil(4) * 4, 0);
-    v
 }
 
 /// The options of a packet block (from `start` of `body`) with `extra` options added before
@@ -310,7 +308,7 @@ impl<R: Read, W: Write> CommentCopier<R, W> {
         let texts = comment(self.frames);
         if !texts.is_empty() {
             for c in &texts {
-                body.extend_from_slice(&comment_option(c, false));
+                push_comment(&mut body, c, false);
             }
             put16(&mut body, OPT_ENDOFOPT, false);
             put16(&mut body, 0, false);
@@ -376,7 +374,10 @@ impl<R: Read, W: Write> CommentCopier<R, W> {
         if texts.is_empty() {
             return self.out.write_all(&self.block);
         }
-        let extra: Vec<u8> = texts.iter().flat_map(|t| comment_option(t, be)).collect();
+        let mut extra = Vec::with_capacity(texts.iter().map(|t| t.len() + 8).sum());
+        for t in &texts {
+            push_comment(&mut extra, t, be);
+        }
         // EPB: interface, time (2), captured, original; PB: interface and drops (16 bits
         // each), then the same. The data, padded, then the options.
         let body = &self.block[8..n - 4];

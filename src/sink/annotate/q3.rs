@@ -50,14 +50,13 @@ pub(super) fn learn(m: &Message, info: &mut FlowInfo) {
     }
 }
 
-/// Degrees of a usercmd angle (16 bits of a turn).
-fn degrees(a: i32) -> f64 {
-    let d = f64::from(a & 0xffff) * 360.0 / 65536.0;
-    if d > 180.0 {
-        d - 360.0
-    } else {
-        d
-    }
+/// A usercmd angle (16 bits of a turn) in degrees, −180..180, to a tenth: ` -92.3`.
+fn push_degrees(o: &mut String, a: i32) {
+    let tenths = (i64::from(a & 0xffff) * 3600 + 32768) / 65536;
+    let tenths = if tenths > 1800 { tenths - 3600 } else { tenths };
+    let sign = if tenths < 0 { "-" } else { "" };
+    let t = tenths.abs();
+    let _ = write!(o, " {sign}{}.{}", t / 10, t % 10);
 }
 
 /// The message after the header: sequence, acknowledgements, ops, error.
@@ -180,18 +179,14 @@ pub(super) fn describe(m: &Message, t: &mut String) {
                             o.push_str(" nodelta");
                         }
                         for c in cmds.iter().take(MAX_CMDS) {
+                            let _ = write!(o, " [t {} angles", c.server_time);
+                            for a in c.angles {
+                                push_degrees(&mut o, a);
+                            }
                             let _ = write!(
                                 o,
-                                " [t {} angles {:.1} {:.1} {:.1} buttons {} move {}/{}/{} weapon {}]",
-                                c.server_time,
-                                degrees(c.angles[0]),
-                                degrees(c.angles[1]),
-                                degrees(c.angles[2]),
-                                c.buttons,
-                                c.forwardmove,
-                                c.rightmove,
-                                c.upmove,
-                                c.weapon
+                                " buttons {} move {}/{}/{} weapon {}]",
+                                c.buttons, c.forwardmove, c.rightmove, c.upmove, c.weapon
                             );
                         }
                         if cmds.len() > MAX_CMDS {
