@@ -33,11 +33,27 @@ mod qw;
 /// How far behind the newest frame told a packet waits before it is written: messages come
 /// in capture order, except a Quake 3 connection captured mid-session, whose messages before
 /// its key search locked on come when it does (on the stored cuts within 2 s of traffic).
-/// Comments of at most this many packets are held (a few MB at most).
+/// Comments of at most this many packets are held (a few MB on real captures).
 const REORDER_FRAMES: u64 = 16_384;
 
 /// Longest quoted text (a command, a print) in a comment, in characters.
 const MAX_TEXT: usize = 160;
+/// Longest datagram line, in bytes (a message of many commands): what is held waiting stays
+/// under [`REORDER_FRAMES`] times this (32 MB) whatever the input.
+const MAX_LINE: usize = 2048;
+
+/// `text` cut to [`MAX_LINE`] bytes at a character boundary, `…` marking the cut.
+fn bounded(mut text: String) -> String {
+    if text.len() > MAX_LINE {
+        let mut end = MAX_LINE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
 
 /// What one flow's comments say about it.
 #[derive(Default)]
@@ -140,14 +156,17 @@ impl<R: Read, W: Write> AnnotateSink<R, W> {
     /// The datagram's own line (a second message of the same frame joins it; a message
     /// replaces a sample's provisional line).
     fn line(&mut self, frame: u64, text: String, provisional: bool) {
+        let text = bounded(text);
         let Some(c) = self.at(frame) else {
             self.late += 1;
             return;
         };
         match &mut c.line {
             Some(first) if !c.provisional => {
-                first.push_str(" || ");
-                first.push_str(&text);
+                if first.len() < MAX_LINE {
+                    first.push_str(" || ");
+                    first.push_str(&text);
+                }
             }
             Some(first) => {
                 *first = text;
@@ -163,7 +182,7 @@ impl<R: Read, W: Write> AnnotateSink<R, W> {
 
     /// An event's comment on `frame`.
     fn place(&mut self, frame: u64, e: &GameEvent) {
-        let text = event_text(e);
+        let text = bounded(event_text(e));
         match (frame > 0).then(|| self.at(frame)).flatten() {
             Some(c) => {
                 c.events.push(text);
