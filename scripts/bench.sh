@@ -8,6 +8,7 @@
 # examples/mkbench.rs, then measures on it, in this run:
 #   quakecap flows FILE        full decode of every message, both directions
 #   quakecap cheats FILE       the cheat signals (every frame and usercmd), against flows
+#   quakecap annotate FILE     the capture copied with a comment per game datagram
 #   tshark -r FILE -q -z conv,udp
 #   cat FILE > /dev/null
 # and a demo benchmark over ../shared/demos/q3 (quakecap flows DEMO... = full decode).
@@ -75,6 +76,9 @@ read -r t_q1 c_q1 m_q1 < <(QUAKECAP_THREADS=1 best_of "$Q" flows "$BIG")
 # `cheats` decodes every frame and usercmd in capture order (one thread): its cost against
 # `flows` on one thread.
 read -r t_ch c_ch m_ch < <(best_of "$Q" cheats "$BIG")
+# `annotate` decodes every message in capture order and writes the capture again.
+read -r t_an c_an m_an < <(best_of "$Q" annotate "$BIG" -o "$OUT/annotated.pcapng")
+rm -f "$OUT/annotated.pcapng"
 read -r t_ts c_ts m_ts < <(RUNS=1 best_of tshark -r "$BIG" -q -z conv,udp)
 uptime
 
@@ -87,6 +91,8 @@ i_q1=$(($(QUAKECAP_THREADS=1 instructions "$Q" flows "$SMALL") - $(instructions 
 i_ts=$(($(instructions tshark -r "$SMALL" -q -z conv,udp) - $(instructions tshark -r "$EMPTY" -q -z conv,udp)))
 i_cat=$(($(instructions cat "$SMALL") - $(instructions cat "$EMPTY")))
 i_ch=$(($(instructions "$Q" cheats "$SMALL") - $(instructions "$Q" cheats "$EMPTY")))
+i_an=$(($(instructions "$Q" annotate "$SMALL" -o "$OUT/an.pcapng") - $(instructions "$Q" annotate "$EMPTY" -o "$OUT/an.pcapng")))
+rm -f "$OUT/an.pcapng"
 
 # Work per thread (router = capture, net, routing, netchan; then one per decode worker).
 rm -f "$OUT"/cgt.*
@@ -135,6 +141,7 @@ awk -v bytes="$bytes" -v frames="$frames" -v flows="$flows" -v cgf="$cg_frames" 
     -v mc="$m_cat" -v mq="$m_q" -v mq1="$m_q1" -v mt="$m_ts" \
     -v iq="$i_q" -v iq1="$i_q1" -v it="$i_ts" -v ic="$i_cat" \
     -v tch="$t_ch" -v cch="$c_ch" -v ich="$i_ch" -v mch="$m_ch" \
+    -v tan="$t_an" -v can="$c_an" -v ian="$i_an" -v man="$m_an" \
     -v cores="$(nproc)" -v db="$demo_bytes" -v nd="${#demo_files[@]}" -v td="$t_demo" -v cd="$c_demo" -v md="$m_demo" -v id="$i_demo" '
 function r(n, d) { return d > 0 ? n / d : 0 }
 function row(name, w, c, i, m) {
@@ -148,6 +155,7 @@ BEGIN {
     row("`quakecap flows` (" cores " decode threads + reader)", tq, cq, iq, mq)
     row("`quakecap flows` (QUAKECAP_THREADS=1)", tq1, cq1, iq1, mq1)
     row("`quakecap cheats` (" sprintf("%.2f", r(cch, cq1)) "x the CPU of one-thread `flows`)", tch, cch, ich, mch)
+    row("`quakecap annotate` (" sprintf("%.2f", r(can, cq1)) "x the CPU of one-thread `flows`)", tan, can, ian, man)
     row("`tshark -r FILE -q -z conv,udp`", tt, ct, it, mt)
     row("`cat FILE > /dev/null`", tc, cc, ic, mc)
     printf "\ndemos: %d files, %.1f MB\n\n", nd, db/1048576

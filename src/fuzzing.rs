@@ -288,6 +288,7 @@ pub fn analyses(data: &[u8]) {
         events_outputs(run);
         report_outputs(run);
         diff_outputs(data, "pcapng");
+        annotate_outputs(data);
         return;
     }
     let q3 = |opts: &Options, sink: &mut dyn Sink| {
@@ -304,6 +305,42 @@ pub fn analyses(data: &[u8]) {
     }
     diff_outputs(data, "dm_68");
     diff_outputs(data, "mvd");
+}
+
+/// `annotate` on the capture `data`: the copy read back holds the packets the input holds
+/// (same numbers, times, link types and bytes), comments or not.
+fn annotate_outputs(data: &[u8]) {
+    let Ok(copier) = crate::capture::comment::CommentCopier::new(data, Vec::new()) else {
+        return;
+    };
+    let mut sink = sink::annotate::AnnotateSink::new(copier);
+    let opts = Options {
+        detail: crate::vocab::Detail::Full,
+        samples: true,
+        ..Options::default()
+    };
+    let _ = run_capture_bytes(data, &opts, &mut sink);
+    let Ok((out, _)) = sink.finish_copy() else {
+        return;
+    };
+    let frames = |bytes: &[u8]| {
+        let mut v = Vec::new();
+        if let Ok(mut r) = CaptureReader::new(Cursor::new(bytes)) {
+            loop {
+                match r.next_frame() {
+                    Ok(Some(f)) => v.push((f.index, f.ts_ns, f.link, f.data.to_vec())),
+                    Ok(None) => break,
+                    Err(_) => {}
+                }
+            }
+        }
+        v
+    };
+    assert_eq!(
+        frames(&out),
+        frames(data),
+        "annotate's copy holds other packets"
+    );
 }
 
 /// The capture `data` through the pipeline as the commands run it, on one thread (the

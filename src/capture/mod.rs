@@ -42,6 +42,7 @@
 use std::fmt;
 
 mod bytes;
+pub mod comment;
 mod pcap;
 mod pcapng;
 mod reader;

@@ -9,6 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use quakecap::pipeline::{self, InputError, Options, Report, Sink};
 use quakecap::sink;
 
+#[path = "annotate.rs"]
+mod annotate;
 #[path = "cheats.rs"]
 mod cheats;
 #[path = "check.rs"]
@@ -106,6 +108,9 @@ pub enum Command {
     /// Who cheated: aim and timing signals per player, a verdict (clean, suspicious, likely)
     /// and the moments behind it.
     Cheats(cheats::CheatsArgs),
+    /// The capture as pcapng with a comment on every game datagram (what it carries, its
+    /// game events), for Wireshark's `frame.comment`.
+    Annotate(annotate::AnnotateArgs),
     /// Apache Parquet tables (flows, messages, usercmds, player_states, server_commands,
     /// events, samples) of every input, one Hive partition per input, for DuckDB or Spark.
     Export(export::ExportArgs),
@@ -216,6 +221,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Check(args) => check::run(&args),
             Command::Cheats(args) => cheats::run(&args),
             Command::Export(args) => export::run(&args),
+            Command::Annotate(args) => annotate::run(&args),
         },
     };
     match res {

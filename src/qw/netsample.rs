@@ -18,6 +18,7 @@ pub fn sample(m: &Message) -> Option<Sample> {
     };
     let mut s = Sample::new(m.flow, m.dir, m.time, m.size, m.seq?, arrival);
     s.gap = m.dropped.unwrap_or(0);
+    s.frame = m.frame;
     s.ack = m.ack;
     s.reliable = m.reliable == Some(true);
     if m.dir == Dir::C2s && arrival == Arrival::Accepted {

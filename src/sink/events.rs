@@ -153,6 +153,14 @@ impl EventSink {
 }
 
 impl EventSink {
+    /// The events handed out since the last call, each with the flow that saw it, taken out
+    /// of the current input's events: for a sink that places each event on the message that
+    /// gave it (`annotate` calls this after every message it passes on), rather than the
+    /// merged timeline [`Sink::finish`] makes of what is left.
+    pub fn take_new(&mut self) -> Vec<(u32, GameEvent)> {
+        std::mem::take(&mut self.raw)
+    }
+
     /// Flows with an extractor held now (those with decoded messages and not ended yet).
     pub fn open(&self) -> usize {
         self.index.len()

@@ -3,6 +3,7 @@
 //! ezQuake's `cl_shownet 2`), and demo writers. Every sink takes the one
 //! [`Event`](crate::event::Event) type, so it is written once for both games; sinks see
 //! decoded events only.
+pub mod annotate;
 pub mod demo;
 pub mod events;
 #[cfg(feature = "export")]

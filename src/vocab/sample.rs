@@ -42,6 +42,9 @@ pub struct Sample {
     pub flow: u32,
     /// Which way the datagram went.
     pub dir: Dir,
+    /// 1-based capture frame of the packet (0 when not told): ties the sample to its packet
+    /// (`annotate` comments that packet).
+    pub frame: u64,
     /// Capture time, seconds since the Unix epoch.
     pub time: f64,
     /// UDP payload bytes.
@@ -74,6 +77,7 @@ impl Sample {
         Sample {
             flow,
             dir,
+            frame: 0,
             time,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
             seq,

@@ -484,6 +484,7 @@ impl Connection {
                 arrival,
             );
             s.gap = u32::try_from(after.dropped - before.dropped).unwrap_or(u32::MAX);
+            s.frame = d.frame;
             s
         });
         if let Some(s) = &mut sample {
