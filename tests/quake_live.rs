@@ -309,3 +309,46 @@ fn quake_live_gamestate_players_equal_uber_demo_tools() {
         assert_eq!(ours, theirs, "{name}");
     }
 }
+
+/// Clan arena and red rover rounds: every round the demo's round status configstring
+/// (661) says is on (`\round\N` without a countdown `time`), as UDT's raw commands list
+/// them, is a `match_start` "round N" event at that server time, and there is no other.
+#[test]
+fn quake_live_rounds_follow_the_round_status() {
+    let mut checked = 0;
+    for p in demos() {
+        let name = name_of(&p);
+        let u = udt(&p);
+        let mut theirs: Vec<(i64, String)> = Vec::new();
+        for c in u["rawCommands"].as_array().into_iter().flatten() {
+            let raw = c["rawCommand"].as_str().unwrap_or("");
+            let Some(v) = raw.strip_prefix("cs 661 \"") else {
+                continue;
+            };
+            let v = v.trim_end().trim_end_matches('"');
+            let keys: Vec<&str> = v.trim_start_matches('\\').split('\\').collect();
+            let get = |k: &str| keys.chunks(2).find(|c| c[0] == k).and_then(|c| c.get(1));
+            if get("time").is_none() {
+                if let Some(n) = get("round") {
+                    theirs.push((c["serverTime"].as_i64().unwrap(), format!("round {n}")));
+                }
+            }
+        }
+        theirs.dedup_by(|a, b| a.1 == b.1);
+        let ours: Vec<(i64, String)> = events_of(&p)
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Match(m) if m.reason.starts_with("round ") => Some((ms(e), m.reason.clone())),
+                _ => None,
+            })
+            .collect();
+        // A command's time is the snapshot before it (UDT); ours the one it came with.
+        assert_eq!(ours.len(), theirs.len(), "{name}: {ours:?} {theirs:?}");
+        for (o, t) in ours.iter().zip(&theirs) {
+            assert_eq!(o.1, t.1, "{name}");
+            assert!((0..=100).contains(&(o.0 - t.0)), "{name}: {o:?} {t:?}");
+        }
+        checked += theirs.len();
+    }
+    assert!(checked >= 15, "{checked} rounds");
+}

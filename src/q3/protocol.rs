@@ -91,6 +91,9 @@ pub struct CsLayout {
     pub flag_status: usize,
     /// `CS_PLAYERS`: the first player slot's configstring.
     pub players: usize,
+    /// Quake Live's round status (`\\time\\T\\round\\N` while round N counts down to
+    /// `T`, `\\round\\N` once it is on) in its round-based game types; Quake 3 has none.
+    pub round: Option<usize>,
 }
 
 /// Quake 3's (baseq3, OpenArena, OSP, CPMA).
@@ -100,6 +103,7 @@ const Q3_CS: CsLayout = CsLayout {
     intermission: 22,
     flag_status: 23,
     players: 544,
+    round: None,
 };
 
 /// Quake Live's (protocols 73 to 91).
@@ -109,6 +113,7 @@ const QL_CS: CsLayout = CsLayout {
     intermission: 14,
     flag_status: 658,
     players: 529,
+    round: Some(661),
 };
 
 /// A change to a table, from the protocol it derives from.

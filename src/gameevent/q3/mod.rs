@@ -39,15 +39,17 @@ const LOW_KEPT: usize = 24;
 struct Watched {
     /// Where the game keeps them.
     at: CsLayout,
-    /// `LOW_KEPT` low ones, the flag status (where it is above them), then `MAX_CLIENTS`
-    /// player slots.
+    /// `LOW_KEPT` low ones, the flag status (where it is above them), the round status,
+    /// then `MAX_CLIENTS` player slots.
     kept: Vec<String>,
 }
 
 /// Where in [`Watched::kept`] the flag status is when it is not among the low ones.
 const FLAG_KEPT: usize = LOW_KEPT;
+/// Where in [`Watched::kept`] the round status is (Quake Live).
+const ROUND_KEPT: usize = LOW_KEPT + 1;
 /// Where in [`Watched::kept`] the player slots start.
-const PLAYERS_KEPT: usize = LOW_KEPT + 1;
+const PLAYERS_KEPT: usize = LOW_KEPT + 2;
 
 impl Watched {
     fn new() -> Self {
@@ -64,6 +66,8 @@ impl Watched {
             Some(i)
         } else if i == self.at.flag_status {
             Some(FLAG_KEPT)
+        } else if Some(i) == self.at.round {
+            Some(ROUND_KEPT)
         } else if (players..players + MAX_CLIENTS).contains(&i) {
             Some(PLAYERS_KEPT + i - players)
         } else {
@@ -469,6 +473,21 @@ impl Extractor {
                     reason: "level start".into(),
                 }),
             );
+        } else if Some(index) == at.round {
+            // A round is on when its status no longer counts down to it.
+            let round = |s: &str| {
+                (info_value(s, "time").is_none())
+                    .then(|| info_value(s, "round")?.trim().parse::<u32>().ok())
+                    .flatten()
+            };
+            if let Some(n) = round(&value).filter(|&n| round(&old) != Some(n)) {
+                self.push(
+                    Kind::MatchStart,
+                    Detail::Match(MatchFlow {
+                        reason: format!("round {n}"),
+                    }),
+                );
+            }
         } else if index == at.warmup && is_on(&value) && !is_on(&old) {
             self.push(
                 Kind::MatchStart,
