@@ -17,6 +17,8 @@ mod check;
 pub mod demo;
 #[path = "filter.rs"]
 pub mod filter;
+#[path = "follow.rs"]
+pub mod follow;
 #[path = "input.rs"]
 pub mod input;
 #[path = "timefmt.rs"]

@@ -41,6 +41,8 @@ pub(crate) struct Setup {
 /// prefetching of its own. The router offers every datagram to each game in turn until one
 /// takes it, and calls the rest as the stream goes on.
 pub(crate) trait GameTracker {
+    /// The game's name as the flow rows give it (`"q3"`, `"qw"`).
+    fn game(&self) -> &'static str;
     /// Offer one datagram (the game also scans for idle flows here). A new flow takes its id
     /// from `table`, which also holds the limits every game shares.
     fn offer(&mut self, d: &Datagram<'_>, table: &mut FlowTable) -> Offered;
@@ -74,6 +76,13 @@ pub struct Trackers {
     filter: Option<Vec<u32>>,
     /// Summaries of the flows just released, for [`Event::FlowEnd`].
     ended: Vec<FlowSummary>,
+    /// Following a live input: flow starts and the clock are told ([`Options::follow`]).
+    follow: bool,
+    /// Following: the flows the current datagram started, with their game.
+    starts: Vec<(
+        &'static str,
+        (u32, std::net::SocketAddr, std::net::SocketAddr),
+    )>,
 }
 
 impl Trackers {
@@ -94,12 +103,18 @@ impl Trackers {
             detached,
             prefetch_min_active,
         };
+        let mut table = FlowTable::default();
+        if opts.follow {
+            table.watch_claims();
+        }
         Trackers {
-            table: FlowTable::default(),
+            table,
             games: super::games::trackers(&setup),
             ahead: 0,
             filter: opts.flows.clone(),
             ended: Vec::new(),
+            follow: opts.follow,
+            starts: Vec::new(),
         }
     }
 
@@ -109,6 +124,11 @@ impl Trackers {
         let mut seen = Offered::default();
         for (i, game) in self.games.iter_mut().enumerate() {
             let o = game.offer(d, &mut self.table);
+            if self.follow {
+                let name = game.game();
+                self.starts
+                    .extend(self.table.take_claims().into_iter().map(|c| (name, c)));
+            }
             seen.output |= o.output;
             seen.ended |= o.ended;
             let bit = 1 << i;
@@ -126,6 +146,9 @@ impl Trackers {
         if seen.ended {
             self.end_flows(sink)?;
         }
+        if !self.starts.is_empty() {
+            self.tell_starts(d, sink)?;
+        }
         // The flow table emits nothing: most datagrams end here.
         if seen.output {
             for game in &mut self.games {
@@ -133,6 +156,36 @@ impl Trackers {
             }
         }
         Ok(())
+    }
+
+    /// Following: the flows this datagram started, before what it decoded.
+    #[cold]
+    fn tell_starts(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
+        for (game, (id, server, client)) in std::mem::take(&mut self.starts) {
+            if super::wanted(&self.filter, id) {
+                let start = super::FlowStart {
+                    id,
+                    game,
+                    server,
+                    client,
+                    time: d.ts_ns as f64 / 1e9,
+                };
+                sink.event(Event::FlowStart(&start))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Following, while the input is silent or at a tick of the wall clock: hand out what
+    /// the games hold back, then tell the sink that capture time reached `t`.
+    pub(crate) fn idle(&mut self, t: f64, sink: &mut dyn Sink) -> io::Result<()> {
+        for game in &mut self.games {
+            game.flush_held(sink)?;
+        }
+        for game in &mut self.games {
+            game.flush(sink)?;
+        }
+        sink.event(Event::Clock(t))
     }
 
     /// True while some game wants the datagrams ahead ([`super::lookahead`]).
