@@ -22,7 +22,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use quakecap::capture::CaptureReader;
+use quakecap::capture::{CaptureReader, PcapWriter, TsPrecision};
 use serde_json::Value;
 
 mod skip;
@@ -320,8 +320,165 @@ fn a_growing_file_is_followed_until_sigint() {
     check(&written, &events, &net_lines, &batch_events, &batch_lags);
 }
 
+/// A pcap stream (what `tcpdump -U -w -` writes) of the same packets: each event before the
+/// feeder stops, within the bound, the batch lines.
+#[test]
+fn a_pcap_stream_is_followed_as_it_comes() {
+    let Some(path) = capture() else { return };
+    let (batch_events, _) = batch(&path);
+    let mut r = CaptureReader::open(&path).unwrap();
+    let mut w = None;
+    while let Some(f) = r.next_frame().unwrap() {
+        let w = w
+            .get_or_insert_with(|| PcapWriter::new(Vec::new(), f.link, TsPrecision::Nano).unwrap());
+        w.write_packet(f.ts_ns, f.data, f.orig_len).unwrap();
+    }
+    let bytes = w.unwrap().finish().unwrap();
+    let mut recs = Vec::new();
+    let mut r = CaptureReader::new(std::io::Cursor::new(&bytes[..])).unwrap();
+    while let Some(f) = r.next_frame().unwrap() {
+        recs.push((f.file_offset as usize, f.ts_ns));
+    }
+    let mut ev = quakecap(&["events", "--follow", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = lines(&mut ev);
+    let mut input = ev.stdin.take().unwrap();
+    let written = feed(&bytes, &recs, &mut [&mut input]);
+    let mut events = Vec::new();
+    drain(
+        &rx,
+        &mut events,
+        Some(batch_events.len()),
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        events.len(),
+        batch_events.len(),
+        "every event before the input ended"
+    );
+    drop(input);
+    drain(&rx, &mut events, None, Duration::from_secs(5));
+    assert!(ev.wait().unwrap().success());
+    let live: Vec<Value> = events.iter().map(|(_, v)| comparable(v.clone())).collect();
+    // Nanosecond pcap (`tcpdump --time-stamp-precision nano`): the pcapng's times exactly.
+    let want: Vec<Value> = batch_events.iter().cloned().map(comparable).collect();
+    assert_eq!(live, want);
+    for (seen, e) in &events {
+        let at = written_at(&written, e["time"].as_f64().unwrap());
+        let late = seen.saturating_duration_since(at);
+        assert!(late <= LATENCY, "{e} came {late:?} after its datagram");
+    }
+}
+
 /// The records' offsets after the header (already written).
 fn shift(recs: &[(usize, i64)]) -> Vec<(usize, i64)> {
     let h = recs[0].0;
     recs.iter().map(|&(o, t)| (o - h, t)).collect()
+}
+
+/// `top`'s rows of one text block: (player, ping, flag).
+fn top_rows(block: &str) -> Vec<(String, Option<f64>, String)> {
+    block
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .filter(|w| w.len() > 3 && w[0].parse::<u32>().is_ok() && w[1].starts_with("LabPlayer"))
+        .map(|w| {
+            let flag = match w.last() {
+                Some(&f) if f == "LAG" || f == "lag" => f.to_string(),
+                _ => String::new(),
+            };
+            (w[1].to_string(), w[3].parse().ok(), flag)
+        })
+        .collect()
+}
+
+/// `quakecap top --replay` with stdout not a terminal: a block of rows per second of
+/// capture time; before the relay's +250 ms spike (capture time 42.7–48.7 s, the folder's
+/// README) both players' pings are about 100 ms, during it above 300 ms with the lag flag on.
+#[test]
+fn top_prints_rows_with_the_lag_spike() {
+    let Some(path) = capture() else { return };
+    let o = quakecap(&["top", "--replay", "40"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    let blocks: Vec<&str> = text.split("== ").filter(|b| !b.is_empty()).collect();
+    assert!(blocks.len() > 30, "{} blocks", blocks.len());
+    let rows: Vec<_> = blocks.iter().map(|b| top_rows(b)).collect();
+    let calm = rows
+        .iter()
+        .any(|r| r.len() == 2 && r.iter().all(|(_, p, _)| p.is_some_and(|p| p < 150.0)));
+    let spike = rows.iter().any(|r| {
+        r.len() == 2
+            && r.iter()
+                .all(|(_, p, f)| p.is_some_and(|p| p > 300.0) && f == "LAG")
+    });
+    assert!(calm, "no block with both players under 150 ms");
+    assert!(
+        spike,
+        "no block with both players over 300 ms and lagging:\n{text}"
+    );
+}
+
+/// The full screen under tmux: `capture-pane` shows the players' rows and, in the spike, the
+/// raised ping and the lag flag.
+#[test]
+fn top_full_screen_under_tmux() {
+    let Some(path) = capture() else { return };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        skip::tool("tmux (apt install tmux)");
+        return;
+    }
+    let session = format!("quakecap-top-{}", std::process::id());
+    let cmd = format!(
+        "{} top --replay 10 {}; sleep 5",
+        env!("CARGO_BIN_EXE_quakecap"),
+        path.display()
+    );
+    let ok = Command::new("tmux")
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "190",
+            "-y",
+            "30",
+            &cmd,
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // Capture time 42.7-48.7 s is 4.3-4.9 s of wall time at 10x (the rows follow within the
+    // refresh); look until 9 s.
+    let start = Instant::now();
+    let mut seen = (false, false);
+    let mut last = String::new();
+    while start.elapsed() < Duration::from_secs(9) && !(seen.0 && seen.1) {
+        thread::sleep(Duration::from_millis(250));
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &session])
+            .output()
+            .unwrap();
+        last = String::from_utf8_lossy(&o.stdout).into_owned();
+        let rows = top_rows(&last.replace('│', " "));
+        seen.0 |= rows.len() == 2 && rows.iter().all(|(_, p, _)| p.is_some_and(|p| p < 150.0));
+        seen.1 |= rows
+            .iter()
+            .any(|(_, p, f)| p.is_some_and(|p| p > 300.0) && f == "LAG");
+    }
+    let _ = Command::new("tmux")
+        .args(["kill-session", "-t", &session])
+        .status();
+    assert!(seen.0, "no screen with both players under 150 ms:\n{last}");
+    assert!(
+        seen.1,
+        "no screen with a ping over 300 ms and the lag flag:\n{last}"
+    );
 }

@@ -1,14 +1,15 @@
 //! `--follow` and `--replay` (issue 42): run one input as a live stream, its output written
 //! as it becomes final, until the input ends or Ctrl-C.
 use std::fs::File;
-use std::io::{self, Read};
-use std::path::Path;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use quakecap::pipeline::{self, FollowSetup, InputError, Options, Report, Sink};
+use quakecap::pipeline::{self, Event, FollowSetup, InputError, Options, Report, Sink};
+use quakecap::sink;
 
 /// How to read the input live.
 #[derive(Debug, Clone, Default, Args)]
@@ -40,6 +41,13 @@ extern "C" fn on_sigint(_: libc::c_int) {
     if let Some(s) = STOP.get() {
         s.store(true, Ordering::Relaxed);
     }
+}
+
+/// End the follow as Ctrl-C does (`top`'s quit key).
+#[cfg(feature = "tui")]
+pub fn stop() {
+    STOP.get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .store(true, Ordering::Relaxed);
 }
 
 /// The stop flag, set by the first Ctrl-C (a second one kills as usual).
@@ -104,4 +112,87 @@ pub fn run(
         }
     };
     pipeline::run_follow(reader, file, opts, sink, &setup)
+}
+
+/// `flows --follow`: a line when a flow starts (`type` `start`: `id`, `game`, `server`,
+/// `client`, `time`) and when its decoder lets it go (`type` `end` and the flow's row, as in
+/// `flows --json`).
+pub struct FlowLines {
+    /// JSON Lines (else text).
+    pub json: bool,
+}
+
+impl Sink for FlowLines {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        match e {
+            Event::FlowStart(f) if self.json => {
+                let v = serde_json::json!({"type": "start", "id": f.id, "game": f.game,
+                    "server": f.server.to_string(), "client": f.client.to_string(),
+                    "time": f.time});
+                writeln!(out, "{v}")?;
+            }
+            Event::FlowStart(f) => writeln!(
+                out,
+                "start  {:<4} {} {} ← {}",
+                f.id, f.game, f.server, f.client
+            )?,
+            Event::FlowEnd(f) if self.json => {
+                let mut v = serde_json::to_value(f).map_err(io::Error::other)?;
+                if let serde_json::Value::Object(m) = &mut v {
+                    m.insert("type".into(), "end".into());
+                }
+                writeln!(out, "{v}")?;
+            }
+            Event::FlowEnd(f) => writeln!(
+                out,
+                "end    {:<4} {} {} {} {} packets c→s/s→c {}/{}",
+                f.id,
+                f.game,
+                f.kind,
+                f.server,
+                f.name.as_deref().unwrap_or("-"),
+                f.packets.c2s,
+                f.packets.s2c
+            )?,
+            _ => return Ok(()),
+        }
+        out.flush()
+    }
+}
+
+/// `decode --follow`: every message as the batch decode writes it, each line flushed.
+pub fn decode(
+    files: &[PathBuf],
+    merge: bool,
+    flows: Vec<u32>,
+    json: bool,
+    shownet: bool,
+    live: &FollowArgs,
+) -> Result<i32> {
+    let path = one_input(files, merge)?;
+    let opts = Options {
+        detail: pipeline::Detail::Full,
+        flows: (!flows.is_empty()).then_some(flows),
+        ..Default::default()
+    };
+    let out = io::LineWriter::new(io::stdout());
+    let r = if json {
+        run(path, live, &opts, &mut sink::json::JsonLines::new(out))
+    } else if shownet {
+        run(path, live, &opts, &mut sink::shownet::Shownet::new(out))
+    } else {
+        run(path, live, &opts, &mut sink::text::Text::new(out))
+    };
+    match r {
+        Ok(report) => {
+            super::warn(&report);
+            Ok(super::input::EXIT_OK)
+        }
+        Err(e @ InputError::Io { .. }) => Err(e.into()),
+        Err(e) => {
+            eprintln!("quakecap: {e}");
+            Ok(super::input::EXIT_INPUT)
+        }
+    }
 }

@@ -56,6 +56,8 @@ pub struct LiveNet {
     interval: f64,
     flows: HashMap<u32, Told>,
     out: LineOut,
+    /// Also a `status` line per connection at each partial report (`quakecap top`).
+    status: bool,
 }
 
 fn lag_key(e: &LagEvent) -> (&'static str, Option<&'static str>, i64) {
@@ -100,7 +102,17 @@ impl LiveNet {
             interval,
             flows: HashMap::new(),
             out,
+            status: false,
         }
+    }
+
+    /// Also write, at each partial report, a `status` line per connection: the report so
+    /// far without its series and lag events (`ping`, `loss`, `jitter`, `snapshot_rate`,
+    /// `fps`, ...) and `lagging` (the kind of a lag event going on, or null), for a live
+    /// view.
+    pub fn with_status(mut self) -> Self {
+        self.status = true;
+        self
     }
 
     /// Connections followed now.
@@ -137,7 +149,7 @@ impl LiveNet {
                 continue;
             }
             t.built = now;
-            let q = build(acc, &Self::summary(flow, t), self.interval);
+            let mut q = build(acc, &Self::summary(flow, t), self.interval);
             for e in q.series.iter().skip(t.intervals) {
                 if e.start + q.interval + SETTLE_S > now {
                     break;
@@ -159,6 +171,18 @@ impl LiveNet {
                     t.begun.retain(|b| *b != k);
                     lines.push(tagged("lag", flow, e)?);
                 }
+            }
+            if self.status {
+                let lagging = q
+                    .lag_events
+                    .iter()
+                    .find(|e| e.end + LAG_OVER_S > now)
+                    .map(|e| e.kind);
+                q.series = Vec::new();
+                q.lag_events = Vec::new();
+                let mut v = tagged("status", flow, &q)?;
+                v["lagging"] = json!(lagging);
+                lines.push(v);
             }
         }
         lines.iter().try_for_each(|l| (self.out)(l))
