@@ -11,7 +11,11 @@
 //!   baseline), each within [`LATENCY`] of the write of the record at its end plus the
 //!   1.5 s of capture time a lag waits to be over (`LAG_OVER_S`), and a `lag_start` line
 //!   came first; a `start` and an `end` line per connection;
-//! * a growing file is followed until SIGINT, which ends the run with exit 0.
+//! * a growing file is followed until SIGINT, which ends the run with exit 0;
+//! * a pcap stream (nanosecond pcap, as `tcpdump -U -w -` writes it) the same;
+//! * `quakecap top --replay`: its text rows (stdout not a terminal) and its full screen under
+//!   tmux (`capture-pane`) show both players, their ping about 100 ms before the relay's
+//!   +250 ms spike and above 300 ms with the lag flag in it.
 //!
 //! The only timed assertion is the issue's own bound of 1 s (the events are held 0.5 s of
 //! capture time, 17 ms of wall time at 30×: the slack is for a loaded 2-core CI machine).

@@ -326,6 +326,10 @@ impl Sink for EventSink {
                         live.servers.remove(&f.id);
                     }
                     self.learned.clear();
+                    // Its warnings now: nothing of an ended flow stays to the end.
+                    let ended = std::mem::take(&mut self.ended);
+                    // (The input's name comes with the report, at the end: not on these.)
+                    self.keep_warnings(ended, None);
                 }
             }
             Event::FlowStart(f) => {
@@ -417,12 +421,7 @@ impl EventSink {
             done.push(self.finish_extractor(flow, x));
         }
         self.learned.clear();
-        for (_, _, warnings) in done {
-            self.warnings_total += warnings.total();
-            let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
-            let kept = warnings.into_kept().into_iter().take(room);
-            self.warnings.extend(kept.map(|w| w.file(&report.file)));
-        }
+        self.keep_warnings(done, Some(&report.file));
         self.advance(f64::INFINITY)?;
         if let Some(live) = &mut self.live {
             live.servers.clear();
@@ -430,5 +429,20 @@ impl EventSink {
         }
         self.inputs.push((report.file.clone(), self.events.len()));
         Ok(())
+    }
+}
+
+impl EventSink {
+    /// Ended flows' warnings into [`EventSink::warnings`], naming `file` when given.
+    fn keep_warnings(&mut self, done: Vec<(u32, bool, Warnings)>, file: Option<&str>) {
+        for (_, _, warnings) in done {
+            self.warnings_total += warnings.total();
+            let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
+            let kept = warnings.into_kept().into_iter().take(room);
+            self.warnings.extend(kept.map(|w| match file {
+                Some(f) => w.file(f),
+                None => w,
+            }));
+        }
     }
 }
