@@ -215,10 +215,7 @@ fn run_frames<F: Frames>(
             Step::Frame(f, net, file) => (f, net, file),
             Step::Skip => continue,
             Step::Idle(t) => {
-                trackers.idle(t, sink).map_err(|source| InputError::Io {
-                    file: input.clone(),
-                    source,
-                })?;
+                idle(trackers, t, sink, &input)?;
                 continue;
             }
             Step::End => break,
@@ -271,6 +268,21 @@ fn run_frames<F: Frames>(
     }
     sink.finish(&report).map_err(io_err)?;
     Ok((report, hints_taken))
+}
+
+/// A followed input's tick ([`Step::Idle`]): kept out of the loop's code.
+#[cold]
+#[inline(never)]
+fn idle(
+    trackers: &mut Trackers,
+    t: f64,
+    sink: &mut dyn Sink,
+    input: &str,
+) -> Result<(), InputError> {
+    trackers.idle(t, sink).map_err(|source| InputError::Io {
+        file: input.to_string(),
+        source,
+    })
 }
 
 pub use crate::error::MAX_WARNINGS;

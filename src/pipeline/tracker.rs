@@ -78,11 +78,6 @@ pub struct Trackers {
     ended: Vec<FlowSummary>,
     /// Following a live input: flow starts and the clock are told ([`Options::follow`]).
     follow: bool,
-    /// Following: the flows the current datagram started, with their game.
-    starts: Vec<(
-        &'static str,
-        (u32, std::net::SocketAddr, std::net::SocketAddr),
-    )>,
 }
 
 impl Trackers {
@@ -114,21 +109,18 @@ impl Trackers {
             filter: opts.flows.clone(),
             ended: Vec::new(),
             follow: opts.follow,
-            starts: Vec::new(),
         }
     }
 
     /// Route one datagram to exactly one flow and push what it decoded to the sink.
-    #[inline]
+    /// (Always inlined into the pass's loop: with the follow's branch LLVM stopped inlining
+    /// it, 1.2 % more instructions for `flows`.)
+    #[inline(always)]
     pub fn datagram(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
         let mut seen = Offered::default();
+        let mut taker = 0;
         for (i, game) in self.games.iter_mut().enumerate() {
             let o = game.offer(d, &mut self.table);
-            if self.follow {
-                let name = game.game();
-                self.starts
-                    .extend(self.table.take_claims().into_iter().map(|c| (name, c)));
-            }
             seen.output |= o.output;
             seen.ended |= o.ended;
             let bit = 1 << i;
@@ -137,6 +129,7 @@ impl Trackers {
             }
             if o.taken {
                 seen.taken = true;
+                taker = i;
                 break;
             }
         }
@@ -146,8 +139,8 @@ impl Trackers {
         if seen.ended {
             self.end_flows(sink)?;
         }
-        if !self.starts.is_empty() {
-            self.tell_starts(d, sink)?;
+        if self.follow {
+            self.tell_starts(taker, d, sink)?;
         }
         // The flow table emits nothing: most datagrams end here.
         if seen.output {
@@ -158,10 +151,18 @@ impl Trackers {
         Ok(())
     }
 
-    /// Following: the flows this datagram started, before what it decoded.
+    /// Following: the flows this datagram started (by game `taker`, which took it), before
+    /// what it decoded.
     #[cold]
-    fn tell_starts(&mut self, d: &Datagram<'_>, sink: &mut dyn Sink) -> io::Result<()> {
-        for (game, (id, server, client)) in std::mem::take(&mut self.starts) {
+    #[inline(never)]
+    fn tell_starts(
+        &mut self,
+        taker: usize,
+        d: &Datagram<'_>,
+        sink: &mut dyn Sink,
+    ) -> io::Result<()> {
+        let game = self.games.get(taker).map_or("udp", |g| g.game());
+        for (id, server, client) in self.table.take_claims() {
             if super::wanted(&self.filter, id) {
                 let start = super::FlowStart {
                     id,
