@@ -42,6 +42,30 @@ pub enum Event<'a> {
     /// them.
     /// Only in passes that decode in capture order (anything but the flow table alone).
     FlowEnd(&'a FlowSummary),
+    /// Game-neutral, only when following a live input
+    /// ([`Options::follow`](crate::pipeline::Options)): a flow got its id (its server and
+    /// client), before anything it decoded reaches the sink.
+    FlowStart(&'a FlowStart),
+    /// Only when following a live input: capture time (seconds since the Unix epoch) has
+    /// reached at least this, by the last datagram read or, while the input is silent, by the
+    /// wall clock since. Everything the datagrams before it decoded came before it; a sink
+    /// hands out what became final by then (a follow's watermark).
+    Clock(f64),
+}
+
+/// A new flow's endpoints ([`Event::FlowStart`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowStart {
+    /// The flow's id.
+    pub id: u32,
+    /// Its game (`"q3"`, `"qw"`).
+    pub game: &'static str,
+    /// The server's address.
+    pub server: std::net::SocketAddr,
+    /// The client's address.
+    pub client: std::net::SocketAddr,
+    /// Capture time of the datagram that started it (seconds since the Unix epoch).
+    pub time: f64,
 }
 
 impl Event<'_> {
@@ -53,6 +77,8 @@ impl Event<'_> {
             Event::QwRaw(p) => p.flow,
             Event::NetSample(s) => s.flow,
             Event::FlowEnd(f) => f.id,
+            Event::FlowStart(f) => f.id,
+            Event::Clock(_) => 0,
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct EventsArgs {
     /// `--from`/`--to` keep the events in a time window; `--player` those naming a player.
     #[command(flatten)]
     pub select: super::Select,
+    /// `--follow` / `--replay SPEED`: a live input, each event written once it is final.
+    #[command(flatten)]
+    pub live: super::follow::FollowArgs,
 }
 
 /// Run the command.
@@ -45,6 +48,12 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
         ..Options::default()
     };
     let window = args.select.window(false)?;
+    if args.live.live() {
+        if !window.is_open() {
+            bail!("--from/--to select a stored capture's part: not with --follow or --replay");
+        }
+        return follow(args, kinds, opts);
+    }
     let mut sink = EventSink::new();
     let files = super::input::expand(&args.files)?;
     let mut failed = 0;
@@ -147,6 +156,60 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
     } else {
         super::input::EXIT_OK
     })
+}
+
+/// `events --follow` / `--replay`: each event (of the asked kinds and player) as a line,
+/// flushed, as soon as the merge across the flows decides it; the summary at the end (text).
+fn follow(args: &EventsArgs, kinds: Option<Vec<Kind>>, opts: Options) -> Result<i32> {
+    let path = super::follow::one_input(&args.files, args.merge)?;
+    let json = args.json;
+    let player = args.select.player.clone();
+    let out = move |e: &GameEvent| -> io::Result<()> {
+        if !kinds.as_ref().is_none_or(|k| k.contains(&e.kind)) {
+            return Ok(());
+        }
+        if let Some(p) = &player {
+            if !e.names().iter().any(|n| super::filter::same_player(n, p)) {
+                return Ok(());
+            }
+        }
+        let mut out = io::stdout().lock();
+        if json {
+            serde_json::to_writer(&mut out, e)?;
+            writeln!(out)?;
+        } else {
+            writeln!(out, "{}", timeline_line(e))?;
+        }
+        out.flush()
+    };
+    let mut sink = EventSink::follow(Box::new(out), !json);
+    let report = match super::follow::run(path, &args.live, &opts, &mut sink) {
+        Ok(r) => r,
+        // A closed stdout ends the run quietly (see `is_broken_pipe`).
+        Err(e @ quakecap::pipeline::InputError::Io { .. }) => return Err(e.into()),
+        Err(e) => {
+            eprintln!("quakecap: {e}");
+            return Ok(super::input::EXIT_INPUT);
+        }
+    };
+    super::warn(&report);
+    super::warn_events(&sink.warnings, sink.warnings_total);
+    if !json {
+        let summary: Vec<PlayerSummary> = summarize(&sink.events)
+            .into_iter()
+            .filter(|p| {
+                args.select
+                    .player
+                    .as_deref()
+                    .is_none_or(|want| super::filter::same_player(&p.name, want))
+            })
+            .collect();
+        let mut out = io::stdout().lock();
+        writeln!(out)?;
+        write_summary(&mut out, &summary)?;
+        out.flush()?;
+    }
+    Ok(super::input::EXIT_OK)
 }
 
 /// An event of one of several sessions, with the session's first file (`session`).

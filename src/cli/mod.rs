@@ -19,6 +19,8 @@ mod check;
 pub mod demo;
 #[path = "filter.rs"]
 pub mod filter;
+#[path = "follow.rs"]
+pub mod follow;
 #[path = "input.rs"]
 pub mod input;
 #[path = "timefmt.rs"]
@@ -34,6 +36,8 @@ mod events;
 mod export;
 #[path = "net.rs"]
 mod net;
+#[path = "top.rs"]
+mod top;
 
 /// Offline analyzer of Quake 3 and QuakeWorld network captures.
 #[derive(Debug, Parser)]
@@ -67,6 +71,10 @@ pub enum Command {
         /// Also list UDP flows of no known game (hidden by default, counted in one line).
         #[arg(long)]
         all: bool,
+        /// `--follow` / `--replay SPEED`: a live input; each flow's start and end as a line
+        /// when it happens, the table at the end.
+        #[command(flatten)]
+        live: follow::FollowArgs,
     },
     /// Decode every message of every flow (or the chosen ones), both directions.
     Decode {
@@ -89,6 +97,10 @@ pub enum Command {
         shownet: bool,
         #[command(flatten)]
         select: Select,
+        /// `--follow` / `--replay SPEED`: a live input, each message written (and flushed) as
+        /// it is decoded.
+        #[command(flatten)]
+        live: follow::FollowArgs,
     },
     /// Write each client connection's server stream as a playable demo.
     Demo(demo::DemoArgs),
@@ -114,6 +126,10 @@ pub enum Command {
     /// Apache Parquet tables (flows, messages, usercmds, player_states, server_commands,
     /// events, samples) of every input, one Hive partition per input, for DuckDB or Spark.
     Export(export::ExportArgs),
+    /// A live view of a followed (or replayed) capture, refreshed every second: a row per
+    /// connection (ping and its last minute, loss, jitter, snapshots/s, fps, lag), the last
+    /// game events below; text rows each second when stdout is not a terminal.
+    Top(top::TopArgs),
 }
 
 /// `--from`, `--to`, `--player`: the part of the inputs a command looks at.
@@ -195,6 +211,7 @@ pub fn run(cli: Cli) -> i32 {
                 wide,
                 time,
                 all,
+                live,
             } => flows(
                 &files,
                 &FlowsView {
@@ -204,6 +221,7 @@ pub fn run(cli: Cli) -> i32 {
                     time,
                     all,
                 },
+                &live,
             ),
             Command::Decode {
                 files,
@@ -212,6 +230,24 @@ pub fn run(cli: Cli) -> i32 {
                 json,
                 shownet,
                 select,
+                live,
+            } if live.live() => {
+                if select.from.is_some() || select.to.is_some() || select.player.is_some() {
+                    Err(anyhow::anyhow!(
+                        "--from, --to and --player read stored captures: not with --follow or --replay"
+                    ))
+                } else {
+                    follow::decode(&files, merge, flows, json, shownet, &live)
+                }
+            }
+            Command::Decode {
+                files,
+                merge,
+                flows,
+                json,
+                shownet,
+                select,
+                live: _,
             } => decode(&files, merge, flows, json, shownet, &select),
             Command::Demo(args) => demo::run(&args),
             Command::Events(args) => events::run(&args),
@@ -222,6 +258,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Cheats(args) => cheats::run(&args),
             Command::Export(args) => export::run(&args),
             Command::Annotate(args) => annotate::run(&args),
+            Command::Top(args) => top::run(&args),
         },
     };
     match res {
@@ -340,17 +377,33 @@ struct FlowsView {
     all: bool,
 }
 
-fn flows(files: &[PathBuf], view: &FlowsView) -> Result<i32> {
-    let files = &input::expand(files)?;
-    let opts = Options::default();
+fn flows(files: &[PathBuf], view: &FlowsView, live: &follow::FollowArgs) -> Result<i32> {
+    let mut opts = Options::default();
     let mut failed = 0;
     let mut tables = Vec::new();
-    if view.merge {
+    if live.live() {
+        let path = follow::one_input(files, view.merge)?;
+        // In capture order (no worker threads): the flows' ends are told.
+        opts.threads = Some(1);
+        let mut lines = follow::FlowLines { json: view.json };
+        let report = match follow::run(path, live, &opts, &mut lines) {
+            Ok(r) => r,
+            Err(e @ InputError::Io { .. }) => return Err(e.into()),
+            Err(e) => {
+                eprintln!("quakecap: {e}");
+                return Ok(EXIT_INPUT);
+            }
+        };
+        warn(&report);
+        tables.push((report.file.clone(), report.flows, report.aggregates));
+    }
+    if !live.live() && view.merge {
+        let files = &input::expand(files)?;
         let report = pipeline::run_merged(files, &opts, &mut NoSink)?;
         warn(&report);
         tables.push((report.file.clone(), report.flows, report.aggregates));
-    } else {
-        for f in files {
+    } else if !live.live() {
+        for f in &input::expand(files)? {
             match run_input(f, &opts, &mut NoSink) {
                 Ok(report) => {
                     warn(&report);

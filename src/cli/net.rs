@@ -34,6 +34,11 @@ pub struct NetArgs {
     /// Seconds per entry of each connection's series.
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
+    /// `--follow` / `--replay SPEED`: a live input, as JSON Lines (or text lines) written as
+    /// they become final: connection starts, an entry per interval, lag events as they begin
+    /// and end, each connection's report at its end.
+    #[command(flatten)]
+    pub live: super::follow::FollowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -82,10 +87,92 @@ fn say_if_empty(ns: &NetSink, file: &str) {
     }
 }
 
+/// `net --follow` / `--replay`: the live lines ([`quakecap::analysis::net::LiveNet`]),
+/// JSON Lines with `--json`, else one line of text each.
+fn follow(args: &NetArgs) -> Result<i32> {
+    let path = super::follow::one_input(&args.files, args.merge)?;
+    let json = args.json;
+    let out = move |v: &serde_json::Value| -> io::Result<()> {
+        let mut out = io::stdout().lock();
+        if json {
+            serde_json::to_writer(&mut out, v)?;
+            writeln!(out)?;
+        } else {
+            writeln!(out, "{}", live_text(v))?;
+        }
+        out.flush()
+    };
+    let mut sink = quakecap::analysis::net::LiveNet::new(args.interval, Box::new(out));
+    match super::follow::run(path, &args.live, &options(&args.flows), &mut sink) {
+        Ok(report) => {
+            super::warn(&report);
+            Ok(EXIT_OK)
+        }
+        // A closed stdout ends the run quietly (see `is_broken_pipe`).
+        Err(e @ pipeline::InputError::Io { .. }) => Err(e.into()),
+        Err(e) => {
+            eprintln!("quakecap: {e}");
+            Ok(EXIT_INPUT)
+        }
+    }
+}
+
+/// One live line as text: `flow N  type  what`.
+fn live_text(v: &serde_json::Value) -> String {
+    let f = |k: &str| v.get(k).cloned().unwrap_or(serde_json::Value::Null);
+    let num = |x: serde_json::Value, digits: usize| {
+        x.as_f64()
+            .map_or("-".to_string(), |x| format!("{x:.digits$}"))
+    };
+    let kind = f("type");
+    let what = match kind.as_str().unwrap_or("") {
+        "start" => format!(
+            "{} server {} client {}",
+            f("game"),
+            f("server"),
+            f("client")
+        ),
+        "interval" => format!(
+            "ping {} ms  loss up {} down {}  snaps {}",
+            num(f("ping"), 0),
+            num(f("loss")["c2s"].clone(), 3),
+            num(f("loss")["s2c"].clone(), 3),
+            f("snapshots")
+        ),
+        "lag_start" => format!("lag started: {} {}", f("kind"), f("dir")),
+        "lag" => format!(
+            "lag: {} {} for {} s, peak {}",
+            f("kind"),
+            f("dir"),
+            num(
+                serde_json::json!(
+                    f("end").as_f64().unwrap_or(0.0) - f("start").as_f64().unwrap_or(0.0)
+                ),
+                1
+            ),
+            num(f("peak"), 1)
+        ),
+        "end" => format!(
+            "ended: {} ping {} ms",
+            f("name"),
+            num(f("ping")["median"].clone(), 0)
+        ),
+        _ => v.to_string(),
+    };
+    format!(
+        "flow {}  {:<9} {what}",
+        f("flow"),
+        kind.as_str().unwrap_or("")
+    )
+}
+
 /// `quakecap net`: the network analysis of each capture (or of all as one with `--merge`).
 pub fn run(args: &NetArgs) -> Result<i32> {
     if !(args.interval.is_finite() && args.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
+    }
+    if args.live.live() {
+        return follow(args);
     }
     let files = super::input::expand(&args.files)?;
     let opts = options(&args.flows);

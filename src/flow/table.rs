@@ -209,6 +209,9 @@ pub struct FlowTable {
     /// and the frame of the first.
     rows_refused: u64,
     first_refused_frame: u64,
+    /// When following a live input: the flows claimed since the last
+    /// [`FlowTable::take_claims`] (id, server, client).
+    claims: Option<Vec<(u32, SocketAddr, SocketAddr)>>,
 }
 
 impl Default for FlowTable {
@@ -221,6 +224,7 @@ impl Default for FlowTable {
             first_untracked_frame: 0,
             rows_refused: 0,
             first_refused_frame: 0,
+            claims: None,
         }
     }
 }
@@ -239,6 +243,28 @@ impl FlowTable {
     /// An id for a new game flow of `(server, client)`. With `adopt`, an other-UDP flow of the
     /// same endpoints is handed over (its id becomes the game flow's id).
     pub fn claim(&mut self, server: SocketAddr, client: SocketAddr, adopt: bool) -> Claim {
+        let c = self.claim_id(server, client, adopt);
+        if let Some(v) = &mut self.claims {
+            v.push((c.id, server, client));
+        }
+        c
+    }
+
+    /// Keep the flows claimed from now on, for [`FlowTable::take_claims`] (a follow tells
+    /// each flow's start).
+    pub fn watch_claims(&mut self) {
+        self.claims.get_or_insert_with(Vec::new);
+    }
+
+    /// The flows claimed since the last call (none unless [`FlowTable::watch_claims`]).
+    pub fn take_claims(&mut self) -> Vec<(u32, SocketAddr, SocketAddr)> {
+        match &mut self.claims {
+            Some(v) if !v.is_empty() => std::mem::take(v),
+            _ => Vec::new(),
+        }
+    }
+
+    fn claim_id(&mut self, server: SocketAddr, client: SocketAddr, adopt: bool) -> Claim {
         if adopt && !self.other.by_pair.is_empty() {
             if let Some(prior) = self.other.take(client, server) {
                 let swapped = prior.server != server.to_string();

@@ -6,7 +6,7 @@
 //! reports of one source are two events however alike (a repeated kill, a chat line said
 //! twice), and a kept event takes at most one report of each source. Player events merge by
 //! the player slot's state (a join of a player already in is a repeat, whoever reports it).
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use super::{Detail, GameEvent, Kind};
 
@@ -263,6 +263,93 @@ fn last_of_player(out: &[GameEvent], e: &GameEvent) -> Option<usize> {
             && o.server == e.server
             && matches!(&o.detail, Detail::Player(q) if q.num == p.num && q.name == p.name)
     })
+}
+
+/// How long (capture time, seconds) a follow holds a new event for the other connections'
+/// reports of it before handing it out ([`LiveMerge`]): the clients of one server get an
+/// event in snapshots a few server frames and their pings apart.
+pub const HOLD_S: f64 = 0.5;
+
+/// The merge of a followed input, decided with a watermark: events come in as the flows
+/// report them; one is handed out once capture time is [`HOLD_S`] past it, and is still
+/// kept (handed out, not repeated) as long as a later report of it can come
+/// (`4 × WINDOW_S`), so an event several connections saw comes once. Memory: the events of
+/// the last few seconds, and each server's slots and map.
+#[derive(Debug, Default)]
+pub struct LiveMerge {
+    kept: VecDeque<GameEvent>,
+    sources: VecDeque<Vec<Source>>,
+    /// Of `kept`, the first this many were handed out.
+    told: usize,
+    slots: Slots,
+    maps: HashMap<Option<String>, String>,
+}
+
+impl LiveMerge {
+    /// No event yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One report, merged as [`merge`] merges it into the events before it.
+    pub fn push(&mut self, e: GameEvent) {
+        let from = source(0, &e);
+        let kept = self.kept.make_contiguous();
+        let sources = self.sources.make_contiguous();
+        if let Some(i) = find_same(kept, sources, &e, from) {
+            sources[i].push(from);
+            absorb(&mut kept[i], e);
+            return;
+        }
+        let keep = match &e.detail {
+            Detail::Player(_) => player_is_new(&mut self.slots, &e),
+            Detail::Map(m) if !m.restart => {
+                self.maps.insert(e.server.clone(), m.map.clone()).as_ref() != Some(&m.map)
+            }
+            _ => true,
+        };
+        if keep {
+            // In time order among those not handed out yet (as the sort of `merge`).
+            let mut at = self.kept.len();
+            while at > self.told && self.kept[at - 1].time > e.time {
+                at -= 1;
+            }
+            self.sources.insert(at, vec![from]);
+            self.kept.insert(at, e);
+        } else if let Some(i) = last_of_player(kept, &e) {
+            add_flows(&mut kept[i], &e.flows);
+        }
+    }
+
+    /// Capture time reached `now`: hand out the events [`HOLD_S`] older, in time order, and
+    /// forget those no report can join any more.
+    pub fn advance(
+        &mut self,
+        now: f64,
+        out: &mut dyn FnMut(&GameEvent) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        while let Some(e) = self.kept.get(self.told) {
+            if e.time + HOLD_S > now {
+                break;
+            }
+            out(e)?;
+            self.told += 1;
+        }
+        while self.told > 0 && self.kept.front().is_some_and(|e| now - e.time > WINDOW_S * 4.0) {
+            self.kept.pop_front();
+            self.sources.pop_front();
+            self.told -= 1;
+        }
+        Ok(())
+    }
+
+    /// End of the input: hand out every event held.
+    pub fn finish(
+        &mut self,
+        out: &mut dyn FnMut(&GameEvent) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.advance(f64::INFINITY, out)
+    }
 }
 
 #[cfg(test)]

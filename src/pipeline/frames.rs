@@ -14,6 +14,9 @@ pub(super) enum Step<'a> {
     Frame(Frame<'a>, &'a mut NetDecoder, Option<&'a str>),
     /// A record that could not be read (its warning is in the report): go on.
     Skip,
+    /// A followed input ([`super::follow`]): no frame for a while, or a tick of the wall
+    /// clock; capture time has reached at least this (seconds since the Unix epoch).
+    Idle(f64),
     /// The end of the input (or a capture error that stops it, in the report).
     End,
 }
@@ -91,14 +94,41 @@ struct Source {
     next: Option<OwnedFrame>,
 }
 
-/// A frame copied out of its reader's buffer so several files can be interleaved.
-struct OwnedFrame {
-    index: u64,
-    ts_ns: i64,
-    link: LinkType,
-    data: Vec<u8>,
-    orig_len: u32,
-    file_offset: u64,
+/// A frame copied out of its reader's buffer so several files can be interleaved (or a
+/// followed input's frames handed over from its reading thread).
+pub(super) struct OwnedFrame {
+    pub(super) index: u64,
+    pub(super) ts_ns: i64,
+    pub(super) link: LinkType,
+    pub(super) data: Vec<u8>,
+    pub(super) orig_len: u32,
+    pub(super) file_offset: u64,
+}
+
+impl OwnedFrame {
+    /// A copy of `f`.
+    pub(super) fn of(f: &Frame<'_>) -> Self {
+        OwnedFrame {
+            index: f.index,
+            ts_ns: f.ts_ns,
+            link: f.link,
+            data: f.data.to_vec(),
+            orig_len: f.orig_len,
+            file_offset: f.file_offset,
+        }
+    }
+
+    /// The frame, borrowed.
+    pub(super) fn frame(&self) -> Frame<'_> {
+        Frame {
+            index: self.index,
+            ts_ns: self.ts_ns,
+            link: self.link,
+            data: &self.data,
+            orig_len: self.orig_len,
+            file_offset: self.file_offset,
+        }
+    }
 }
 
 impl Source {

@@ -15,10 +15,11 @@ use std::path::Path;
 
 use crate::capture::{CaptureError, CaptureReader};
 use crate::error::{Error, ErrorKind};
-pub use crate::event::Event;
+pub use crate::event::{Event, FlowStart};
 use crate::flow::FlowSummary;
 use crate::net::NetDecoder;
 
+mod follow;
 mod frames;
 mod games;
 mod lookahead;
@@ -26,6 +27,7 @@ mod quake3;
 mod quakeworld;
 mod tracker;
 
+pub use follow::{run_follow, tail, FollowSetup, Tail, TICK};
 use frames::{Frames, Merged, OneFile, Step};
 pub use games::{is_demo, run_demo, run_demo_bytes};
 pub use lookahead::PREFETCH_MIN_ACTIVE;
@@ -75,6 +77,10 @@ pub struct Options {
     /// then decoded only as far as the samples read ([`crate::q3::svc::Detail::Samples`]): the flow
     /// rows' error counts miss errors in what is left unread.
     pub samples: bool,
+    /// Following a live input ([`run_follow`]): the sink is also told each flow's start
+    /// ([`Event::FlowStart`]) and the capture time reached ([`Event::Clock`]) at least every
+    /// [`follow::TICK`] of wall time, with what the trackers held back flushed before it.
+    pub follow: bool,
 }
 
 /// The outcome of one input.
@@ -208,6 +214,10 @@ fn run_frames<F: Frames>(
         let (frame, net, file) = match frames.next(&mut report) {
             Step::Frame(f, net, file) => (f, net, file),
             Step::Skip => continue,
+            Step::Idle(t) => {
+                idle(trackers, t, sink, &input)?;
+                continue;
+            }
             Step::End => break,
         };
         report.frames += 1;
@@ -258,6 +268,21 @@ fn run_frames<F: Frames>(
     }
     sink.finish(&report).map_err(io_err)?;
     Ok((report, hints_taken))
+}
+
+/// A followed input's tick ([`Step::Idle`]): kept out of the loop's code.
+#[cold]
+#[inline(never)]
+fn idle(
+    trackers: &mut Trackers,
+    t: f64,
+    sink: &mut dyn Sink,
+    input: &str,
+) -> Result<(), InputError> {
+    trackers.idle(t, sink).map_err(|source| InputError::Io {
+        file: input.to_string(),
+        source,
+    })
 }
 
 pub use crate::error::MAX_WARNINGS;

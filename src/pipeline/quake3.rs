@@ -125,6 +125,10 @@ impl Quake3 {
 }
 
 impl GameTracker for Quake3 {
+    fn game(&self) -> &'static str {
+        "q3"
+    }
+
     #[inline]
     fn offer(&mut self, d: &Datagram<'_>, table: &mut FlowTable) -> Offered {
         // Every sample queued now came with an earlier datagram, and was held back.

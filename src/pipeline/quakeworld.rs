@@ -43,6 +43,10 @@ impl QuakeWorld {
 }
 
 impl GameTracker for QuakeWorld {
+    fn game(&self) -> &'static str {
+        "qw"
+    }
+
     #[inline]
     fn offer(&mut self, d: &Datagram<'_>, table: &mut FlowTable) -> Offered {
         let taken = self.tracker.offer(d, table, &mut self.out);

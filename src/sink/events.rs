@@ -91,12 +91,48 @@ pub struct EventSink {
     pub warnings: Vec<Error>,
     /// Every such problem, kept in `warnings` or not.
     pub warnings_total: u64,
+    /// Following a live input ([`EventSink::follow`]).
+    live: Option<Live>,
+}
+
+/// Where each merged event of a followed input goes.
+pub type EventOut = Box<dyn FnMut(&GameEvent) -> io::Result<()>>;
+
+/// A followed input's events: merged with a watermark and handed out as they become final.
+struct Live {
+    merge: merge::LiveMerge,
+    /// Each flow's server, told at its start ([`Event::FlowStart`]); a query flow's goes at
+    /// its end.
+    servers: HashMap<u32, String>,
+    /// The first event's capture time (session times count from it).
+    first: Option<f64>,
+    out: EventOut,
+    /// Also keep the events in [`EventSink::events`] (a summary at the end).
+    keep: bool,
 }
 
 impl EventSink {
     /// A sink with no event and no input yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A sink for a followed input ([`crate::pipeline::run_follow`]): each event, merged
+    /// across the flows that saw it (`crate::gameevent::merge::LiveMerge`), goes to `out`
+    /// as soon as it is final, in time order; with `keep` the events are also kept in
+    /// [`EventSink::events`] (for a summary). Names learned after the event that needed them
+    /// are not filled in (the line is out already).
+    pub fn follow(out: EventOut, keep: bool) -> Self {
+        EventSink {
+            live: Some(Live {
+                merge: merge::LiveMerge::new(),
+                servers: HashMap::new(),
+                first: None,
+                out,
+                keep,
+            }),
+            ..Self::default()
+        }
     }
 
     /// The events the last message gave (most give none: that check is inlined).
@@ -109,7 +145,30 @@ impl EventSink {
 
     #[inline(never)]
     fn take_some(&mut self, flow: u32) {
+        if let Some(live) = &mut self.live {
+            for mut e in self.scratch.drain(..) {
+                e.flows.push(flow);
+                e.server = live.servers.get(&flow).cloned();
+                e.session_time = Some(e.time - *live.first.get_or_insert(e.time));
+                live.merge.push(e);
+            }
+            return;
+        }
         self.raw.extend(self.scratch.drain(..).map(|e| (flow, e)));
+    }
+
+    /// Following: capture time reached `now`; hand out what became final.
+    fn advance(&mut self, now: f64) -> io::Result<()> {
+        let Some(live) = &mut self.live else {
+            return Ok(());
+        };
+        let (out, keep, events) = (&mut live.out, live.keep, &mut self.events);
+        live.merge.advance(now, &mut |e| {
+            if keep {
+                events.push(e.clone());
+            }
+            out(e)
+        })
     }
 
     /// The index of `flow`'s extractor, made by `new` on its first message.
@@ -267,13 +326,35 @@ impl Sink for EventSink {
                 }
                 self.take(m.flow);
             }
-            Event::FlowEnd(f) => self.flow_end(f.id),
+            Event::FlowEnd(f) => {
+                self.flow_end(f.id);
+                if let Some(live) = &mut self.live {
+                    // A connection may resume without a new start: its server stays known.
+                    if f.kind != "connection" {
+                        live.servers.remove(&f.id);
+                    }
+                    self.learned.clear();
+                    // Its warnings now: nothing of an ended flow stays to the end.
+                    let ended = std::mem::take(&mut self.ended);
+                    // (The input's name comes with the report, at the end: not on these.)
+                    self.keep_warnings(ended, None);
+                }
+            }
+            Event::FlowStart(f) => {
+                if let Some(live) = &mut self.live {
+                    live.servers.insert(f.id, f.server.to_string());
+                }
+            }
+            Event::Clock(now) => self.advance(now)?,
             _ => {}
         }
         Ok(())
     }
 
     fn finish(&mut self, report: &Report) -> io::Result<()> {
+        if self.live.is_some() {
+            return self.finish_live(report);
+        }
         let servers: HashMap<u32, &str> = report
             .flows
             .iter()
@@ -327,5 +408,49 @@ impl Sink for EventSink {
         self.events.extend(merge(events));
         self.inputs.push((report.file.clone(), self.events.len()));
         Ok(())
+    }
+}
+
+impl EventSink {
+    /// End of a followed input: every extractor's last events, then everything held.
+    fn finish_live(&mut self, report: &Report) -> io::Result<()> {
+        let flows = std::mem::take(&mut self.flows);
+        self.free.clear();
+        self.index.clear();
+        self.dense.clear();
+        self.last = None;
+        let mut open: Vec<(u32, Extractor)> = flows
+            .into_iter()
+            .filter_map(|(f, x)| Some((f, x?)))
+            .collect();
+        open.sort_by_key(|f| f.0);
+        let mut done = std::mem::take(&mut self.ended);
+        for (flow, x) in open {
+            done.push(self.finish_extractor(flow, x));
+        }
+        self.learned.clear();
+        self.keep_warnings(done, Some(&report.file));
+        self.advance(f64::INFINITY)?;
+        if let Some(live) = &mut self.live {
+            live.servers.clear();
+            live.first = None;
+        }
+        self.inputs.push((report.file.clone(), self.events.len()));
+        Ok(())
+    }
+}
+
+impl EventSink {
+    /// Ended flows' warnings into [`EventSink::warnings`], naming `file` when given.
+    fn keep_warnings(&mut self, done: Vec<(u32, bool, Warnings)>, file: Option<&str>) {
+        for (_, _, warnings) in done {
+            self.warnings_total += warnings.total();
+            let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
+            let kept = warnings.into_kept().into_iter().take(room);
+            self.warnings.extend(kept.map(|w| match file {
+                Some(f) => w.file(f),
+                None => w,
+            }));
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! - jitter: RFC 3550 over the senders' stamps (snapshot and usercmd serverTime), else the
 //!   ping variation.
 pub mod events;
+pub mod live;
 pub mod report;
 /// The sample lives in the crate's vocabulary ([`crate::vocab::sample`]): the decoders fill it.
 pub use crate::vocab::sample;
@@ -18,6 +19,7 @@ pub mod sink;
 internal_mod!(acc, stats, strip);
 
 pub use acc::RttMethod;
+pub use live::LiveNet;
 pub use report::NetQuality;
 pub use sample::Sample;
 pub use sink::NetSink;

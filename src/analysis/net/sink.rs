@@ -128,6 +128,14 @@ impl NetSink {
         i
     }
 
+    /// The connections with an accumulation held now, by flow id (for a follow's partial
+    /// reports).
+    pub(crate) fn open_accs(&self) -> impl Iterator<Item = (u32, &FlowAcc)> {
+        self.index
+            .iter()
+            .filter_map(|(&flow, &i)| Some((flow, self.accs.get(i)?)))
+    }
+
     /// Connections with an accumulation held now (those with samples and not ended yet).
     pub fn open(&self) -> usize {
         self.index.len()

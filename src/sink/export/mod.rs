@@ -32,6 +32,7 @@ pub fn options() -> Options {
         flows: None,
         threads: Some(1),
         samples: true,
+        follow: false,
     }
 }
 
