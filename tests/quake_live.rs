@@ -338,7 +338,9 @@ fn quake_live_rounds_follow_the_round_status() {
         let ours: Vec<(i64, String)> = events_of(&p)
             .iter()
             .filter_map(|e| match &e.detail {
-                Detail::Match(m) if m.reason.starts_with("round ") => Some((ms(e), m.reason.clone())),
+                Detail::Match(m) if m.reason.starts_with("round ") => {
+                    Some((ms(e), m.reason.clone()))
+                }
                 _ => None,
             })
             .collect();
