@@ -13,7 +13,7 @@
 //!
 //! One pass, written as it goes: the decoders hand out messages, network samples and events
 //! in capture order (but for the messages a mid-session key search held until it locked on),
-//! so a packet [`REORDER_FRAMES`] behind the newest one told is final and is copied out
+//! so a packet `REORDER_FRAMES` behind the newest one told is final and is copied out
 //! ([`CommentCopier`], reading the input a second time as a stream). What is held is the
 //! comments of the packets not written yet and one small record per live flow.
 use std::collections::{BTreeMap, HashMap};
