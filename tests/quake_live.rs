@@ -310,9 +310,11 @@ fn quake_live_gamestate_players_equal_uber_demo_tools() {
     }
 }
 
-/// Clan arena and red rover rounds: every round the demo's round status configstring
-/// (661) says is on (`\round\N` without a countdown `time`), as UDT's raw commands list
-/// them, is a `match_start` "round N" event at that server time, and there is no other.
+/// Clan arena and red rover rounds, attack and defend turns: every round the demo's round
+/// status configstring (661) says is on (`\round\N` without a countdown `time`; in attack
+/// and defend `\turn\T\state\2` after the countdown of round N), as UDT's raw commands
+/// list them, is a `match_start` "round N" ("round N turn T+1") event at that server time,
+/// and there is no other. (12 rounds in clan arena, 2 in red rover, 8 turns in A&D.)
 #[test]
 fn quake_live_rounds_follow_the_round_status() {
     let mut checked = 0;
@@ -320,6 +322,7 @@ fn quake_live_rounds_follow_the_round_status() {
         let name = name_of(&p);
         let u = udt(&p);
         let mut theirs: Vec<(i64, String)> = Vec::new();
+        let mut countdown_round: Option<String> = None;
         for c in u["rawCommands"].as_array().into_iter().flatten() {
             let raw = c["rawCommand"].as_str().unwrap_or("");
             let Some(v) = raw.strip_prefix("cs 661 \"") else {
@@ -328,10 +331,19 @@ fn quake_live_rounds_follow_the_round_status() {
             let v = v.trim_end().trim_end_matches('"');
             let keys: Vec<&str> = v.trim_start_matches('\\').split('\\').collect();
             let get = |k: &str| keys.chunks(2).find(|c| c[0] == k).and_then(|c| c.get(1));
-            if get("time").is_none() {
-                if let Some(n) = get("round") {
-                    theirs.push((c["serverTime"].as_i64().unwrap(), format!("round {n}")));
+            let at = c["serverTime"].as_i64().unwrap();
+            if get("state") == Some(&"2") {
+                // Attack and defend: the turn starts; its round is the countdown's before it.
+                if let (Some(n), Some(t)) = (countdown_round.take(), get("turn")) {
+                    let t: u32 = t.parse().unwrap();
+                    theirs.push((at, format!("round {n} turn {}", t + 1)));
                 }
+            } else if get("time").is_none() {
+                if let Some(n) = get("round") {
+                    theirs.push((at, format!("round {n}")));
+                }
+            } else {
+                countdown_round = get("round").map(|n| n.to_string());
             }
         }
         theirs.dedup_by(|a, b| a.1 == b.1);
@@ -352,5 +364,5 @@ fn quake_live_rounds_follow_the_round_status() {
         }
         checked += theirs.len();
     }
-    assert!(checked >= 15, "{checked} rounds");
+    assert!(checked >= 22, "{checked} rounds");
 }

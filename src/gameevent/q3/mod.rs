@@ -480,13 +480,27 @@ impl Extractor {
                     .then(|| info_value(s, "round")?.trim().parse::<u32>().ok())
                     .flatten()
             };
-            if let Some(n) = round(&value).filter(|&n| round(&old) != Some(n)) {
-                self.push(
-                    Kind::MatchStart,
-                    Detail::Match(MatchFlow {
-                        reason: format!("round {n}"),
-                    }),
-                );
+            // Attack and defend plays each round in two turns: the countdown names the round
+            // and the turn (`\time\T\round\N\turn\0\state\1`), the turn's start names
+            // only the turn (`\turn\0\state\2`).
+            let turn = |s: &str| {
+                (info_value(s, "state").map(str::trim) == Some("2"))
+                    .then(|| info_value(s, "turn")?.trim().parse::<u32>().ok())
+                    .flatten()
+            };
+            let reason = if let Some(t) = turn(&value).filter(|_| turn(&old).is_none()) {
+                info_value(&old, "round")
+                    .and_then(|n| n.trim().parse::<u32>().ok())
+                    .map(|n| format!("round {n} turn {}", t + 1))
+            } else if turn(&value).is_some() {
+                None
+            } else {
+                round(&value)
+                    .filter(|&n| round(&old) != Some(n))
+                    .map(|n| format!("round {n}"))
+            };
+            if let Some(reason) = reason {
+                self.push(Kind::MatchStart, Detail::Match(MatchFlow { reason }));
             }
         } else if index == at.warmup && is_on(&value) && !is_on(&old) {
             self.push(
