@@ -470,6 +470,7 @@ fn check_except(
             _ => {}
         }
     }
+    problems.extend(check_scoreline(&log, &r, &ev, who));
     problems.extend(check_flags(&r, &ev, who));
     // Every player's chat line reported is a logged one (none invented, none doubled: a
     // `say_team` outside team games is one `say`).
@@ -522,6 +523,52 @@ fn check_except(
         }
     }
     problems
+}
+
+/// The last `scoreline` against the game's final scores (its intermission's `score:` lines,
+/// and `red:R  blue:B` in team games): red's and blue's, or the two best players' scores
+/// (Quake 3 names no place holder). Only where the input saw the intermission.
+fn check_scoreline(log: &str, r: &Replay, ev: &[GameEvent], who: Option<&str>) -> Vec<String> {
+    let mut finals: Vec<i32> = r
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| match l {
+            Line::Score { score, .. } if visible(r, i, who, false) => Some(*score),
+            _ => None,
+        })
+        .collect();
+    if finals.is_empty() {
+        return Vec::new();
+    }
+    let Some(last) = ev.iter().rev().find_map(|e| match &e.detail {
+        Detail::Scoreline(s) => Some(s),
+        _ => None,
+    }) else {
+        return vec!["final scores logged, no scoreline event".into()];
+    };
+    let teams = log.lines().rev().find_map(|l| {
+        let (red, blue) = l.strip_prefix("red:")?.split_once("blue:")?;
+        Some((
+            red.trim().parse::<i32>().ok()?,
+            blue.trim().parse::<i32>().ok()?,
+        ))
+    });
+    let want = match teams {
+        Some((red, blue)) => (true, Some(red), Some(blue)),
+        None => {
+            finals.sort_unstable_by(|a, b| b.cmp(a));
+            (false, finals.first().copied(), finals.get(1).copied())
+        }
+    };
+    let got = (last.teams, last.score1, last.score2);
+    if got == want {
+        Vec::new()
+    } else {
+        vec![format!(
+            "last scoreline {got:?}, the log's final scores {want:?}"
+        )]
+    }
 }
 
 /// Flag events against the `CTF:` lines: every logged take, capture and return a recorded
@@ -1580,6 +1627,64 @@ fn real_demos_agree_with_uber_demo_tools() {
         "recall {recall:.3} precision {precision:.3}"
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Real Quake 3 demos: the `scoreline` events (team mode, the two scores) equal Uber Demo
+/// Tools' `scores` (its consecutive repeats taken once) on every demo of a mod that keeps
+/// them in `CS_SCORES1`/`CS_SCORES2` (baseq3, OSP, e+). CPMA keeps them in its own
+/// configstrings, which quakecap does not read: no scoreline there, checked too. (UDT's place
+/// holders of Quake 3, guessed from the recording player's score, are not compared: the
+/// game does not send them.)
+#[test]
+fn real_demo_scorelines_agree_with_uber_demo_tools() {
+    let Some(files) = files_with_ext(DEMOS, "dm_68", 20) else {
+        return;
+    };
+    let (mut compared, mut cpma) = (0, 0);
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let json = Path::new(DEMOS).join("udt").join(format!("{name}.json"));
+        let text = std::fs::read_to_string(&json)
+            .unwrap_or_else(|_| panic!("{}: UDT's output is missing", json.display()));
+        let udt: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let events = events_of(path);
+        let is_cpma = events
+            .iter()
+            .any(|e| matches!(&e.detail, Detail::Map(m) if m.mod_name == "cpma"));
+        let ours: Vec<(bool, Option<i64>, Option<i64>)> = events
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Scoreline(s) => {
+                    Some((s.teams, s.score1.map(i64::from), s.score2.map(i64::from)))
+                }
+                _ => None,
+            })
+            .collect();
+        if is_cpma {
+            assert!(ours.is_empty(), "{name}: {ours:?}");
+            cpma += 1;
+            continue;
+        }
+        let score = |v: &serde_json::Value| v.as_i64().filter(|&v| v != -9999);
+        let mut theirs: Vec<(bool, Option<i64>, Option<i64>)> = udt["scores"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["teamMode"].as_bool().unwrap_or(false),
+                    score(&s["score1"]),
+                    score(&s["score2"]),
+                )
+            })
+            .collect();
+        theirs.dedup();
+        assert_eq!(ours, theirs, "{name}");
+        compared += theirs.len();
+    }
+    eprintln!("{compared} scorelines equal UDT's; {cpma} CPMA demos without");
+    assert!(compared >= 80, "{compared} scorelines compared");
+    assert!(cpma >= 10, "{cpma} CPMA demos");
 }
 
 /// `--player` keeps that player's events and his line of the summary only.

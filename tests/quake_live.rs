@@ -366,3 +366,81 @@ fn quake_live_rounds_follow_the_round_status() {
     }
     assert!(checked >= 22, "{checked} rounds");
 }
+
+/// The score the game shows (`CS_SCORES1`/`CS_SCORES2`, and Quake Live's first and second
+/// place names): every change UDT lists is a `scoreline` event with the same scores, team
+/// mode and place holders (UDT's clean names; its -9999 and "none" for an empty place are
+/// null), at the same server time or the snapshot after; so the final scores equal UDT's
+/// last entry. UDT's first entry (the gamestate's) it times at the first snapshot; ours
+/// comes with the gamestate, so the first is compared by value only.
+#[test]
+fn quake_live_scorelines_equal_uber_demo_tools() {
+    let mut compared = 0;
+    for p in demos() {
+        let name = name_of(&p);
+        let u = udt(&p);
+        let theirs: Vec<(i64, String)> = u["scores"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let score = |k: &str| match s[k].as_i64() {
+                    Some(-9999) | None => "-".to_string(),
+                    Some(v) => v.to_string(),
+                };
+                let place = |k: &str| match s[k].as_str() {
+                    Some("none") | None => "?".to_string(),
+                    Some(n) => n.to_string(),
+                };
+                let line = if s["teamMode"].as_bool() == Some(true) {
+                    format!("red {} : {} blue", score("score1"), score("score2"))
+                } else {
+                    format!(
+                        "{} {} : {} {}",
+                        place("cleanName1"),
+                        score("score1"),
+                        score("score2"),
+                        place("cleanName2")
+                    )
+                };
+                (s["serverTime"].as_i64().unwrap_or(0), line)
+            })
+            .collect();
+        let ours: Vec<(i64, String)> = events_of(&p)
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Scoreline(s) => {
+                    let score = |v: Option<i32>| v.map_or("-".to_string(), |v| v.to_string());
+                    let place = |n: &Option<String>| n.clone().unwrap_or("?".into());
+                    let line = if s.teams {
+                        format!("red {} : {} blue", score(s.score1), score(s.score2))
+                    } else {
+                        format!(
+                            "{} {} : {} {}",
+                            place(&s.name1),
+                            score(s.score1),
+                            score(s.score2),
+                            place(&s.name2)
+                        )
+                    };
+                    Some((ms(e), line))
+                }
+                _ => None,
+            })
+            .collect();
+        // UDT adds an entry for every message that sets a score configstring, also when
+        // the message ends with the value it had (dm_90_ffa at 491875: `cs 6 "39"` then
+        // `cs 6 "38"` in one message, a frag taken back): the score shown did not change,
+        // no event.
+        let mut theirs = theirs;
+        theirs.dedup_by(|b, a| a.1 == b.1);
+        assert!(!theirs.is_empty(), "{name}");
+        let lines = |v: &[(i64, String)]| v.iter().map(|x| x.1.clone()).collect::<Vec<_>>();
+        assert_eq!(lines(&ours), lines(&theirs), "{name}");
+        for (o, t) in ours.iter().zip(&theirs).skip(1) {
+            assert!((0..=100).contains(&(o.0 - t.0)), "{name}: {o:?} {t:?}");
+        }
+        compared += theirs.len();
+    }
+    assert!(compared >= 100, "{compared} scorelines");
+}

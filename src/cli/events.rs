@@ -23,7 +23,7 @@ pub struct EventsArgs {
     #[arg(long = "flow")]
     pub flows: Vec<u32>,
     /// Only these kinds (comma-separated: kill,chat,join,leave,rename,team,map,match_start,
-    /// match_end,score,flag).
+    /// match_end,score,flag,scoreline).
     #[arg(long, value_delimiter = ',')]
     pub kind: Vec<String>,
     /// JSON Lines, one event per line.

@@ -36,6 +36,9 @@ pub enum Kind {
     Score,
     /// A CTF flag taken, captured, returned or dropped ([`Flag`]).
     Flag,
+    /// The score the game shows of the two teams, or of the first two places
+    /// ([`Scoreline`]), when it changed.
+    Scoreline,
 }
 
 impl Kind {
@@ -53,6 +56,7 @@ impl Kind {
             Kind::MatchEnd => "match_end",
             Kind::Score => "score",
             Kind::Flag => "flag",
+            Kind::Scoreline => "scoreline",
         }
     }
 
@@ -63,7 +67,7 @@ impl Kind {
 }
 
 /// Every kind, for `--kind` help and parsing.
-pub const ALL_KINDS: [Kind; 11] = [
+pub const ALL_KINDS: [Kind; 12] = [
     Kind::Kill,
     Kind::Chat,
     Kind::Join,
@@ -75,6 +79,7 @@ pub const ALL_KINDS: [Kind; 11] = [
     Kind::MatchEnd,
     Kind::Score,
     Kind::Flag,
+    Kind::Scoreline,
 ];
 
 /// `mm:ss.mmm` of a time in milliseconds (negative ones with a sign): the clock of the
@@ -191,6 +196,7 @@ impl GameEvent {
                 Some(n) => format!("{} flag {} by {n}", f.team, f.action),
                 None => format!("{} flag {}", f.team, f.action),
             },
+            Detail::Scoreline(s) => s.describe(),
         }
     }
 
@@ -211,6 +217,10 @@ impl GameEvent {
                 .collect(),
             Detail::Score(s) => vec![s.name.as_str()],
             Detail::Flag(f) => f.name.as_deref().into_iter().collect(),
+            Detail::Scoreline(s) => [s.name1.as_deref(), s.name2.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect(),
             Detail::Map(_) | Detail::Match(_) => Vec::new(),
         }
     }
@@ -234,6 +244,8 @@ pub enum Detail {
     Match(MatchFlow),
     /// Of [`Kind::Flag`].
     Flag(Flag),
+    /// Of [`Kind::Scoreline`].
+    Scoreline(Scoreline),
 }
 
 /// A frag. `killer` is None for the world (falls, lava, triggers) and for a team kill whose
@@ -325,6 +337,47 @@ pub struct Score {
     /// Final (sent during the intermission).
     #[serde(rename = "final")]
     pub is_final: bool,
+}
+
+/// The score the game shows (Quake 3's and Quake Live's `CS_SCORES1` and `CS_SCORES2`):
+/// red and blue in team games; otherwise the first and second place, whom Quake Live names
+/// (`CS_FIRST_PLACE`, `CS_SECOND_PLACE`) and Quake 3 does not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scoreline {
+    /// Team game: `score1` is red's, `score2` blue's.
+    pub teams: bool,
+    /// Red's score, or the first place's (None: no one, the game's -9999).
+    pub score1: Option<i32>,
+    /// Blue's score, or the second place's (None: no one).
+    pub score2: Option<i32>,
+    /// The first place's name, colour codes removed (Quake Live's places).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name1: Option<String>,
+    /// The first place's client number, when a player of that name is in the game.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num1: Option<i32>,
+    /// The second place's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name2: Option<String>,
+    /// The second place's client number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num2: Option<i32>,
+}
+
+impl Scoreline {
+    /// "red 7 : 8 blue", "mejtisson 10 : 5 Terifire", "10 : 5".
+    fn describe(&self) -> String {
+        let score = |s: Option<i32>| s.map_or("-".to_string(), |s| s.to_string());
+        let (a, b) = if self.teams {
+            ("red", "blue")
+        } else {
+            (
+                self.name1.as_deref().unwrap_or("first"),
+                self.name2.as_deref().unwrap_or("second"),
+            )
+        };
+        format!("{a} {} : {} {b}", score(self.score1), score(self.score2))
+    }
 }
 
 /// Match start or end.

@@ -94,6 +94,11 @@ pub struct CsLayout {
     /// Quake Live's round status (`\\time\\T\\round\\N` while round N counts down to
     /// `T`, `\\round\\N` once it is on) in its round-based game types; Quake 3 has none.
     pub round: Option<usize>,
+    /// `CS_SCORES1`, `CS_SCORES2`: red's and blue's scores, or the first and second place's.
+    pub scores: [usize; 2],
+    /// Quake Live's `CS_FIRST_PLACE` and `CS_SECOND_PLACE`: the names of the first and
+    /// second place (`TEAM_RED` and `TEAM_BLUE` in team games); Quake 3 has none.
+    pub places: Option<[usize; 2]>,
 }
 
 /// Quake 3's (baseq3, OpenArena, OSP, CPMA).
@@ -104,6 +109,8 @@ const Q3_CS: CsLayout = CsLayout {
     flag_status: 23,
     players: 544,
     round: None,
+    scores: [6, 7],
+    places: None,
 };
 
 /// Quake Live's (protocols 73 to 91).
@@ -114,6 +121,8 @@ const QL_CS: CsLayout = CsLayout {
     flag_status: 658,
     players: 529,
     round: Some(661),
+    scores: [6, 7],
+    places: Some([659, 660]),
 };
 
 /// A change to a table, from the protocol it derives from.

@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 
 use crate::error::{Error, ErrorKind};
 use crate::gameevent::names::LearnedName;
-use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score};
+use crate::gameevent::{
+    Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow, Player, Score, Scoreline,
+};
 use crate::q3::clc::ClientOp;
 use crate::q3::color::plain;
 use crate::q3::command::{first_arg, split_command, tokenize};
@@ -40,7 +42,7 @@ struct Watched {
     /// Where the game keeps them.
     at: CsLayout,
     /// `LOW_KEPT` low ones, the flag status (where it is above them), the round status,
-    /// then `MAX_CLIENTS` player slots.
+    /// the first and second place's names, then `MAX_CLIENTS` player slots.
     kept: Vec<String>,
 }
 
@@ -48,8 +50,10 @@ struct Watched {
 const FLAG_KEPT: usize = LOW_KEPT;
 /// Where in [`Watched::kept`] the round status is (Quake Live).
 const ROUND_KEPT: usize = LOW_KEPT + 1;
+/// Where in [`Watched::kept`] the first and second place's names are (Quake Live).
+const PLACES_KEPT: usize = LOW_KEPT + 2;
 /// Where in [`Watched::kept`] the player slots start.
-const PLAYERS_KEPT: usize = LOW_KEPT + 2;
+const PLAYERS_KEPT: usize = LOW_KEPT + 4;
 
 impl Watched {
     fn new() -> Self {
@@ -68,6 +72,8 @@ impl Watched {
             Some(FLAG_KEPT)
         } else if Some(i) == self.at.round {
             Some(ROUND_KEPT)
+        } else if let Some(p) = self.at.places.and_then(|p| p.iter().position(|&c| c == i)) {
+            Some(PLACES_KEPT + p)
         } else if (players..players + MAX_CLIENTS).contains(&i) {
             Some(PLAYERS_KEPT + i - players)
         } else {
@@ -150,6 +156,9 @@ pub struct Extractor {
     /// snapshots for a while but happened once (the client fires it when it first appears).
     prev_obits: Vec<(i32, Obituary)>,
     final_scores_sent: bool,
+    /// The scoreline last handed out, and whether this message changed its configstrings.
+    scoreline: Option<Scoreline>,
+    scores_touched: bool,
     last_print: String,
     /// CTF flags: this message's flag prints and status changes, each flag's carrier.
     flags: Flags,
@@ -205,6 +214,8 @@ impl Extractor {
             server_time: None,
             prev_obits: Vec::new(),
             final_scores_sent: false,
+            scoreline: None,
+            scores_touched: false,
             last_print: String::new(),
             flags: Flags::default(),
             pending: Vec::new(),
@@ -287,6 +298,9 @@ impl Extractor {
         if self.flags.touched {
             self.flag_events();
         }
+        if self.scores_touched {
+            self.scoreline_event();
+        }
         self.flush(m, out);
     }
 
@@ -362,6 +376,8 @@ impl Extractor {
         self.client_num = Some(g.client_num);
         self.prev_obits.clear();
         self.final_scores_sent = false;
+        self.scoreline = None;
+        self.scores_touched = true;
         self.flags.reset();
         // Quake Live's demos say so by their protocol (its protocol 91 servers leave
         // `gamename` out of the serverinfo).
@@ -446,6 +462,9 @@ impl Extractor {
         let old = self.cs.get(index).to_string();
         self.cs.set(index, &value);
         let at = self.cs.at;
+        if at.scores.contains(&index) || at.places.is_some_and(|p| p.contains(&index)) {
+            self.scores_touched = true;
+        }
         if let Some(n) = self.cs.player_slot(index) {
             let unknown = !self.demo && !self.have_gamestate && self.names.seen & (1 << n) == 0;
             self.names.seen |= 1 << n;
@@ -643,6 +662,70 @@ impl Extractor {
                 }),
             );
         }
+    }
+
+    /// A scoreline event when this message changed the score the game shows (once per
+    /// message, as the client draws it). Not for CPMA, whose scores are in its own
+    /// configstrings.
+    fn scoreline_event(&mut self) {
+        self.scores_touched = false;
+        if self.gamemod == GameMod::Cpma {
+            return;
+        }
+        let at = self.cs.at;
+        // SCORE_NOT_PRESENT (-9999): no one holds the place.
+        let score = |i: usize| {
+            let v: Option<i32> = self.cs.get(i).trim().parse().ok();
+            v.filter(|&v| v != -9999)
+        };
+        let (score1, score2) = (score(at.scores[0]), score(at.scores[1]));
+        if score1.is_none() && score2.is_none() {
+            return;
+        }
+        let places = at.places.map(|p| p.map(|i| self.cs.get(i).to_string()));
+        let teams = match &places {
+            // Quake Live names the places, or the teams in a team game.
+            Some([a, _]) if !a.is_empty() => a == "TEAM_RED",
+            _ => self.team_game(),
+        };
+        let mut line = Scoreline {
+            teams,
+            score1,
+            score2,
+            name1: None,
+            num1: None,
+            name2: None,
+            num2: None,
+        };
+        if let (false, Some([a, b])) = (teams, &places) {
+            (line.name1, line.num1) = self.place(a);
+            (line.name2, line.num2) = self.place(b);
+        }
+        if self.scoreline.as_ref() != Some(&line) {
+            self.scoreline = Some(line.clone());
+            self.push(Kind::Scoreline, Detail::Scoreline(line));
+        }
+    }
+
+    /// A place's holder from Quake Live's place configstring: the player of that name (or
+    /// "clan name", as the game writes it), by the name and number his configstring gives;
+    /// else the configstring's own text. "none": no one.
+    fn place(&self, value: &str) -> (Option<String>, Option<i32>) {
+        let wanted = plain(value).to_lowercase();
+        if wanted.is_empty() || wanted == "none" {
+            return (None, None);
+        }
+        for (n, cs) in self.cs.players().iter().enumerate() {
+            let Some(name) = info_value(cs, "n").map(plain) else {
+                continue;
+            };
+            let clan = info_value(cs, "cn").map(plain).filter(|c| !c.is_empty());
+            let full = clan.map(|c| format!("{c} {name}").to_lowercase());
+            if name.to_lowercase() == wanted || full.as_deref() == Some(wanted.as_str()) {
+                return (Some(name), Some(n as i32));
+            }
+        }
+        (Some(plain(value)), None)
     }
 
     /// The flag events of the message just read (its prints and `CS_FLAGSTATUS` changes).
