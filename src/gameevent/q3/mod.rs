@@ -157,7 +157,7 @@ pub struct Extractor {
     prev_obits: Vec<(i32, Obituary)>,
     final_scores_sent: bool,
     /// The scoreline last handed out, and whether this message changed its configstrings.
-    scoreline: Option<Scoreline>,
+    scoreline: Option<Box<Scoreline>>,
     scores_touched: bool,
     last_print: String,
     /// CTF flags: this message's flag prints and status changes, each flag's carrier.
@@ -701,8 +701,8 @@ impl Extractor {
             (line.name1, line.num1) = self.place(a);
             (line.name2, line.num2) = self.place(b);
         }
-        if self.scoreline.as_ref() != Some(&line) {
-            self.scoreline = Some(line.clone());
+        if self.scoreline.as_deref() != Some(&line) {
+            self.scoreline = Some(Box::new(line.clone()));
             self.push(Kind::Scoreline, Detail::Scoreline(line));
         }
     }
