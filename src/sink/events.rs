@@ -19,8 +19,8 @@ const DENSE_IDS: u32 = 1 << 16;
 
 /// One flow's extractor, whichever game it is.
 enum Extractor {
-    Q3(q3x::Extractor),
-    Qw(qwx::Extractor),
+    Q3(Box<q3x::Extractor>),
+    Qw(Box<qwx::Extractor>),
 }
 
 impl Extractor {
@@ -312,7 +312,9 @@ impl Sink for EventSink {
                     return Ok(());
                 }
                 let demo = m.file_offset.is_some();
-                let i = self.extractor(m.flow, || Extractor::Q3(q3x::Extractor::new(demo)));
+                let i = self.extractor(m.flow, || {
+                    Extractor::Q3(Box::new(q3x::Extractor::new(demo)))
+                });
                 if let Some(Extractor::Q3(x)) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
@@ -320,7 +322,9 @@ impl Sink for EventSink {
             }
             Event::Qw(m) => {
                 let demo = m.block.is_some();
-                let i = self.extractor(m.flow, || Extractor::Qw(qwx::Extractor::new(demo)));
+                let i = self.extractor(m.flow, || {
+                    Extractor::Qw(Box::new(qwx::Extractor::new(demo)))
+                });
                 if let Some(Extractor::Qw(x)) = &mut self.flows[i].1 {
                     x.message(m, &mut self.scratch);
                 }
