@@ -1,5 +1,6 @@
 //! How times are shown (`--time`, like tshark's `-t`): local date-time, relative to the first
 //! packet, raw epoch, or UTC; durations as `mm:ss`.
+use quakecap::vocab::civil::civil;
 
 /// The `--time` choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -94,26 +95,6 @@ pub fn local_offset(secs: i64) -> i64 {
     } else {
         0
     }
-}
-
-/// Date `YYYY-MM-DD` and time `HH:MM:SS` of epoch seconds (proleptic Gregorian calendar,
-/// days-from-civil inverted by 400-year eras).
-fn civil(secs: i64) -> (String, String) {
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        format!("{year:04}-{month:02}-{day:02}"),
-        format!("{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60),
-    )
 }
 
 #[cfg(test)]

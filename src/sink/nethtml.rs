@@ -73,23 +73,12 @@ impl Clock {
 
     /// `HH:MM:SS` of capture time `t` (epoch seconds), cut to the second.
     pub fn hms(&self, t: f64) -> String {
-        let s = self.secs(t).rem_euclid(86_400);
-        format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+        crate::vocab::civil::hms(self.secs(t))
     }
 
     /// `YYYY-MM-DD` of capture time `t`.
     pub fn date(&self, t: f64) -> String {
-        let days = self.secs(t).div_euclid(86_400);
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        format!("{year:04}-{month:02}-{day:02}")
+        crate::vocab::civil::civil(self.secs(t)).0
     }
 }
 

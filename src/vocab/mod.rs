@@ -1,9 +1,10 @@
-//! The small vocabulary every layer may use: the direction of a packet in a connection and
-//! the game-neutral network sample each game's decoder fills. It imports nothing of the
+//! The small vocabulary every layer may use: the direction of a packet in a connection, the
+//! game-neutral network sample each game's decoder fills, and the wall clock's date and time. It imports nothing of the
 //! crate, so every layer can depend on it without closing a cycle.
 #![warn(missing_docs)]
 use serde::Serialize;
 
+pub mod civil;
 pub mod sample;
 
 /// Direction of a packet inside a flow.
