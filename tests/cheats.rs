@@ -218,7 +218,8 @@ fn first_packet_time(cap: &Path) -> f64 {
 }
 
 /// No player of any other stored capture or real player's demo is above `clean`: the lab's
-/// scripted sessions (both capture sides, every client demo), the real Quake 3 demos and
+/// scripted sessions (both capture sides, every client demo), the real Quake 3 and Quake
+/// Live demos (each named: Quake Live's player configstrings start at 529, not 544) and
 /// every player of the real QuakeWorld MVDs.
 /// The known cheaters of the aimbot and lag-switch sessions are the only exceptions.
 #[test]
@@ -228,6 +229,7 @@ fn nobody_else_is_above_clean() {
         root().join("captures"),
         root().join("../shared/captures"),
         root().join("../shared/demos/q3"),
+        root().join("../shared/demos/ql"),
         root().join("../shared/demos/qw"),
     ] {
         let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -257,6 +259,24 @@ fn nobody_else_is_above_clean() {
     assert!(judged.len() >= 80, "{}", judged.len());
     let demos = judged.iter().filter(|r| r["flow"].is_null()).count();
     assert!(demos >= 20, "{demos}");
+    let quake_live: Vec<&&Value> = judged
+        .iter()
+        .filter(|r| {
+            let f = r["file"].as_str().unwrap_or("");
+            [".dm_73", ".dm_90", ".dm_91"]
+                .iter()
+                .any(|e| f.ends_with(e))
+        })
+        .collect();
+    assert!(
+        quake_live.len() >= 14,
+        "{} Quake Live demos judged",
+        quake_live.len()
+    );
+    for r in &quake_live {
+        let player = r["player"].as_str().unwrap_or("");
+        assert!(!player.is_empty() && !player.starts_with('#'), "{r}");
+    }
     // Every player of the real QuakeWorld MVDs is judged (an .mvd carries everyone's view).
     let mvd_players = judged
         .iter()

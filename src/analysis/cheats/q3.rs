@@ -5,6 +5,7 @@ use crate::q3::clc::ClientOp;
 use crate::q3::fields::{entity_field_index, player_field_index, PS_CLIENT_NUM, PS_PM_TYPE};
 use crate::q3::gamemod::info_value;
 use crate::q3::message::Message;
+use crate::q3::protocol::Protocol;
 use crate::q3::state::SnapFrame;
 use crate::q3::svc::ServerOp;
 use crate::q3::usercmd::{UserCmd, UNKNOWN_BUTTONS};
@@ -13,8 +14,6 @@ use crate::q3::EntityState;
 /// `BUTTON_ATTACK` in a command's buttons.
 const BUTTON_ATTACK: i32 = 1;
 
-/// `CS_PLAYERS`: the first player configstring.
-const CS_PLAYERS: usize = 544;
 /// `ET_PLAYER`.
 const ET_PLAYER: i32 = 1;
 /// `EF_DEAD` in `eFlags`.
@@ -129,14 +128,15 @@ impl Flow {
                 ServerOp::Gamestate(g) => {
                     self.client_num = Some(g.client_num);
                     self.last_cmd = None;
+                    let players = Protocol::of(m.protocol).cs.players;
                     for c in &g.configstrings {
-                        self.configstring(usize::from(c.index), &c.value);
+                        self.configstring(players, usize::from(c.index), &c.value);
                     }
                     self.track.reset_level();
                 }
                 ServerOp::ServerCommand { text, .. } => {
                     if let Some((i, v)) = crate::q3::command::configstring(text) {
-                        self.configstring(i, &v);
+                        self.configstring(Protocol::of(m.protocol).cs.players, i, &v);
                     }
                 }
                 ServerOp::Snapshot(sn) if sn.valid => {
@@ -198,10 +198,11 @@ impl Flow {
         }
     }
 
-    /// A player configstring: the slot's name (a cleared slot keeps the last one: the
-    /// player's answer is given at the end, after he left).
-    fn configstring(&mut self, index: usize, value: &str) {
-        if let Some(slot) = index.checked_sub(CS_PLAYERS).filter(|n| *n < 64) {
+    /// A player configstring (`players`: the protocol's first, `CS_PLAYERS`): the slot's
+    /// name (a cleared slot keeps the last one: the player's answer is given at the end,
+    /// after he left).
+    fn configstring(&mut self, players: usize, index: usize, value: &str) {
+        if let Some(slot) = index.checked_sub(players).filter(|n| *n < 64) {
             let name = crate::q3::color::plain(info_value(value, "n").unwrap_or(""));
             if !name.is_empty() {
                 self.names[slot] = name;
