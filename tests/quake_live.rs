@@ -444,3 +444,140 @@ fn quake_live_scorelines_equal_uber_demo_tools() {
     }
     assert!(compared >= 100, "{compared} scorelines");
 }
+
+/// The final scoreboard: each demo whose match ends in it (UDT's match statistics have an
+/// intermission) gives a final `score` event per player of the last scoreboard command
+/// (`scores`, `scores_duel`, `scores_ca`, `scores_ctf`, `rrscores`: as many as its count
+/// says), each
+/// with the score and ping UDT's player statistics give that client number (attack and
+/// defend's `adscores` holds team numbers only). (UDT also
+/// lists players who left before the end, from earlier scoreboards: not final scores.)
+/// Demos cut before their intermission give none.
+#[test]
+fn quake_live_final_scores_equal_uber_demo_tools() {
+    let mut compared = 0;
+    for p in demos() {
+        let name = name_of(&p);
+        let u = udt(&p);
+        let ours: Vec<(i64, i64, i64)> = events_of(&p)
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Score(s) if s.is_final => {
+                    Some((i64::from(s.num), i64::from(s.score), i64::from(s.ping)))
+                }
+                _ => None,
+            })
+            .collect();
+        let stats = u["matchStats"].as_array().and_then(|m| m.last());
+        let ended = stats.is_some_and(|m| m.get("intermissionEndTime").is_some());
+        if !ended {
+            assert!(
+                ours.is_empty(),
+                "{name}: final scores without an intermission"
+            );
+            continue;
+        }
+        // The last scoreboard command's player count (the count is the first argument;
+        // `scores_ctf`'s comes after 34 team numbers).
+        let (last, last_time) = u["rawCommands"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| Some((c["rawCommand"].as_str()?, c["serverTime"].as_i64())))
+            .rfind(|(c, _)| {
+                let w = c.split(' ').next().unwrap_or("");
+                [
+                    "scores",
+                    "scores_duel",
+                    "scores_ca",
+                    "scores_ctf",
+                    "rrscores",
+                ]
+                .contains(&w)
+            })
+            .unwrap_or_else(|| panic!("{name}: no scoreboard command"));
+        let words: Vec<&str> = last.split_whitespace().collect();
+        let at = if words[0] == "scores_ctf" { 35 } else { 1 };
+        let count: usize = words[at].parse().unwrap();
+        // The first scoreboard of the intermission; a player who leaves during it is not
+        // on the later ones (red rover: 12 players, then 10).
+        assert!(ours.len() >= count, "{name}: {ours:?}, {count} on the last");
+        let players = stats.unwrap()["playerStats"].as_array().unwrap();
+        // Our ping is the intermission's first scoreboard's, UDT's its last's: compared
+        // where they are one (red rover sent three, at 3636475, 3639175 and 3640350).
+        let one = last_time == stats.unwrap()["endTime"].as_i64();
+        for (num, score, ping) in &ours {
+            let theirs = players
+                .iter()
+                .find(|s| s["clientNumber"].as_i64() == Some(*num))
+                .unwrap_or_else(|| panic!("{name}: client {num} not in UDT's statistics"));
+            assert_eq!(
+                theirs["score"].as_i64(),
+                Some(*score),
+                "{name}: client {num}"
+            );
+            if one {
+                assert_eq!(theirs["ping"].as_i64(), Some(*ping), "{name}: client {num}");
+            }
+        }
+        compared += ours.len();
+    }
+    assert!(compared >= 50, "{compared} final scores compared");
+}
+
+/// Capture the flag: each player's flag captures (Quake Live prints "RED TEAM CAPTURED the
+/// flag! (NAME captured in 0:14.003)", naming the player with his clan tag) equal the
+/// captures of UDT's player statistics where the demo holds the whole match, and every
+/// flag event that names a player gives his client number.
+#[test]
+fn quake_live_flag_captures_equal_uber_demo_tools() {
+    let mut compared = 0;
+    for p in demos() {
+        let name = name_of(&p);
+        let u = udt(&p);
+        let Some(stats) = u["matchStats"].as_array().and_then(|m| m.last()) else {
+            continue;
+        };
+        // The server's statistics count the whole match: compared where the demo holds it
+        // from its start (attack and defend's demo begins in its 7th round).
+        let demo_start = u["gameStates"][0]["startTime"].as_i64().unwrap_or(i64::MAX);
+        if stats["startTime"].as_i64().is_none_or(|t| t < demo_start) {
+            continue;
+        }
+        let mut theirs: Vec<(i64, i64)> = stats["playerStats"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| Some((s["clientNumber"].as_i64()?, s["captures"].as_i64()?)))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let events = events_of(&p);
+        let flags: Vec<_> = events
+            .iter()
+            .filter_map(|e| match &e.detail {
+                Detail::Flag(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        if theirs.is_empty() && flags.is_empty() {
+            continue;
+        }
+        let mut ours: HashMap<i64, i64> = HashMap::new();
+        for f in &flags {
+            if f.action == "captured" {
+                *ours
+                    .entry(i64::from(f.num.expect("a capture names its player")))
+                    .or_default() += 1;
+            }
+            if f.action != "returned" || f.name.is_some() {
+                assert!(f.num.is_some(), "{name}: {f:?}");
+            }
+        }
+        let mut ours: Vec<(i64, i64)> = ours.into_iter().collect();
+        ours.sort();
+        theirs.sort();
+        assert_eq!(ours, theirs, "{name}");
+        compared += theirs.iter().map(|c| c.1).sum::<i64>();
+    }
+    assert!(compared >= 9, "{compared} captures compared");
+}

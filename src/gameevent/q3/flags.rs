@@ -100,6 +100,18 @@ pub fn parse_print(text: &str) -> Option<Notice> {
         let team = FlagTeam::parse(plain(w).trim())?.other();
         return Some(notice(None, team, Action::Captured));
     }
+    if let Some((w, rest)) = t.split_once(" CAPTURED the flag!") {
+        // Quake Live: "^1RED TEAM^3 CAPTURED the flag!^7 (NAME captured in 0:14.003)": the
+        // scoring team captured the other team's flag.
+        let team = FlagTeam::parse(plain(w).trim().strip_suffix(" TEAM")?)?.other();
+        let name = rest
+            .trim_start_matches("^7")
+            .trim_start()
+            .strip_prefix('(')
+            .and_then(|r| r.rsplit_once(" captured in "))
+            .map(|(name, _)| strip_colour_end(name).to_string());
+        return Some(notice(name, team, Action::Captured));
+    }
     if let Some(r) = t
         .strip_prefix("The ")
         .and_then(|r| r.strip_suffix(" has returned!"))
@@ -127,11 +139,44 @@ pub fn parse_print(text: &str) -> Option<Notice> {
         let Some((name, team)) = split else {
             continue;
         };
-        // The game ends the name with a colour reset (S_COLOR_WHITE).
-        let name = name.strip_suffix("^7").unwrap_or(name);
-        return Some(notice(Some(name.to_string()), team, action));
+        // The game ends the name with a colour code (S_COLOR_WHITE; Quake Live's ^3).
+        return Some(notice(
+            Some(strip_colour_end(name).to_string()),
+            team,
+            action,
+        ));
     }
     None
+}
+
+/// `name` without the colour code that ends it (`^7`, Quake Live's `^3`).
+fn strip_colour_end(name: &str) -> &str {
+    let b = name.as_bytes();
+    match b {
+        [.., b'^', c] if c.is_ascii_alphanumeric() => &name[..name.len() - 2],
+        _ => name,
+    }
+}
+
+/// The player slot a print's raw name is, and his clean name: the name of his
+/// configstring, or (Quake Live) his clan tag, a space and his name, as its prints write
+/// him; compared without colour codes.
+fn player_of(players: &[String], raw: &str) -> Option<(i32, String)> {
+    let exact = players.iter().position(|p| info_value(p, "n") == Some(raw));
+    let wanted = plain(raw);
+    let i = exact.or_else(|| {
+        players.iter().position(|p| {
+            let Some(n) = info_value(p, "n").map(plain) else {
+                return false;
+            };
+            n == wanted
+                || info_value(p, "cn")
+                    .map(plain)
+                    .filter(|c| !c.is_empty())
+                    .is_some_and(|c| format!("{c} {n}") == wanted)
+        })
+    })?;
+    Some((i as i32, plain(info_value(&players[i], "n")?)))
 }
 
 fn notice(name_raw: Option<String>, team: FlagTeam, action: Action) -> Notice {
@@ -244,13 +289,13 @@ impl Flags {
         }
         let mut out = Vec::new();
         for n in std::mem::take(&mut self.notices) {
-            let who = n.name_raw.as_deref().map(|raw| {
-                let num = players
-                    .iter()
-                    .position(|p| info_value(p, "n") == Some(raw))
-                    .map(|i| i as i32);
-                (num, plain(raw))
-            });
+            let who = n
+                .name_raw
+                .as_deref()
+                .map(|raw| match player_of(players, raw) {
+                    Some((num, name)) => (Some(num), name),
+                    None => (None, plain(raw)),
+                });
             let slot = &mut self.carriers[n.team.index()];
             *slot = match (n.action, &who) {
                 (Action::Taken, Some((Some(num), name))) => Some((*num, name.clone())),
@@ -301,6 +346,35 @@ mod tests {
 
     fn n(name: Option<&str>, team: FlagTeam, action: Action) -> Option<Notice> {
         Some(notice(name.map(str::to_string), team, action))
+    }
+
+    #[test]
+    fn quake_live_print_forms() {
+        use Action::*;
+        use FlagTeam::*;
+        assert_eq!(
+            parse_print("hated_one^3 got the RED flag!\n"),
+            n(Some("hated_one"), Red, Taken)
+        );
+        assert_eq!(
+            parse_print("^7P^7L^7N^7s^7 ns5venomxxxxxxx^3 returned the RED flag!\n"),
+            n(Some("^7P^7L^7N^7s^7 ns5venomxxxxxxx"), Red, Returned)
+        );
+        assert_eq!(
+            parse_print(
+                "^1RED TEAM^3 CAPTURED the flag!^7 ((^3*^7_^3*^7)^7 fAiRy^3C^7aKe captured in 0:14.003)\n"
+            ),
+            n(Some("(^3*^7_^3*^7)^7 fAiRy^3C^7aKe"), Blue, Captured)
+        );
+        // The clan tag and name of a print are the player's configstring's `cn` and `n`.
+        let players = vec![
+            String::new(),
+            "n\\fAiRy^3C^7aKe\\cn\\(^3*^7_^3*^7)\\t\\1".to_string(),
+        ];
+        assert_eq!(
+            player_of(&players, "(^3*^7_^3*^7)^7 fAiRy^3C^7aKe"),
+            Some((1, "fAiRyCaKe".to_string()))
+        );
     }
 
     #[test]

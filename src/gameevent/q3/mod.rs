@@ -23,6 +23,7 @@ use crate::q3::svc::{Gamestate, ServerOp};
 use flags::Flags;
 
 pub mod flags;
+pub mod scores;
 
 const CS_SERVERINFO: usize = 0;
 const CS_SYSTEMINFO: usize = 1;
@@ -156,6 +157,8 @@ pub struct Extractor {
     /// snapshots for a while but happened once (the client fires it when it first appears).
     prev_obits: Vec<(i32, Obituary)>,
     final_scores_sent: bool,
+    /// The protocol of the latest gamestate.
+    protocol: u32,
     /// The scoreline last handed out, and whether this message changed its configstrings.
     scoreline: Option<Box<Scoreline>>,
     scores_touched: bool,
@@ -214,6 +217,7 @@ impl Extractor {
             server_time: None,
             prev_obits: Vec::new(),
             final_scores_sent: false,
+            protocol: 68,
             scoreline: None,
             scores_touched: false,
             last_print: String::new(),
@@ -365,6 +369,7 @@ impl Extractor {
         self.cs.clear();
         let proto = Protocol::of(m.protocol);
         self.cs.at = proto.cs;
+        self.protocol = m.protocol;
         self.departed.iter_mut().for_each(|d| *d = None);
         for c in &g.configstrings {
             self.cs.set(usize::from(c.index), &c.value);
@@ -569,7 +574,9 @@ impl Extractor {
                     self.last_print = t;
                 }
             }
-            "scores" => self.scores(rest),
+            "scores" | "scores_duel" | "scores_ca" | "scores_ctf" | "rrscores" => {
+                self.scores(cmd, rest)
+            }
             "map_restart" => {
                 let map = info_value(self.cs.get(CS_SERVERINFO), "mapname").unwrap_or("");
                 let detail = Detail::Map(MapChange {
@@ -641,11 +648,14 @@ impl Extractor {
     }
 
     /// `scores`: final scores once the intermission has begun.
-    fn scores(&mut self, rest: &str) {
+    /// The final scoreboard (`scores`; Quake Live's `scores_duel`, `scores_ca`,
+    /// `scores_ctf`, `rrscores`): the first one sent during the intermission.
+    fn scores(&mut self, cmd: &str, rest: &str) {
         if self.final_scores_sent || !is_on(self.cs.get(self.cs.at.intermission)) {
             return;
         }
-        let Some(rows) = parse_scores(rest) else {
+        let quake_live = self.gamemod == GameMod::QuakeLive;
+        let Some(rows) = scores::parse(cmd, rest, quake_live, self.protocol) else {
             return;
         };
         self.final_scores_sent = true;
@@ -1153,20 +1163,6 @@ fn quake_live_sender(body: &str) -> (Option<i32>, &str) {
     }
 }
 
-/// `scores` arguments: (client, score, ping) rows. baseq3 sends the count, the two team
-/// scores and 14 numbers per player; OpenArena one more header number and 15 per player.
-pub fn parse_scores(rest: &str) -> Option<Vec<(i32, i32, i32)>> {
-    let v: Vec<i32> = rest
-        .split_ascii_whitespace()
-        .map(|w| w.parse().ok())
-        .collect::<Option<_>>()?;
-    let n = usize::try_from(*v.first()?).ok()?;
-    let (head, per) = [(3, 14), (4, 15)]
-        .into_iter()
-        .find(|&(h, p)| v.len() == h + n * p)?;
-    Some(v[head..].chunks(per).map(|c| (c[0], c[1], c[2])).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1384,19 +1380,5 @@ mod tests {
             [("red", "taken", Some(0)), ("red", "dropped", Some(0))]
         );
         assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
-    }
-
-    #[test]
-    fn scores_forms() {
-        assert_eq!(
-            parse_scores("1 0 0 7000 3 5 9 0 0 0 0 0 0 0 0 0 0 0 0"),
-            Some(vec![(3, 5, 9)])
-        );
-        assert_eq!(
-            parse_scores("1 0 0 3 5 9 0 0 0 0 0 0 0 0 0 0 0"),
-            Some(vec![(3, 5, 9)])
-        );
-        assert_eq!(parse_scores("2 0 0 x"), None);
-        assert_eq!(parse_scores(""), None);
     }
 }
