@@ -484,6 +484,7 @@ fn report_outputs(
             aggregates: &r.aggregates,
             rows: &both.net.reports,
             events: &both.events.events,
+            cheats: None,
         };
         let _ = sink::nethtml::render_to(&mut io::sink(), &[input], &sink::nethtml::Clock::utc());
     }

@@ -465,3 +465,75 @@ fn player_selects_and_nobody_exits_3() {
     assert_eq!(rows[0]["player"], "LabPlayer2");
     assert_eq!(run("nobody").status.code(), Some(3));
 }
+
+/// `report --cheats`: each player's summary says the `cheats` verdict (first when not
+/// clean, with its first moment at its wall-clock time and server time), and the "Cheat
+/// signals" section lists every player's verdict and the moments `cheats --json` gives;
+/// a report without `--cheats` has none of it.
+#[test]
+fn report_says_the_verdicts_and_moments() {
+    for (session, file) in [
+        ("q3-aimbot", "capture.pcapng"),
+        ("q3-lagswitch", "server-side.pcapng"),
+    ] {
+        let Some(cap) = shared(&format!("captures/{session}/{file}")) else {
+            continue;
+        };
+        let rows = cheats(&[&cap]);
+        let out = std::env::temp_dir().join(format!(
+            "quakecap-report-cheats-{}-{session}.html",
+            std::process::id()
+        ));
+        let report = |extra: &[&str]| {
+            let o = Command::new(env!("CARGO_BIN_EXE_quakecap"))
+                .args(["report", "-t", "utc", "-o"])
+                .arg(&out)
+                .args(extra)
+                .arg(&cap)
+                .output()
+                .expect("run quakecap");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::read_to_string(&out).unwrap()
+        };
+        let plain = report(&[]);
+        assert!(!plain.contains("data-kind=\"cheat\""), "{session}");
+        assert!(!plain.contains("Cheat signals"), "{session}");
+        let page = report(&["--cheats"]);
+        let _ = std::fs::remove_file(&out);
+        for r in &rows {
+            let name = r["player"].as_str().unwrap();
+            let verdict = r["verdict"].as_str().unwrap();
+            // The player's summary at the top: its findings list, the cheat line in it.
+            let at = page
+                .find(&format!("data-name=\"{name}\""))
+                .unwrap_or_else(|| panic!("{session}: no summary of {name}"));
+            let list = &page[at..at + page[at..].find("</ul>").unwrap()];
+            let line = format!("<li data-kind=\"cheat\" data-verdict=\"{verdict}\">");
+            let pos = list
+                .find(&line)
+                .unwrap_or_else(|| panic!("{session}: {name}'s summary lacks {line}"));
+            if verdict != "clean" {
+                // Said first, with the first moment's server time as `demo` takes it.
+                assert_eq!(pos, list.find("<li").unwrap(), "{session}: {name}");
+                let m = &r["moments"][0];
+                let g = format!("g{:.3}", m["game_start"].as_f64().unwrap() / 1000.0);
+                assert!(list[pos..].contains(&g), "{session}: {name}: {g}");
+            }
+            // The section's row and the moments listed.
+            let row = format!("<tr data-verdict=\"{verdict}\">");
+            assert!(page.contains(&row), "{session}: {name}");
+            if verdict != "clean" {
+                let n = r["moments"].as_array().unwrap().len();
+                let listed = page
+                    .split("<details class=\"moments\">")
+                    .find(|d| d.contains(&format!("<summary>{name}: {n} moments")))
+                    .unwrap_or_else(|| panic!("{session}: {name}'s {n} moments"));
+                let items = listed[..listed.find("</details>").unwrap()]
+                    .matches("<li data-kind=")
+                    .count();
+                assert_eq!(items, n, "{session}: {name}");
+            }
+        }
+        assert!(rows.iter().any(|r| r["verdict"] == "likely"), "{session}");
+    }
+}

@@ -625,6 +625,7 @@ fn check_report_from_the_spool(base: &str) {
         aggregates: &r.aggregates,
         rows: reports,
         events: &both.1.events,
+        cheats: None,
     };
     quakecap::sink::nethtml::render_to(&mut want, &[one], &quakecap::sink::nethtml::Clock::utc())
         .unwrap();

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
+use quakecap::analysis::cheats::sink::CheatsSink;
+use quakecap::analysis::cheats::PlayerCheats;
 use quakecap::analysis::net::report::NetQuality;
 use quakecap::analysis::net::NetSink;
 use quakecap::pipeline::{self, Event, Options, Report, Sink};
@@ -58,6 +60,11 @@ pub struct ReportArgs {
     /// zone's offset at the capture's start) or UTC (`utc`).
     #[arg(long, short = 't', value_enum, default_value_t = TimeFormat::Abs)]
     pub time: TimeFormat,
+    /// Also judge each player for cheats, as `quakecap cheats` does: a verdict with its
+    /// moments in each player's summary and a section of its own. It decodes every
+    /// snapshot whole, so it costs about as much again as the report.
+    #[arg(long)]
+    pub cheats: bool,
 }
 
 fn options(flows: &[u32]) -> Options {
@@ -272,6 +279,8 @@ struct ReportPart {
     aggregates: Vec<quakecap::flow::FlowSummary>,
     net: Vec<NetQuality>,
     events: Vec<quakecap::gameevent::GameEvent>,
+    /// The cheat signals' answers (`--cheats`).
+    cheats: Option<Vec<PlayerCheats>>,
     spool: Option<Spool>,
     spilled: HashMap<(u32, u64), Spilled>,
 }
@@ -286,8 +295,13 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     let files = super::input::expand(&args.files)?;
     let several = files.len() > 1;
     // The game events of `quakecap events` come from the same pass.
+    // `--cheats` reads the whole snapshots and the usercmds (what the events read too).
     let opts = Options {
-        detail: quakecap::pipeline::Detail::Events,
+        detail: if args.cheats {
+            quakecap::pipeline::Detail::Frames
+        } else {
+            quakecap::pipeline::Detail::Events
+        },
         ..options(&args.flows)
     };
     let mut parts: Vec<ReportPart> = Vec::new();
@@ -304,7 +318,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
                 // A spool is an open file: past a few hundred inputs the reports stay in
                 // memory, so that the report itself can still be opened.
                 let spool = parts.len() < MAX_SPOOLS;
-                report_part(file, &opts, &args.out, spool).map(Some)
+                report_part(file, &opts, &args.out, spool, args.cheats).map(Some)
             });
         let mut part = match one {
             Ok(Some(p)) => p,
@@ -371,6 +385,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
             aggregates: &p.aggregates,
             rows: &p.net,
             events: &p.events,
+            cheats: p.cheats.as_deref(),
         })
         .collect();
     let mut out = super::demo::PartFile::create_for(args.out.clone(), "report")?;
@@ -404,8 +419,15 @@ const MAX_SPOOLS: usize = 256;
 
 /// Analyse one input for the report: warnings said, a spool beside `out` for the series
 /// (when `spool`).
-fn report_part(file: &Path, opts: &Options, out: &Path, spool: bool) -> Result<ReportPart> {
+fn report_part(
+    file: &Path,
+    opts: &Options,
+    out: &Path,
+    spool: bool,
+    cheats: bool,
+) -> Result<ReportPart> {
     let mut both = ReportSink {
+        cheats: cheats.then(CheatsSink::new),
         net: NetSink::new(1.0)
             .with_strip()
             .with_max_points(sink::nethtml::MAX_POINTS),
@@ -419,6 +441,7 @@ fn report_part(file: &Path, opts: &Options, out: &Path, spool: bool) -> Result<R
     let ReportSink {
         net: ns,
         events: es,
+        cheats,
         spool,
         spilled,
         ..
@@ -454,6 +477,7 @@ fn report_part(file: &Path, opts: &Options, out: &Path, spool: bool) -> Result<R
         },
         net: ns.reports,
         events: es.events,
+        cheats: cheats.map(|c| c.players),
         spool,
         spilled,
     })
@@ -477,6 +501,9 @@ fn renumber(p: &mut ReportPart, last: u32) -> u32 {
             *f = id(*f);
         }
     }
+    for c in p.cheats.iter_mut().flatten() {
+        c.flow = c.flow.map(id);
+    }
     p.spilled = std::mem::take(&mut p.spilled)
         .into_iter()
         .map(|((f, t), at)| ((id(f), t), at))
@@ -492,6 +519,7 @@ fn renumber(p: &mut ReportPart, last: u32) -> u32 {
 struct ReportSink {
     net: NetSink,
     events: EventSink,
+    cheats: Option<CheatsSink>,
     spool: Option<Spool>,
     /// Where each spilled report's series and strip are, by [`spill_key`].
     spilled: HashMap<(u32, u64), Spilled>,
@@ -533,6 +561,11 @@ impl ReportSink {
 
 impl Sink for ReportSink {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        if let Some(c) = &mut self.cheats {
+            if matches!(e, Event::Q3(_) | Event::Qw(_) | Event::FlowEnd(_)) {
+                c.event(e)?;
+            }
+        }
         match e {
             Event::NetSample(s) => {
                 self.net.sample(s);
@@ -549,6 +582,9 @@ impl Sink for ReportSink {
 
     fn finish(&mut self, r: &Report) -> io::Result<()> {
         self.net.finish(r)?;
+        if let Some(c) = &mut self.cheats {
+            c.finish(r)?;
+        }
         self.events.finish(r)
     }
 }
@@ -576,6 +612,7 @@ mod tests {
                 .with_strip()
                 .with_max_points(sink::nethtml::MAX_POINTS),
             events: EventSink::new(),
+            cheats: None,
             spool: Some(Spool::create_for(&dir.join("r.html")).unwrap()),
             spilled: HashMap::new(),
             looked_at: 0,

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::markup::escape as esc;
+use crate::analysis::cheats::{PlayerCheats, Verdict};
 use crate::analysis::net::acc::RttMethod;
 use crate::analysis::net::report::{LagEvent, NetQuality};
 use crate::flow::{Dir, FlowSummary};
@@ -96,6 +97,8 @@ pub struct Input<'a> {
     pub rows: &'a [NetQuality],
     /// Its game events (`quakecap events`).
     pub events: &'a [GameEvent],
+    /// Its players' cheat signals (`quakecap cheats`), when asked for (`report --cheats`).
+    pub cheats: Option<&'a [PlayerCheats]>,
 }
 
 impl Input<'_> {
@@ -231,6 +234,9 @@ fn render_input<W: std::io::Write>(
         );
     }
     summaries(h, input, &tl);
+    if let Some(c) = input.cheats {
+        cheats_table(h, c, &tl);
+    }
     quality_table(h, input.rows, &tl);
     if input.rows.is_empty() {
         h.push_str("<p>No game connection with netchan traffic in this capture.</p>\n");
@@ -247,9 +253,12 @@ fn render_input<W: std::io::Write>(
         let k = stretches.entry(r.flow).or_insert(0);
         *k += 1;
         let others = Others(input.rows);
+        let cheat = input
+            .cheats
+            .and_then(|c| c.iter().find(|p| p.flow == Some(r.flow)));
         match full(r)? {
-            Some(whole) => connection(h, &whole, seen, *k, &tl, &others),
-            None => connection(h, r, seen, *k, &tl, &others),
+            Some(whole) => connection(h, &whole, seen, *k, &tl, &others, cheat),
+            None => connection(h, r, seen, *k, &tl, &others, cheat),
         }
     }
     h.push_str("</section>\n");
@@ -325,7 +334,10 @@ fn summaries(h: &mut String, input: &Input<'_>, tl: &Tl<'_>) {
             esc(r.name.as_deref().unwrap_or("(unnamed)")),
             r.flow
         );
-        summary_list(h, r, tl, &others);
+        let cheat = input
+            .cheats
+            .and_then(|c| c.iter().find(|p| p.flow == Some(r.flow)));
+        summary_list(h, r, tl, &others, cheat);
         h.push_str("</div>\n");
     }
     h.push_str("</div>\n");
@@ -499,9 +511,24 @@ fn lag_finding(r: &NetQuality, e: &LagEvent, tl: &Tl<'_>, others: &Others<'_>) -
     }
 }
 
-fn summary_list(h: &mut String, r: &NetQuality, tl: &Tl<'_>, others: &Others<'_>) {
+fn summary_list(
+    h: &mut String,
+    r: &NetQuality,
+    tl: &Tl<'_>,
+    others: &Others<'_>,
+    cheat: Option<&PlayerCheats>,
+) {
     let f = findings(r, tl, others);
     h.push_str("<ul class=\"findings\">\n");
+    // A cheat signal is said first: it is what the admin came for.
+    if let Some(c) = cheat.filter(|c| c.verdict != Verdict::Clean) {
+        let _ = writeln!(
+            h,
+            "<li data-kind=\"cheat\" data-verdict=\"{}\">{}</li>",
+            verdict_word(c.verdict),
+            text_with_times(&cheat_words(c, tl))
+        );
+    }
     if f.is_empty() {
         let _ = writeln!(
             h,
@@ -526,7 +553,133 @@ fn summary_list(h: &mut String, r: &NetQuality, tl: &Tl<'_>, others: &Others<'_>
             f.len() - MAX_FINDINGS
         );
     }
+    if let Some(c) = cheat.filter(|c| c.verdict == Verdict::Clean) {
+        let _ = writeln!(
+            h,
+            "<li data-kind=\"cheat\" data-verdict=\"clean\">{}</li>",
+            text_with_times(&cheat_words(c, tl))
+        );
+    }
     h.push_str("</ul>\n");
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Clean => "clean",
+        Verdict::Suspicious => "suspicious",
+        Verdict::Likely => "likely",
+    }
+}
+
+/// A player's cheat signals in words: the verdict and score, what the signals measured, and
+/// the strongest moment (its wall-clock span and game time, to cut a demo there).
+fn cheat_words(c: &PlayerCheats, tl: &Tl<'_>) -> String {
+    let s = &c.signals;
+    let aim = match (s.aim_from, s.aim_locks, s.aim_judged) {
+        (Some(from), Some(l), Some(n)) => format!(
+            "{l} of {n} {} locked on a player (median aim error {})",
+            if from == "commands" {
+                "fired commands"
+            } else {
+                "snapshots"
+            },
+            s.aim_error_median
+                .map_or("–".into(), |m| format!("{m:.2}°"))
+        ),
+        _ => "no player in view to judge the aim".into(),
+    };
+    let holds = match s.upstream_holds {
+        Some(0) => "no upstream hold".to_string(),
+        Some(1) => "1 upstream hold while receiving (a lag switch's signature)".to_string(),
+        Some(n) => format!("{n} upstream holds while receiving (a lag switch's signature)"),
+        None => "no client messages to judge holds".to_string(),
+    };
+    let mut t = format!(
+        "Cheat signals: <b>{}</b> (score {:.0} of 100) — {aim}; {holds}",
+        verdict_word(c.verdict),
+        c.score
+    );
+    if c.verdict != Verdict::Clean {
+        if let Some(m) = c.moments.first() {
+            let _ = write!(
+                t,
+                ". First moment {} (server time g{:.3}–g{:.3}, as `demo --from`/`--to` take it): {}{}",
+                moment_when(m, tl),
+                f64::from(m.game_start) / 1000.0,
+                f64::from(m.game_end) / 1000.0,
+                m.target
+                    .as_ref()
+                    .map_or(String::new(), |p| format!("on {}: ", esc(p))),
+                esc(&m.detail)
+            );
+            if c.moments.len() > 1 {
+                let _ = write!(t, " ({} moments in all, listed below)", c.moments.len());
+            }
+        }
+    }
+    t
+}
+
+/// A moment's wall-clock time: one label when it lasts under a second, else its span.
+fn moment_when(m: &crate::analysis::cheats::Moment, tl: &Tl<'_>) -> String {
+    match (m.start, m.end) {
+        (Some(a), Some(z)) if z - a >= 1.0 => tl.span(a, z),
+        (Some(a), _) => tl.time(a),
+        _ => "–".to_string(),
+    }
+}
+
+/// Every player's cheat verdict, then the moments of those not clean.
+fn cheats_table(h: &mut String, players: &[PlayerCheats], tl: &Tl<'_>) {
+    h.push_str("<h3>Cheat signals</h3>\n");
+    if players.is_empty() {
+        h.push_str("<p>No player's view to judge in this input.</p>\n");
+        return;
+    }
+    h.push_str("<table class=\"cheats\">\n<tr><th>flow</th><th class=\"l\">player</th><th class=\"l\">verdict</th><th>score</th><th>aim locks / judged</th><th>median aim error</th><th>upstream holds</th><th>moments</th></tr>\n");
+    for c in players {
+        let s = &c.signals;
+        let opt = |v: Option<u32>| v.map_or("–".to_string(), |v| v.to_string());
+        let _ = writeln!(
+            h,
+            "<tr data-verdict=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.0}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            verdict_word(c.verdict),
+            c.flow.map_or("–".to_string(), |f| f.to_string()),
+            esc(&c.player),
+            verdict_word(c.verdict),
+            c.score,
+            opt(s.aim_locks),
+            opt(s.aim_judged),
+            s.aim_error_median.map_or("–".into(), |m| format!("{m:.2}°")),
+            opt(s.upstream_holds),
+            c.moments.len()
+        );
+    }
+    h.push_str("</table>\n");
+    for c in players.iter().filter(|c| c.verdict != Verdict::Clean) {
+        let _ = writeln!(
+            h,
+            "<details class=\"moments\"><summary>{}: {} moments (capture clock; game time to cut a demo with <code>quakecap demo --from g… --to g…</code>)</summary>\n<ul>",
+            esc(&c.player),
+            c.moments.len()
+        );
+        for m in &c.moments {
+            let _ = writeln!(
+                h,
+                "<li data-kind=\"{}\">{} g{:.3}–g{:.3} {}: {}{}</li>",
+                m.kind,
+                moment_when(m, tl),
+                f64::from(m.game_start) / 1000.0,
+                f64::from(m.game_end) / 1000.0,
+                m.kind,
+                m.target
+                    .as_ref()
+                    .map_or(String::new(), |p| format!("on {}: ", esc(p))),
+                esc(&m.detail)
+            );
+        }
+        h.push_str("</ul></details>\n");
+    }
 }
 
 /// A finding's text is built of escaped pieces and `<time>` elements: the player's name and
@@ -650,6 +803,7 @@ fn connection(
     stretch: usize,
     tl: &Tl<'_>,
     others: &Others<'_>,
+    cheat: Option<&PlayerCheats>,
 ) {
     let who = r.name.as_deref().unwrap_or("(unnamed)");
     let id = section_id(r.flow, stretch);
@@ -668,7 +822,7 @@ fn connection(
         r.game,
         vantage(r)
     );
-    summary_list(h, r, tl, others);
+    summary_list(h, r, tl, others, cheat);
     let _ = writeln!(
         h,
         "<p class=\"note\">{}. Ping method: {} ({} samples). Loss c2s {} ({}), s2c {} ({}). Series step {} s.</p>",
@@ -1240,6 +1394,7 @@ mod tests {
             aggregates: &[],
             rows: &rows,
             events: &[],
+            cheats: None,
         };
         let mut page = Vec::new();
         render_to(&mut page, &[input], &Clock::utc()).unwrap();
