@@ -1533,6 +1533,14 @@ fn two_sessions_are_two_timelines() {
     }
 }
 
+/// Uber Demo Tools' output for the real demo `name` (`udt/NAME.json`).
+fn udt_of(name: &str) -> serde_json::Value {
+    let json = Path::new(DEMOS).join("udt").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&json)
+        .unwrap_or_else(|_| panic!("{}: UDT's output is missing", json.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
 /// Real Quake 3 demos against Uber Demo Tools' output (`udt/NAME.json`, a peer's answer):
 /// obituaries (attacker, target; the world as 1022) and chat lines (clean name, clean text),
 /// counted as multisets. On every intact demo recall and precision are at least 0.99; the
@@ -1562,10 +1570,7 @@ fn real_demos_agree_with_uber_demo_tools() {
     let mut compared = 0;
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let json = Path::new(DEMOS).join("udt").join(format!("{name}.json"));
-        let text = std::fs::read_to_string(&json)
-            .unwrap_or_else(|_| panic!("{}: UDT's output is missing", json.display()));
-        let udt: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let udt = udt_of(&name);
         let mut theirs: Bag = HashMap::new();
         for o in udt["obituaries"].as_array().into_iter().flatten() {
             let key = format!(
@@ -1643,10 +1648,7 @@ fn real_demo_scorelines_agree_with_uber_demo_tools() {
     let (mut compared, mut cpma) = (0, 0);
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let json = Path::new(DEMOS).join("udt").join(format!("{name}.json"));
-        let text = std::fs::read_to_string(&json)
-            .unwrap_or_else(|_| panic!("{}: UDT's output is missing", json.display()));
-        let udt: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let udt = udt_of(&name);
         let events = events_of(path);
         let is_cpma = events
             .iter()

@@ -95,19 +95,7 @@ fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
             p.player, p.score
         )?;
         let s = &p.signals;
-        let aim = match (s.aim_from, s.aim_locks, s.aim_judged) {
-            (Some(from), Some(l), Some(n)) => format!(
-                "aim: {l} of {n} {} locked on a player (median error {})",
-                if from == "commands" {
-                    "fired commands"
-                } else {
-                    "snapshots"
-                },
-                s.aim_error_median
-                    .map_or("-".into(), |m| format!("{m:.2}°"))
-            ),
-            _ => "aim: no player in view to judge".to_string(),
-        };
+        let aim = format!("aim: {}", s.aim_words());
         let holds = match s.upstream_holds {
             Some(h) => format!("upstream holds {h}"),
             None => "upstream holds: no client messages".to_string(),

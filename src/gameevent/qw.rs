@@ -11,6 +11,7 @@ use crate::gameevent::{Chat, Detail, GameEvent, Kill, Kind, MapChange, MatchFlow
 use crate::qw::clc::ClientOp;
 use crate::qw::message::{Message, NetchanStatus, OpKind};
 use crate::qw::svc::ServerOp;
+use crate::vocab::info::value as info_value;
 
 /// Player slots a server may have (mvdsv MAX_CLIENTS).
 const MAX_SLOTS: usize = 32;
@@ -701,17 +702,6 @@ const KILLER_OF_TEAMMATE: &[(&str, &str)] = &[
     (" mows down a teammate", "teamkill"),
     (" squished a teammate", "squish"),
 ];
-
-/// Value of `key` in a `\key\value\...` info string.
-fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
-    let mut it = info.strip_prefix('\\').unwrap_or(info).split('\\');
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        if k == key {
-            return Some(v);
-        }
-    }
-    None
-}
 
 /// The round of KTX's `//demomark 0 round- N`, which KTX writes into the demo as a round
 /// ends (in the 1on1 hoonymode .mvd of ../shared/demos/qw, `round- 1` comes 3 s before

@@ -185,16 +185,9 @@ impl GameMod {
     }
 }
 
-/// Value of `key` in a `\key\value\...` info string.
-pub fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
-    let mut it = info.strip_prefix('\\').unwrap_or(info).split('\\');
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        if k.eq_ignore_ascii_case(key) {
-            return Some(v);
-        }
-    }
-    None
-}
+/// Value of `key` in a `\key\value\...` info string, the key in any case
+/// (`Info_ValueForKey`).
+pub use crate::vocab::info::value_any_case as info_value;
 
 #[cfg(test)]
 mod tests {

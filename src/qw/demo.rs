@@ -269,13 +269,7 @@ impl Facts {
 
 /// The value of `key` in a `\\key\\value` userinfo string.
 fn info_value(info: &str, key: &str) -> Option<String> {
-    let mut parts = info.trim_start_matches('\\').split('\\');
-    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-        if k == key {
-            return Some(v.to_string());
-        }
-    }
-    None
+    crate::vocab::info::value(info, key).map(str::to_string)
 }
 
 /// Count one decoded demo block on the summary and hand it on; an unreadable block is

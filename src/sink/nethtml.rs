@@ -575,19 +575,7 @@ fn verdict_word(v: Verdict) -> &'static str {
 /// the strongest moment (its wall-clock span and game time, to cut a demo there).
 fn cheat_words(c: &PlayerCheats, tl: &Tl<'_>) -> String {
     let s = &c.signals;
-    let aim = match (s.aim_from, s.aim_locks, s.aim_judged) {
-        (Some(from), Some(l), Some(n)) => format!(
-            "{l} of {n} {} locked on a player (median aim error {})",
-            if from == "commands" {
-                "fired commands"
-            } else {
-                "snapshots"
-            },
-            s.aim_error_median
-                .map_or("–".into(), |m| format!("{m:.2}°"))
-        ),
-        _ => "no player in view to judge the aim".into(),
-    };
+    let aim = format!("aim: {}", s.aim_words());
     let holds = match s.upstream_holds {
         Some(0) => "no upstream hold".to_string(),
         Some(1) => "1 upstream hold while receiving (a lag switch's signature)".to_string(),

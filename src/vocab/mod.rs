@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 pub mod civil;
+pub mod info;
 pub mod sample;
 
 /// Direction of a packet inside a flow.

@@ -142,6 +142,26 @@ pub struct Signals {
     pub other_holds: u32,
 }
 
+impl Signals {
+    /// The aim signal in words, as `cheats` and `report --cheats` say it: "650 of 667 fired
+    /// commands locked on a player (median error 0.00°)".
+    pub fn aim_words(&self) -> String {
+        match (self.aim_from, self.aim_locks, self.aim_judged) {
+            (Some(from), Some(l), Some(n)) => format!(
+                "{l} of {n} {} locked on a player (median error {})",
+                if from == "commands" {
+                    "fired commands"
+                } else {
+                    "snapshots"
+                },
+                self.aim_error_median
+                    .map_or("-".into(), |m| format!("{m:.2}°"))
+            ),
+            _ => "no player in view to judge".to_string(),
+        }
+    }
+}
+
 /// One player's answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlayerCheats {

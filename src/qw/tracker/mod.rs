@@ -255,13 +255,7 @@ fn summary_of(f: &Flow) -> FlowSummary {
 
 /// Value of `key` in a `\k\v\k\v` info string.
 fn info_value(info: &str, key: &str) -> Option<String> {
-    let mut it = info.split('\\').skip(1);
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        if k == key {
-            return Some(v.to_string());
-        }
-    }
-    None
+    crate::vocab::info::value(info, key).map(str::to_string)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use crate::capture::comment::{CommentCopier, CopyStats};
 use crate::gameevent::{Detail, GameEvent};
 use crate::pipeline::{Event, Report, Sink};
 use crate::sink::events::EventSink;
+use crate::vocab::info::value_any_case as info_value;
 use crate::vocab::sample::{Arrival, Sample};
 use crate::vocab::Dir;
 
@@ -289,17 +290,6 @@ fn quoted(out: &mut String, text: &str) {
         }
     }
     out.push('"');
-}
-
-/// A `\key\value` info string's value for `key`.
-fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
-    let mut it = info.strip_prefix('\\').unwrap_or(info).split('\\');
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        if k.eq_ignore_ascii_case(key) {
-            return Some(v);
-        }
-    }
-    None
 }
 
 impl<R: Read, W: Write> Sink for AnnotateSink<R, W> {
