@@ -14,7 +14,7 @@ pub fn value_any_case<'a>(info: &'a str, key: &str) -> Option<&'a str> {
     find(info, |k| k.eq_ignore_ascii_case(key))
 }
 
-fn find<'a>(info: &'a str, is_key: impl Fn(&str) -> bool) -> Option<&'a str> {
+fn find(info: &str, is_key: impl Fn(&str) -> bool) -> Option<&str> {
     let mut it = info.strip_prefix('\\').unwrap_or(info).split('\\');
     while let (Some(k), Some(v)) = (it.next(), it.next()) {
         if is_key(k) {
