@@ -1075,6 +1075,20 @@ fn check_events(src: &Path, skip: u64) -> (usize, usize, usize) {
             );
         }
     }
+    // A scoreline of the cut is one of the full capture's (no score the cut has not seen
+    // re-sent given as "no one").
+    let (full_lines, cut_lines) = (of(&full, "scoreline"), of(&got, "scoreline"));
+    for c in &cut_lines {
+        let same = |f: &&Value| {
+            ["game_time", "teams", "score1", "score2"]
+                .iter()
+                .all(|k| f[k] == c[k])
+        };
+        assert!(
+            full_lines.iter().any(|f| same(&f)),
+            "{name} cut after {skip}: scoreline {c} not in the full capture"
+        );
+    }
     let (full_chat, cut_chat) = (of(&full, "chat"), of(&got, "chat"));
     let near = |a: &Value, b: &Value| {
         a["text"] == b["text"]

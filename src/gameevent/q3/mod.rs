@@ -647,7 +647,6 @@ impl Extractor {
         self.push(Kind::Chat, Detail::Chat(chat));
     }
 
-    /// `scores`: final scores once the intermission has begun.
     /// The final scoreboard (`scores`; Quake Live's `scores_duel`, `scores_ca`,
     /// `scores_ctf`, `rrscores`): the first one sent during the intermission.
     fn scores(&mut self, cmd: &str, rest: &str) {
@@ -676,10 +675,11 @@ impl Extractor {
 
     /// A scoreline event when this message changed the score the game shows (once per
     /// message, as the client draws it). Not for CPMA, whose scores are in its own
-    /// configstrings.
+    /// configstrings; not before a connection's first gamestate (mid-session, a score
+    /// configstring not yet re-sent is unknown, not "no one").
     fn scoreline_event(&mut self) {
         self.scores_touched = false;
-        if self.gamemod == GameMod::Cpma {
+        if self.gamemod == GameMod::Cpma || !self.have_gamestate {
             return;
         }
         let at = self.cs.at;
