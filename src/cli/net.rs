@@ -511,8 +511,9 @@ fn renumber(p: &mut ReportPart, last: u32) -> u32 {
     p.ids.map_or(last, |(_, z)| z)
 }
 
-/// The report's two analyses fed by one pass: network samples to the network analysis,
-/// decoded messages to the game events, a flow's end to both. Each event goes to the sinks
+/// The report's analyses fed by one pass: network samples to the network analysis,
+/// decoded messages to the game events (and, with `--cheats`, to the cheat signals), a
+/// flow's end to all of them. Each event goes to the sinks
 /// that read it (a [`pipeline::Tee`] offers every event to both: two dynamic calls per
 /// event, one of them ignored, for a sample per datagram and a message per datagram).
 /// The reports of ended connections go to the spool as they are built, but for their heads.
