@@ -145,5 +145,11 @@ try {
     proc.kill();
     await exited;
   }
-  rmSync(profile, { recursive: true, force: true });
+  // Chromium's helper processes can still be writing into the profile after the browser
+  // exited (ENOTEMPTY seen once in CI): retry, and a profile left in /tmp is no failure.
+  try {
+    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  } catch (e) {
+    console.error(`report_page.mjs: could not remove ${profile}: ${e.code || e}`);
+  }
 }
