@@ -12,7 +12,6 @@
 //! skipped for a flag taken again within 10 s, so they are not used.)
 use crate::gameevent::Flag;
 use crate::q3::color::plain;
-use crate::q3::gamemod::info_value;
 
 /// Which flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,27 +157,6 @@ fn strip_colour_end(name: &str) -> &str {
     }
 }
 
-/// The player slot a print's raw name is, and his clean name: the name of his
-/// configstring, or (Quake Live) his clan tag, a space and his name, as its prints write
-/// him; compared without colour codes.
-fn player_of(players: &[String], raw: &str) -> Option<(i32, String)> {
-    let exact = players.iter().position(|p| info_value(p, "n") == Some(raw));
-    let wanted = plain(raw);
-    let i = exact.or_else(|| {
-        players.iter().position(|p| {
-            let Some(n) = info_value(p, "n").map(plain) else {
-                return false;
-            };
-            n == wanted
-                || info_value(p, "cn")
-                    .map(plain)
-                    .filter(|c| !c.is_empty())
-                    .is_some_and(|c| format!("{c} {n}") == wanted)
-        })
-    })?;
-    Some((i as i32, plain(info_value(&players[i], "n")?)))
-}
-
 fn notice(name_raw: Option<String>, team: FlagTeam, action: Action) -> Notice {
     Notice {
         name_raw,
@@ -292,7 +270,7 @@ impl Flags {
             let who = n
                 .name_raw
                 .as_deref()
-                .map(|raw| match player_of(players, raw) {
+                .map(|raw| match super::player_named(players, raw) {
                     Some((num, name)) => (Some(num), name),
                     None => (None, plain(raw)),
                 });
@@ -372,7 +350,7 @@ mod tests {
             "n\\fAiRy^3C^7aKe\\cn\\(^3*^7_^3*^7)\\t\\1".to_string(),
         ];
         assert_eq!(
-            player_of(&players, "(^3*^7_^3*^7)^7 fAiRy^3C^7aKe"),
+            super::super::player_named(&players, "(^3*^7_^3*^7)^7 fAiRy^3C^7aKe"),
             Some((1, "fAiRyCaKe".to_string()))
         );
     }

@@ -717,25 +717,17 @@ impl Extractor {
         }
     }
 
-    /// A place's holder from Quake Live's place configstring: the player of that name (or
-    /// "clan name", as the game writes it), by the name and number his configstring gives;
-    /// else the configstring's own text. "none": no one.
+    /// A place's holder from Quake Live's place configstring ([`player_named`]); else the
+    /// configstring's own text. "none": no one.
     fn place(&self, value: &str) -> (Option<String>, Option<i32>) {
-        let wanted = plain(value).to_lowercase();
-        if wanted.is_empty() || wanted == "none" {
+        let text = plain(value);
+        if text.is_empty() || text == "none" {
             return (None, None);
         }
-        for (n, cs) in self.cs.players().iter().enumerate() {
-            let Some(name) = info_value(cs, "n").map(plain) else {
-                continue;
-            };
-            let clan = info_value(cs, "cn").map(plain).filter(|c| !c.is_empty());
-            let full = clan.map(|c| format!("{c} {name}").to_lowercase());
-            if name.to_lowercase() == wanted || full.as_deref() == Some(wanted.as_str()) {
-                return (Some(name), Some(n as i32));
-            }
+        match player_named(self.cs.players(), value) {
+            Some((num, name)) => (Some(name), Some(num)),
+            None => (Some(text), None),
         }
-        (Some(plain(value)), None)
     }
 
     /// The flag events of the message just read (its prints and `CS_FLAGSTATUS` changes).
@@ -1161,6 +1153,28 @@ fn quake_live_sender(body: &str) -> (Option<i32>, &str) {
         }
         _ => (None, body),
     }
+}
+
+/// The player slot (client number) a name that the game wrote in a print or a place
+/// configstring stands for, and his clean name: the raw name of his configstring (`n`), else
+/// his name or (Quake Live) his clan tag, a space and his name, compared without colour
+/// codes and in any case.
+pub(crate) fn player_named(players: &[String], raw: &str) -> Option<(i32, String)> {
+    let exact = players.iter().position(|p| info_value(p, "n") == Some(raw));
+    let wanted = plain(raw);
+    let i = exact.or_else(|| {
+        players.iter().position(|p| {
+            let Some(n) = info_value(p, "n").map(plain) else {
+                return false;
+            };
+            n.eq_ignore_ascii_case(&wanted)
+                || info_value(p, "cn")
+                    .map(plain)
+                    .filter(|c| !c.is_empty())
+                    .is_some_and(|c| format!("{c} {n}").eq_ignore_ascii_case(&wanted))
+        })
+    })?;
+    Some((i as i32, plain(info_value(&players[i], "n")?)))
 }
 
 #[cfg(test)]
