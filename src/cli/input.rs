@@ -284,7 +284,7 @@ fn run_demo_data(
     match format {
         Format::QwDemo => pipeline::run_qw_demo_bytes(data, name, opts, sink),
         Format::Q3Demo => {
-            let protocol = pipeline::demo_protocol(Path::new(&name));
+            let protocol = pipeline::demo_protocol_of(Path::new(&name), data);
             if let Some(p) = protocol.filter(|p| !SUPPORTED_Q3_DEMOS.contains(p)) {
                 // Decoding another protocol's messages with these tables only yields thousands
                 // of bit errors: say what it is instead.

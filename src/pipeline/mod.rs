@@ -31,7 +31,7 @@ pub use follow::{run_follow, tail, FollowSetup, Tail, TICK};
 use frames::{Frames, Merged, OneFile, Step};
 pub use games::{is_demo, run_demo, run_demo_bytes};
 pub use lookahead::PREFETCH_MIN_ACTIVE;
-pub use quake3::{demo_protocol, run_q3_demo, run_q3_demo_bytes};
+pub use quake3::{demo_protocol, demo_protocol_of, run_q3_demo, run_q3_demo_bytes};
 pub use quakeworld::{is_qw_demo, run_qw_demo, run_qw_demo_bytes};
 pub use tracker::Trackers;
 

@@ -272,3 +272,9 @@ pub fn run_q3_demo_bytes(
 pub fn demo_protocol(path: &Path) -> Option<u32> {
     q3::demo_file::protocol_of(path.file_name()?.to_str()?)
 }
+
+/// The protocol a Quake 3 demo is read with: its name's, unless its first gamestate's
+/// serverinfo names one of other tables (a Quake Live demo piped with no name, or renamed).
+pub fn demo_protocol_of(path: &Path, data: &[u8]) -> Option<u32> {
+    q3::demo_file::protocol_for(demo_protocol(path), data)
+}

@@ -19,6 +19,50 @@ pub fn protocol_of(name: &str) -> Option<u32> {
     ext.strip_prefix("dm_")?.parse().ok()
 }
 
+/// The protocol a demo's content names: `protocol` in the serverinfo (configstring 0) of its
+/// first gamestate, which every engine writes (`\\protocol\\68`, Quake Live's `\\protocol\\90`).
+/// The gamestate's configstrings come before its baselines, so this reads no field table:
+/// only the first few records are looked at, and `None` when none of them tells.
+pub fn protocol_in(data: &[u8]) -> Option<u32> {
+    Reader::new(data)
+        .take(4)
+        .map_while(Result::ok)
+        .find_map(|rec| serverinfo_protocol(rec.body))
+}
+
+/// `protocol` of configstring 0 in a message that opens with a gamestate.
+fn serverinfo_protocol(body: &[u8]) -> Option<u32> {
+    let mut r = BitReader::new(body);
+    r.read_long().ok()?; // reliableAcknowledge
+    if r.read_byte().ok()? != svc::SVC_GAMESTATE {
+        return None;
+    }
+    r.read_long().ok()?; // the server command sequence
+                         // Configstrings come in index order; 0 is the first one sent.
+    if r.read_byte().ok()? != svc::SVC_CONFIGSTRING || r.read_short().ok()? != 0 {
+        return None;
+    }
+    let info = r.read_big_string().ok()?;
+    crate::vocab::info::value_any_case(&info, "protocol")?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The protocol to read a demo with: the one its name gives (`x.dm_68`), unless its content
+/// names one of other tables (a Quake Live demo renamed `.dm_68`, or read from standard
+/// input with no name): `protocol_in` decides then. An ioquake3 server of protocol 71
+/// writes 71 in the serverinfo of a legacy client's `.dm_68`; the name's number is kept
+/// where both read the same.
+pub fn protocol_for(named: Option<u32>, data: &[u8]) -> Option<u32> {
+    use super::protocol::Protocol;
+    match (named, protocol_in(data)) {
+        (Some(n), Some(c)) if Protocol::of(n).number == Protocol::of(c).number => Some(n),
+        (_, Some(c)) => Some(c),
+        (n, None) => n,
+    }
+}
+
 /// The game time a demo covers: forward steps between consecutive snapshots, a gamestate
 /// (map change, where server time restarts) breaking the chain.
 #[derive(Debug, Default)]
@@ -74,7 +118,8 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// The decoder of demo `data`, its messages decoded at `detail` ([`Detail::Full`]: all
-    /// of them); `name` names the file in the summary, its extension gives the protocol.
+    /// of them); `name` names the file in the summary, its extension gives the protocol
+    /// unless the content names another ([`protocol_for`]).
     ///
     /// [`Detail::Full`]: crate::vocab::Detail::Full
     pub fn open(name: &str, data: &'a [u8], detail: crate::vocab::Detail) -> Self {
@@ -85,14 +130,15 @@ impl<'a> Decoder<'a> {
         Self::new(name, data, protocol_of(name), opts)
     }
 
-    /// `name` names the file in the summary; `protocol` is the one the name gives (messages
-    /// carry 68 when it is unknown).
+    /// `name` names the file in the summary; `protocol` is the one the name gives, read as
+    /// [`protocol_for`] says with the content (messages carry 68 when neither tells).
     pub(crate) fn new(
         name: &str,
         data: &'a [u8],
         protocol: Option<u32>,
         opts: conn::Options,
     ) -> Self {
+        let protocol = protocol_for(protocol, data);
         let mut state = ClientState::default();
         state.proto = crate::q3::protocol::Protocol::of(protocol.unwrap_or(68));
         state.pool.roomy();
