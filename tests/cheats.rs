@@ -146,6 +146,65 @@ fn the_smoothed_aimbot_is_found() {
     assert_eq!(player(&server, "LabPlayer1")["verdict"], "likely");
 }
 
+/// A client clock running fast, as a speed hack makes it (`captures/q3-fastclock-1.3` and
+/// `-1.1`: LabPlayer1's ioquake3 under libfaketime at 1.3× and 1.1×, as each session's
+/// SETTINGS says). From the capture he is `likely` for timing: his commands run ahead of
+/// the snapshots they acknowledge in every judged window, one moment spans them. From his
+/// own demo too (each snapshot's `commandTime` past its server time). LabPlayer2 is `clean`
+/// from both, his clock behind the snapshots as an engine keeps it.
+#[test]
+fn a_fast_clock_is_found_from_the_capture_and_the_demo() {
+    for rate in ["1.3", "1.1"] {
+        let dir = root().join(format!("captures/q3-fastclock-{rate}"));
+        let settings = std::fs::read_to_string(dir.join("SETTINGS")).expect("SETTINGS");
+        assert!(
+            settings.contains(&format!(
+                "FASTCLOCK: client 1 under faketime -f '+0 x{rate}'"
+            )),
+            "{settings}"
+        );
+        let cap = dir.join("capture.pcapng");
+        let rows = cheats(&[&cap]);
+        let fast = player(&rows, "LabPlayer1");
+        let s = &fast["signals"];
+        assert_eq!(fast["verdict"], "likely", "{rate}: {fast}");
+        assert_eq!(s["clock_from"], "messages");
+        assert!(s["clock_lead_ms"].as_i64().unwrap() > 50, "{rate}: {s}");
+        assert!(
+            s["fast_clock_windows"].as_u64().unwrap() >= 3,
+            "{rate}: {s}"
+        );
+        let timing: Vec<&Value> = fast["moments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["kind"] == "timing")
+            .collect();
+        assert_eq!(timing.len(), 1, "{rate}: {timing:?}");
+        let first = first_packet_time(&cap);
+        let (start, end) = (
+            timing[0]["start"].as_f64().unwrap(),
+            timing[0]["end"].as_f64().unwrap(),
+        );
+        assert!(
+            start - first < 10.0,
+            "{rate}: starts {:.1} s in",
+            start - first
+        );
+        assert!(end - start > 12.0, "{rate}: {:.1} s long", end - start);
+        let clean = player(&rows, "LabPlayer2");
+        assert_eq!(clean["verdict"], "clean", "{rate}: {clean}");
+        assert_eq!(clean["signals"]["fast_clock_windows"], 0);
+        assert!(clean["signals"]["clock_lead_ms"].as_i64().unwrap() < 0);
+        let own = cheats(&[&dir.join("client1-demo0.dm_68")]);
+        let d = player(&own, "LabPlayer1");
+        assert_eq!(d["verdict"], "likely", "{rate}: {d}");
+        assert_eq!(d["signals"]["clock_from"], "snapshots");
+        let other = cheats(&[&dir.join("client2-demo0.dm_68")]);
+        assert_eq!(player(&other, "LabPlayer2")["verdict"], "clean");
+    }
+}
+
 /// The lag switch (`q3-lagswitch`): from both sides of the relay the switching player is
 /// `likely` for timing with each held window found (start within 0.5 s, length within 1 s
 /// of the relay's log), the clean client `clean`.
@@ -246,7 +305,8 @@ fn nobody_else_is_above_clean() {
         let bot = file.contains("q3-aimbot")
             && (file.ends_with("capture.pcapng") || file.ends_with("client1-demo0.dm_68"));
         let switch = file.contains("q3-lagswitch") && file.ends_with(".pcapng");
-        (bot || switch) && r["player"] == "LabPlayer1"
+        let fast = file.contains("q3-fastclock") && !file.ends_with("client2-demo0.dm_68");
+        (bot || switch || fast) && r["player"] == "LabPlayer1"
     };
     let judged: Vec<&Value> = rows.iter().filter(|r| !cheater(r)).collect();
     let above: Vec<&&Value> = judged.iter().filter(|r| r["verdict"] != "clean").collect();
@@ -390,7 +450,8 @@ fn cuts_judge_the_commands_after_the_cut() {
 
 /// The cuts at 30 % and 60 % of every stored capture (where the mid-session guesses apply:
 /// `delta_angles` from the echo, an unknown `pm_type` or view height) call nobody but the
-/// cheater of the aimbot and lag-switch sessions (one player each, unnamed after a cut).
+/// cheater of the aimbot, lag-switch and fast-clock sessions (one player each, unnamed
+/// after a cut; the fast clock's in the 30 % cuts).
 #[test]
 fn cuts_call_nobody_else() {
     let dir = std::env::temp_dir().join(format!("quakecap-cheats-cuts-{}", std::process::id()));
@@ -436,11 +497,17 @@ fn cuts_call_nobody_else() {
     for (file, players) in by_file {
         let called = players.iter().filter(|r| r["verdict"] != "clean").count();
         let cheater_session = (file.contains("q3-aimbot-") && file.contains("-capture-"))
-            || file.contains("q3-lagswitch");
+            || file.contains("q3-lagswitch")
+            || file.contains("q3-fastclock");
         assert!(
             called <= usize::from(cheater_session),
             "{file}: {players:#?}"
         );
+        // The fast clock needs no gamestate: a cut calls its player too where a judged
+        // window is left (the 60 % cuts keep 4–5 s of his connection: less than one).
+        if file.contains("q3-fastclock") && file.ends_with("-30.pcap") {
+            assert_eq!(called, 1, "{file}: {players:#?}");
+        }
     }
 }
 

@@ -101,6 +101,7 @@ fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
             None => "upstream holds: no client messages".to_string(),
         };
         writeln!(out, "    {aim}; {holds}")?;
+        writeln!(out, "    {}", s.clock_words())?;
         for m in p.moments.iter().take(5) {
             let at = m.start.map_or(String::new(), |t| {
                 super::timefmt::format_time(super::timefmt::TimeFormat::Utc, t, 0.0, false) + " "

@@ -583,9 +583,10 @@ fn cheat_words(c: &PlayerCheats, tl: &Tl<'_>) -> String {
         None => "no client messages to judge holds".to_string(),
     };
     let mut t = format!(
-        "Cheat signals: <b>{}</b> (score {:.0} of 100) — {aim}; {holds}",
+        "Cheat signals: <b>{}</b> (score {:.0} of 100) — {aim}; {holds}; {}",
         verdict_word(c.verdict),
-        c.score
+        c.score,
+        s.clock_words()
     );
     if c.verdict != Verdict::Clean {
         if let Some(m) = c.moments.first() {

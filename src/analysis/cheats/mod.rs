@@ -18,6 +18,22 @@
 //!   directions leaves those acknowledgements standing too: a lag spike, not a switch.
 //!   [`HOLDS_LIKELY`].
 //!
+//! * **Timing, a fast clock**: each client message's last command is stamped with the
+//!   client's clock of server time; the message acknowledges the latest snapshot the client
+//!   had. The engine keeps that clock behind its latest snapshot (it draws between the last
+//!   two: −40 to −45 ms in the lab's clean sessions, the median of every 5 s), and
+//!   `cl_timeNudge` moves it at most 30 ms (every engine clamps it). A client whose own
+//!   clock runs fast (a speed hack) is pulled back by the engine's time adjustment only in
+//!   steps, and stays ahead: +90 ms at 1.3× in the lab. A path's lag or loss delays the
+//!   snapshots and their acknowledgement alike (the worst clean window, in a relay's lag
+//!   spike, +16 ms). A window of [`CLOCK_WINDOW_MS`] whose median lead is above
+//!   [`FAST_LEAD_MS`] is fast; [`FAST_LIKELY`] of them are `likely`. Without client
+//!   messages (a demo) the snapshots tell it: the `commandTime` of each is the clock of the
+//!   last command the server ran, which a fair client's never puts past the snapshot's own
+//!   server time (at most 0 in every real demo here; 0 on a listen server). The player's
+//!   latency lowers it, so a demo shows a fast clock only where it outruns the ping (+57 ms at
+//!   1.3× on loopback): above [`FAST_SNAPSHOT_LEAD_MS`].
+//!
 //! Each player gets a verdict ([`Verdict`]) and a score on a 0–100 scale: the strongest
 //! signal's share of the count that makes it `likely` (100 = at or beyond it), so below
 //! [`SUSPICIOUS_SCORE`] is `clean`.
@@ -45,6 +61,21 @@ pub const HOLD_CMD_GAP_MS: i32 = 250;
 /// Upstream holds (with the player receiving) that make the timing signal `likely`; one is
 /// `suspicious`.
 pub const HOLDS_LIKELY: u32 = 2;
+/// The server time a fast-clock window spans (ms of the commands' clock).
+pub const CLOCK_WINDOW_MS: i32 = 5000;
+/// Client messages a window needs to be judged (about 2 s of a client's packets).
+pub const CLOCK_WINDOW_MIN: usize = 50;
+/// A window's median lead of the command clock over the acknowledged snapshot (ms) above
+/// which the client's clock runs fast: the engine's own clock stays behind it, and
+/// `cl_timeNudge` (clamped to ±30) and a lagging path add less (the lab's worst clean
+/// window: +16 ms; a 1.3× clock: +90).
+pub const FAST_LEAD_MS: i32 = 50;
+/// The same from the snapshots (a demo): a window's median of `commandTime` past the
+/// snapshot's server time (ms). A fair client's is at most 0 (a listen server's); the lab's
+/// 1.3× clock, +57.
+pub const FAST_SNAPSHOT_LEAD_MS: i32 = 25;
+/// Fast windows (10 s) that make the clock signal `likely`; one is `suspicious`.
+pub const FAST_LIKELY: u32 = 2;
 /// Score at and above which a player is `suspicious`; `likely` from [`LIKELY_SCORE`].
 pub const SUSPICIOUS_SCORE: f64 = 30.0;
 /// Score at and above which a player is `likely`.
@@ -65,6 +96,9 @@ pub struct View {
     pub message_num: i32,
     /// The server time of the last command the server ran for him (`commandTime`).
     pub command_time: i32,
+    /// `command_time` is the player's own command clock (Quake 3); a QuakeWorld demo has
+    /// none and stands its own clock in.
+    pub command_clock: bool,
     /// Pitch and yaw (degrees).
     pub angles: [f64; 2],
     /// His origin.
@@ -85,6 +119,8 @@ pub struct Sent {
     pub last_cmd: i32,
     /// The server message it acknowledges (`messageAcknowledge`).
     pub ack: i32,
+    /// Capture time (s since the Unix epoch).
+    pub time: Option<f64>,
 }
 
 /// How sure the signals are.
@@ -140,9 +176,46 @@ pub struct Signals {
     /// Holds of the command clock whose direction the input cannot tell (a demo) or that
     /// stalled both directions (the path).
     pub other_holds: u32,
+    /// Where the command clock was judged from: `messages` (each client message's last
+    /// command against the snapshot it acknowledged: a capture) or `snapshots` (the
+    /// `commandTime` of each snapshot against its server time: a demo); `None` where the
+    /// input has neither (QuakeWorld).
+    pub clock_from: Option<&'static str>,
+    /// The median lead (ms, 5 ms steps) of the command clock, as `clock_from` says:
+    /// negative for an engine's own clock.
+    pub clock_lead_ms: Option<i32>,
+    /// Windows of [`CLOCK_WINDOW_MS`] whose median lead was above [`FAST_LEAD_MS`]
+    /// ([`FAST_SNAPSHOT_LEAD_MS`] from snapshots): a client clock running fast.
+    pub fast_clock_windows: Option<u32>,
 }
 
 impl Signals {
+    /// The clock signal in words: "command clock 90 ms ahead of the snapshots it
+    /// acknowledged, fast in 3 windows of 5 s".
+    pub fn clock_words(&self) -> String {
+        let (Some(from), Some(lead), Some(fast)) =
+            (self.clock_from, self.clock_lead_ms, self.fast_clock_windows)
+        else {
+            return "no command clock to judge".to_string();
+        };
+        let what = if from == "messages" {
+            "the snapshots it acknowledged"
+        } else {
+            "its snapshots"
+        };
+        let side = if lead > 0 {
+            format!("{lead} ms ahead of {what}")
+        } else {
+            format!("{} ms behind {what}", -lead)
+        };
+        let windows = match fast {
+            0 => "never fast".to_string(),
+            1 => format!("fast in 1 window of {} s", CLOCK_WINDOW_MS / 1000),
+            n => format!("fast in {n} windows of {} s", CLOCK_WINDOW_MS / 1000),
+        };
+        format!("command clock {side}, {windows}")
+    }
+
     /// The aim signal in words, as `cheats` and `report --cheats` say it: "650 of 667 fired
     /// commands locked on a player (median error 0.00°)".
     pub fn aim_words(&self) -> String {
@@ -296,6 +369,12 @@ pub(crate) struct Track {
     stand: Option<(View, u32)>,
     sent: std::collections::VecDeque<Sent>,
     saw_sent: bool,
+    /// The last command of the latest client message (each message judged once).
+    last_sent_cmd: Option<i32>,
+    /// The fast-clock signal from the client messages (captures).
+    clock: Clock,
+    /// The same from the snapshots' `commandTime` (demos).
+    snap_clock: Clock,
     upstream: u32,
     other: u32,
     moments: Vec<Moment>,
@@ -306,6 +385,11 @@ impl Track {
     pub(crate) fn reset_level(&mut self) {
         self.by_command.miss();
         self.by_view.miss();
+        for c in [&mut self.clock, &mut self.snap_clock] {
+            c.close();
+            c.end_run();
+        }
+        self.last_sent_cmd = None;
         self.recent.clear();
         self.stand = None;
     }
@@ -317,6 +401,19 @@ impl Track {
             self.sent.pop_front();
         }
         self.sent.push_back(s);
+        // The clock: the message's last command against the snapshot it acknowledged
+        // (a message that brings no new command says nothing new).
+        if self.last_sent_cmd.is_some_and(|t| s.last_cmd <= t) {
+            return;
+        }
+        self.last_sent_cmd = Some(s.last_cmd);
+        if let Some(v) = self.recent.iter().rev().find(|v| v.message_num == s.ack) {
+            let at = At {
+                time: s.time,
+                server_time: s.last_cmd,
+            };
+            self.clock.add(s.last_cmd - v.server_time, at);
+        }
     }
 
     /// A command with view `angles` (pitch and yaw, degrees), firing or not, from a client
@@ -353,6 +450,11 @@ impl Track {
     pub(crate) fn view(&mut self, v: View) {
         self.views += 1;
         self.clock(&v);
+        if v.playing && v.command_clock {
+            self.snap_clock.from = ClockFrom::Snapshots;
+            self.snap_clock
+                .add(v.command_time - v.server_time, At::of(&v));
+        }
         if v.playing {
             // The positions the client had when it aimed: the snapshot before (or the one
             // before that, when the command was built before the latest arrived).
@@ -476,6 +578,15 @@ impl Track {
     ) -> PlayerCheats {
         self.by_command.miss();
         self.by_view.miss();
+        for c in [&mut self.clock, &mut self.snap_clock] {
+            c.close();
+            c.end_run();
+        }
+        let clock = if self.clock.messages > 0 {
+            self.clock
+        } else {
+            self.snap_clock
+        };
         let (aim, from) = if self.by_command.judged > 0 {
             (self.by_command, "commands")
         } else {
@@ -488,10 +599,14 @@ impl Track {
             aim_error_median: median_of(&aim.errors, aim.judged),
             upstream_holds: self.saw_sent.then_some(self.upstream),
             other_holds: self.other,
+            clock_from: (clock.messages > 0).then_some(clock.from.word()),
+            clock_lead_ms: clock.median(),
+            fast_clock_windows: (clock.messages > 0).then_some(clock.fast),
         };
         let aim_score = 100.0 * f64::from(aim.locks) / f64::from(LOCK_LIKELY);
         let timing = 100.0 * f64::from(self.upstream) / f64::from(HOLDS_LIKELY);
-        let score = aim_score.max(timing).min(100.0);
+        let fast = 100.0 * f64::from(clock.fast) / f64::from(FAST_LIKELY);
+        let score = aim_score.max(timing).max(fast).min(100.0);
         let verdict = if score >= LIKELY_SCORE {
             Verdict::Likely
         } else if score >= SUSPICIOUS_SCORE {
@@ -501,6 +616,7 @@ impl Track {
         };
         let mut moments = self.moments;
         moments.extend(aim.moments);
+        moments.extend(clock.moments);
         moments.sort_by_key(|m| m.game_start);
         moments.truncate(MAX_MOMENTS);
         for m in &mut moments {
@@ -516,6 +632,155 @@ impl Track {
             moments,
         }
     }
+}
+
+/// Lead bins of [`Clock`]'s histogram: 5 ms each, from −1000 to +1000 ms.
+const LEAD_BINS: usize = 401;
+/// Leads a window keeps for its median (a client sends at most a few hundred messages in
+/// [`CLOCK_WINDOW_MS`]; more are not needed for a median).
+const WINDOW_KEPT: usize = 2048;
+
+/// The fast-clock signal: the lead of each client message's last command over the snapshot
+/// it acknowledged, judged in windows of [`CLOCK_WINDOW_MS`].
+#[derive(Debug, Default)]
+struct Clock {
+    from: ClockFrom,
+    /// The window going on: its first command's time, its leads.
+    start: Option<At>,
+    last: Option<At>,
+    leads: Vec<i32>,
+    /// Every lead, for the connection's median.
+    hist: Vec<u32>,
+    messages: u32,
+    fast: u32,
+    /// The run of fast windows going on: first, last, windows, highest median.
+    run: Option<(At, At, u32, i32)>,
+    moments: Vec<Moment>,
+}
+
+impl Clock {
+    fn add(&mut self, lead: i32, at: At) {
+        if let Some(s) = self.start {
+            if at.server_time < s.server_time || at.server_time - s.server_time >= CLOCK_WINDOW_MS {
+                self.close();
+            }
+        }
+        if self.start.is_none() {
+            self.start = Some(at);
+        }
+        self.last = Some(at);
+        if self.leads.len() < WINDOW_KEPT {
+            self.leads.push(lead);
+        }
+        if self.hist.is_empty() {
+            self.hist = vec![0; LEAD_BINS];
+        }
+        self.hist[lead_bin(lead)] += 1;
+        self.messages += 1;
+    }
+
+    /// Judge the window going on.
+    fn close(&mut self) {
+        let (Some(start), Some(last)) = (self.start.take(), self.last.take()) else {
+            return;
+        };
+        if self.leads.len() < CLOCK_WINDOW_MIN {
+            self.leads.clear();
+            return;
+        }
+        self.leads.sort_unstable();
+        let median = self.leads[self.leads.len() / 2];
+        self.leads.clear();
+        if median <= self.from.threshold() {
+            self.end_run();
+            return;
+        }
+        self.fast += 1;
+        match &mut self.run {
+            Some((_, end, n, top)) => {
+                *end = last;
+                *n += 1;
+                *top = (*top).max(median);
+            }
+            None => self.run = Some((start, last, 1, median)),
+        }
+    }
+
+    /// A run of fast windows ended: a moment.
+    fn end_run(&mut self) {
+        if let Some((a, b, n, top)) = self.run.take() {
+            let detail = format!(
+                "command clock up to {top} ms ahead of {} in {n} window{} of {} s ({}): a client clock running fast",
+                self.from.against(),
+                if n == 1 { "" } else { "s" },
+                CLOCK_WINDOW_MS / 1000,
+                self.from.why()
+            );
+            push_moment(&mut self.moments, "timing", a, b, detail);
+        }
+    }
+
+    /// The median lead over every message, to the bin (`None` without any).
+    fn median(&self) -> Option<i32> {
+        if self.messages == 0 {
+            return None;
+        }
+        let mut seen = 0;
+        for (i, c) in self.hist.iter().enumerate() {
+            seen += c;
+            if seen * 2 >= self.messages {
+                return Some(i as i32 * 5 - 1000);
+            }
+        }
+        None
+    }
+}
+
+/// What a [`Clock`] reads.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ClockFrom {
+    /// Each client message's last command against the snapshot it acknowledged.
+    #[default]
+    Messages,
+    /// Each snapshot's `commandTime` against its own server time.
+    Snapshots,
+}
+
+impl ClockFrom {
+    fn word(self) -> &'static str {
+        match self {
+            ClockFrom::Messages => "messages",
+            ClockFrom::Snapshots => "snapshots",
+        }
+    }
+
+    fn threshold(self) -> i32 {
+        match self {
+            ClockFrom::Messages => FAST_LEAD_MS,
+            ClockFrom::Snapshots => FAST_SNAPSHOT_LEAD_MS,
+        }
+    }
+
+    fn against(self) -> &'static str {
+        match self {
+            ClockFrom::Messages => "the snapshots it acknowledged",
+            ClockFrom::Snapshots => "the server time of its snapshots",
+        }
+    }
+
+    fn why(self) -> &'static str {
+        match self {
+            ClockFrom::Messages => {
+                "an engine's own clock stays behind them; cl_timeNudge moves it at most 30 ms"
+            }
+            ClockFrom::Snapshots => "a fair client's commands never run past the snapshot",
+        }
+    }
+}
+
+/// [`Clock`]'s histogram bin of a lead (ms), clamped to ±1000.
+fn lead_bin(lead: i32) -> usize {
+    ((lead.clamp(-1000, 1000) + 1000 + 2) / 5) as usize
 }
 
 /// Slot `n`'s name in `names`, or `#N` when it has none.
@@ -591,6 +856,7 @@ mod tests {
             server_time: t,
             message_num: t / 50,
             command_time: t,
+            command_clock: true,
             angles,
             origin: [0.0, 0.0, 0.0],
             view_height: 26.0,
@@ -656,6 +922,7 @@ mod tests {
                     v.command_time = 1000;
                 }
                 tr.sent(Sent {
+                    time: None,
                     last_cmd: t,
                     ack: if ack_moves || !(1000..3000).contains(&t) {
                         t / 50

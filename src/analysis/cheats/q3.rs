@@ -111,6 +111,7 @@ impl Flow {
                         self.track.sent(Sent {
                             last_cmd: last.server_time,
                             ack: c.message_ack,
+                            time: (!demo).then_some(m.time),
                         });
                     }
                     for cmd in cmds {
@@ -237,6 +238,7 @@ impl Flow {
             server_time: f.server_time,
             message_num: f.message_num,
             command_time: int(fl.command_time)?,
+            command_clock: true,
             ..View::default()
         };
         // Mid-session the rarely sent values may stay unknown: `pm_type` (then playing is

@@ -107,6 +107,7 @@ impl Demo {
             server_time: ms,
             message_num: ms,
             command_time: ms,
+            command_clock: false,
             angles,
             origin,
             view_height: VIEW_HEIGHT,
