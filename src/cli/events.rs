@@ -127,7 +127,7 @@ pub fn run(args: &EventsArgs) -> Result<i32> {
                 args.select
                     .player
                     .as_deref()
-                    .is_none_or(|want| super::filter::same_player(&p.name, want))
+                    .is_none_or(|want| named(p, want))
             })
             .collect();
         write_summary(&mut out, &summary)?;
@@ -201,7 +201,7 @@ fn follow(args: &EventsArgs, kinds: Option<Vec<Kind>>, opts: Options) -> Result<
                 args.select
                     .player
                     .as_deref()
-                    .is_none_or(|want| super::filter::same_player(&p.name, want))
+                    .is_none_or(|want| named(p, want))
             })
             .collect();
         let mut out = io::stdout().lock();
@@ -314,6 +314,13 @@ fn timeline_line(e: &GameEvent) -> String {
 
 /// The table, fitted to 80 columns: names past 20 characters are cut (with `~`); CTF
 /// columns (flags taken, captured, returned) only when a player has one.
+/// The summary row is `want`'s: by his name or one he had before a rename.
+fn named(p: &PlayerSummary, want: &str) -> bool {
+    std::iter::once(&p.name)
+        .chain(&p.other_names)
+        .any(|n| super::filter::same_player(n, want))
+}
+
 fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<()> {
     const NAME: usize = 20;
     let ctf = players
@@ -363,6 +370,16 @@ fn write_summary(out: &mut impl Write, players: &[PlayerSummary]) -> io::Result<
             )?;
         }
         writeln!(out)?;
+        // The names he had before a rename, under his row (within the 80 columns).
+        if !p.other_names.is_empty() {
+            let was = format!("  (was {})", p.other_names.join(", "));
+            let was: String = if was.chars().count() > 80 {
+                was.chars().take(78).chain("~)".chars()).collect()
+            } else {
+                was
+            };
+            writeln!(out, "{was}")?;
+        }
     }
     Ok(())
 }
