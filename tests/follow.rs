@@ -324,6 +324,64 @@ fn a_growing_file_is_followed_until_sigint() {
     check(&written, &events, &net_lines, &batch_events, &batch_lags);
 }
 
+/// A gzip stream (`tcpdump -U -w - | gzip`, a rotated `.gz` still being written) is undone
+/// as it comes: a growing `.gz` whose compressor flushes each record gives the batch events,
+/// each within the bound; Ctrl-C while the stream is still open (no gzip trailer yet) ends
+/// the run with exit 0.
+#[test]
+fn a_growing_gzip_file_is_followed_until_sigint() {
+    let Some(path) = capture() else { return };
+    let (batch_events, _) = batch(&path);
+    let (bytes, recs) = records(&path);
+    let dir = std::env::temp_dir().join(format!("quakecap-follow-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("growing.pcapng.gz");
+    let mut w = flate2::write::GzEncoder::new(
+        std::fs::File::create(&file).unwrap(),
+        flate2::Compression::fast(),
+    );
+    w.write_all(&bytes[..recs[0].0]).unwrap();
+    w.flush().unwrap();
+    let mut ev = quakecap(&["events", "--follow", "--json"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ev_rx = lines(&mut ev);
+    let written = feed(&bytes[recs[0].0..], &shift(&recs), &mut [&mut w]);
+    let mut events = Vec::new();
+    drain(
+        &ev_rx,
+        &mut events,
+        Some(batch_events.len()),
+        Duration::from_secs(3),
+    );
+    let ok = Command::new("kill")
+        .args(["-INT", &ev.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    drain(&ev_rx, &mut events, None, Duration::from_secs(5));
+    let out = ev.wait_with_output().unwrap();
+    drop(w);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live: Vec<Value> = events.iter().map(|(_, v)| comparable(v.clone())).collect();
+    let want: Vec<Value> = batch_events.iter().cloned().map(comparable).collect();
+    assert_eq!(live, want, "the live events are the batch events");
+    for (seen, e) in &events {
+        let at = written_at(&written, e["time"].as_f64().unwrap());
+        let late = seen.saturating_duration_since(at);
+        assert!(late <= LATENCY, "{e} came {late:?} after its datagram");
+    }
+}
+
 /// A pcap stream (what `tcpdump -U -w -` writes) of the same packets: each event before the
 /// feeder stops, within the bound, the batch lines.
 #[test]

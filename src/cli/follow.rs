@@ -111,7 +111,36 @@ pub fn run(
             Box::new(f)
         }
     };
+    let reader = decompressed(reader).map_err(|source| InputError::Io {
+        file: file.clone(),
+        source,
+    })?;
     pipeline::run_follow(reader, file, opts, sink, &setup)
+}
+
+/// A gzip or zstd input undone as it comes (`tcpdump -w - | gzip` over a pipe, a rotated
+/// `.gz` still being written). A stream cut inside a compressed block (Ctrl-C on a file still
+/// being written) ends with what came before it, as a plain capture cut inside a record.
+fn decompressed(mut reader: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
+    // The magic number, read whole (a pipe may hand it over in pieces).
+    let mut head = Vec::with_capacity(4);
+    while head.len() < 4 {
+        let mut b = [0u8; 4];
+        match reader.read(&mut b[..4 - head.len()])? {
+            0 => break,
+            n => head.extend_from_slice(&b[..n]),
+        }
+    }
+    let gzip = head.starts_with(&super::input::GZIP_MAGIC);
+    let zstd = head.starts_with(&super::input::ZSTD_MAGIC);
+    let whole = io::Cursor::new(head).chain(reader);
+    Ok(if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(whole))
+    } else if zstd {
+        Box::new(zstd::stream::read::Decoder::new(whole)?)
+    } else {
+        Box::new(whole)
+    })
 }
 
 /// `flows --follow`: a line when a flow starts (`type` `start`: `id`, `game`, `server`,

@@ -89,8 +89,8 @@ pub enum Format {
     Unknown,
 }
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+pub(crate) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// The name of an input as the pipeline sees it: compression suffixes dropped (the demo
 /// decoders read the protocol and `.mvd` from the name), `-` shown as `<stdin>`.
