@@ -205,6 +205,72 @@ fn a_fast_clock_is_found_from_the_capture_and_the_demo() {
     }
 }
 
+/// QuakeWorld: a fast clock from the commands' `msec` (`captures/qw-fastclock-1.3` and
+/// `-1.1`: the ezQuake client under libfaketime at the rate its SETTINGS names): the player
+/// is `likely` for timing, his commands' msec add up to that rate of the capture's clock
+/// (within 0.03), one moment spans his fast windows. Every other QuakeWorld capture's player
+/// is `clean`, his rate at most 1.03 (less where commands were lost).
+#[test]
+fn a_quakeworld_fast_clock_is_found_from_the_commands() {
+    for rate in ["1.3", "1.1"] {
+        let dir = root().join(format!("captures/qw-fastclock-{rate}"));
+        let settings = std::fs::read_to_string(dir.join("SETTINGS")).expect("SETTINGS");
+        assert!(
+            settings.contains(&format!(
+                "FASTCLOCK: client 1 under faketime -f '+0 x{rate}'"
+            )),
+            "{settings}"
+        );
+        let rows = cheats(&[&dir.join("capture.pcapng")]);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let p = &rows[0];
+        assert_eq!(p["player"], "labplayer1");
+        assert_eq!(p["verdict"], "likely", "{rate}: {p}");
+        let s = &p["signals"];
+        assert_eq!(s["clock_from"], "msec");
+        let got = s["clock_rate"].as_f64().unwrap();
+        let want: f64 = rate.parse().unwrap();
+        assert!((got - want).abs() <= 0.03, "{rate}: rate {got}");
+        let timing: Vec<&Value> = p["moments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["kind"] == "timing")
+            .collect();
+        assert_eq!(timing.len(), 1, "{rate}: {timing:?}");
+        assert!(
+            timing[0]["game_start"].is_null(),
+            "no server time in QuakeWorld commands"
+        );
+    }
+    let mut others = 0;
+    for base in [root().join("captures"), root().join("../shared/captures")] {
+        let Ok(rd) = std::fs::read_dir(&base) else {
+            skip::data(&base);
+            continue;
+        };
+        for session in rd.filter_map(|e| e.ok()).map(|e| e.path()) {
+            let name = session.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.starts_with("qw-") || name.starts_with("qw-fastclock") {
+                continue;
+            }
+            for side in ["capture.pcapng", "server-side.pcapng"] {
+                let cap = session.join(side);
+                if !cap.exists() {
+                    continue;
+                }
+                for p in cheats(&[&cap]) {
+                    others += 1;
+                    assert_eq!(p["verdict"], "clean", "{}: {p}", cap.display());
+                    let r = p["signals"]["clock_rate"].as_f64().unwrap();
+                    assert!(r <= 1.03, "{}: rate {r}", cap.display());
+                }
+            }
+        }
+    }
+    assert!(others >= 10, "{others} QuakeWorld players judged");
+}
+
 /// The lag switch (`q3-lagswitch`): from both sides of the relay the switching player is
 /// `likely` for timing with each held window found (start within 0.5 s, length within 1 s
 /// of the relay's log), the clean client `clean`.
@@ -306,7 +372,9 @@ fn nobody_else_is_above_clean() {
             && (file.ends_with("capture.pcapng") || file.ends_with("client1-demo0.dm_68"));
         let switch = file.contains("q3-lagswitch") && file.ends_with(".pcapng");
         let fast = file.contains("q3-fastclock") && !file.ends_with("client2-demo0.dm_68");
+        let qw_fast = file.contains("qw-fastclock") && file.ends_with(".pcapng");
         (bot || switch || fast) && r["player"] == "LabPlayer1"
+            || qw_fast && r["player"] == "labplayer1"
     };
     let judged: Vec<&Value> = rows.iter().filter(|r| !cheater(r)).collect();
     let above: Vec<&&Value> = judged.iter().filter(|r| r["verdict"] != "clean").collect();
@@ -450,8 +518,8 @@ fn cuts_judge_the_commands_after_the_cut() {
 
 /// The cuts at 30 % and 60 % of every stored capture (where the mid-session guesses apply:
 /// `delta_angles` from the echo, an unknown `pm_type` or view height) call nobody but the
-/// cheater of the aimbot, lag-switch and fast-clock sessions (one player each, unnamed
-/// after a cut; the fast clock's in the 30 % cuts).
+/// cheater of the aimbot, lag-switch and fast-clock sessions of both games (one player
+/// each, unnamed after a cut; the fast clock's in the 30 % cuts).
 #[test]
 fn cuts_call_nobody_else() {
     let dir = std::env::temp_dir().join(format!("quakecap-cheats-cuts-{}", std::process::id()));
@@ -498,14 +566,15 @@ fn cuts_call_nobody_else() {
         let called = players.iter().filter(|r| r["verdict"] != "clean").count();
         let cheater_session = (file.contains("q3-aimbot-") && file.contains("-capture-"))
             || file.contains("q3-lagswitch")
-            || file.contains("q3-fastclock");
+            || file.contains("q3-fastclock")
+            || file.contains("qw-fastclock");
         assert!(
             called <= usize::from(cheater_session),
             "{file}: {players:#?}"
         );
         // The fast clock needs no gamestate: a cut calls its player too where a judged
         // window is left (the 60 % cuts keep 4–5 s of his connection: less than one).
-        if file.contains("q3-fastclock") && file.ends_with("-30.pcap") {
+        if file.contains("fastclock") && file.ends_with("-30.pcap") {
             assert_eq!(called, 1, "{file}: {players:#?}");
         }
     }

@@ -41,8 +41,8 @@ pub fn run(args: &CheatsArgs) -> Result<i32> {
     }
     if sink.quakeworld > 0 {
         eprintln!(
-            "quakecap: {} QuakeWorld connection(s) or .qwd demo(s) not judged: only an .mvd \
-             carries the players' view angles",
+            "quakecap: {} QuakeWorld connection(s) or .qwd demo(s) not judged: an .mvd \
+             carries the players' views, a capture its connection's commands; a .qwd neither",
             sink.quakeworld
         );
     }
@@ -108,10 +108,14 @@ fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
             });
             writeln!(
                 out,
-                "    {:<6} {at}g{:.3}-g{:.3}: {}{}",
+                "    {:<6} {}: {}{}",
                 m.kind,
-                f64::from(m.game_start) / 1000.0,
-                f64::from(m.game_end) / 1000.0,
+                [
+                    at.trim_end().to_string(),
+                    m.game_span("-").unwrap_or_default()
+                ]
+                .join(" ")
+                .trim(),
                 m.target
                     .as_ref()
                     .map_or(String::new(), |t| format!("on {t}: ")),

@@ -592,10 +592,11 @@ fn cheat_words(c: &PlayerCheats, tl: &Tl<'_>) -> String {
         if let Some(m) = c.moments.first() {
             let _ = write!(
                 t,
-                ". First moment {} (server time g{:.3}–g{:.3}, as `demo --from`/`--to` take it): {}{}",
+                ". First moment {}{}: {}{}",
                 moment_when(m, tl),
-                f64::from(m.game_start) / 1000.0,
-                f64::from(m.game_end) / 1000.0,
+                m.game_span("–").map_or(String::new(), |g| format!(
+                    " (server time {g}, as `demo --from`/`--to` take it)"
+                )),
                 m.target
                     .as_ref()
                     .map_or(String::new(), |p| format!("on {}: ", esc(p))),
@@ -655,11 +656,10 @@ fn cheats_table(h: &mut String, players: &[PlayerCheats], tl: &Tl<'_>) {
         for m in &c.moments {
             let _ = writeln!(
                 h,
-                "<li data-kind=\"{}\">{} g{:.3}–g{:.3} {}: {}{}</li>",
+                "<li data-kind=\"{}\">{} {} {}: {}{}</li>",
                 m.kind,
                 moment_when(m, tl),
-                f64::from(m.game_start) / 1000.0,
-                f64::from(m.game_end) / 1000.0,
+                m.game_span("–").unwrap_or_default(),
                 m.kind,
                 m.target
                     .as_ref()

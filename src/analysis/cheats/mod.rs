@@ -32,7 +32,12 @@
 //!   last command the server ran, which a fair client's never puts past the snapshot's own
 //!   server time (at most 0 in every real demo here; 0 on a listen server). The player's
 //!   latency lowers it, so a demo shows a fast clock only where it outruns the ping (+57 ms at
-//!   1.3× on loopback): above [`FAST_SNAPSHOT_LEAD_MS`].
+//!   1.3× on loopback): above [`FAST_SNAPSHOT_LEAD_MS`]. A QuakeWorld command carries the
+//!   milliseconds it covers (`msec`), taken from the client's own clock: in a capture they
+//!   add up, against the capture's clock, to the time that passed (0.99–1.00 in the clean
+//!   lab windows, less where commands were lost), and to 1.3× of it for a 1.3× clock. A
+//!   window above [`FAST_RATE`] next to another is fast (a lag switch's release alone makes
+//!   one window high, beside the hold's low one).
 //!
 //! Each player gets a verdict ([`Verdict`]) and a score on a 0–100 scale: the strongest
 //! signal's share of the count that makes it `likely` (100 = at or beyond it), so below
@@ -74,6 +79,9 @@ pub const FAST_LEAD_MS: i32 = 50;
 /// snapshot's server time (ms). A fair client's is at most 0 (a listen server's); the lab's
 /// 1.3× clock, +57.
 pub const FAST_SNAPSHOT_LEAD_MS: i32 = 25;
+/// A QuakeWorld window's sum of command `msec` over its span of capture time above which it
+/// is fast (with a neighbour): the clean lab windows reach 1.03 at most, a 1.1× clock 1.10.
+pub const FAST_RATE: f64 = 1.06;
 /// Fast windows (10 s) that make the clock signal `likely`; one is `suspicious`.
 pub const FAST_LIKELY: u32 = 2;
 /// Score at and above which a player is `suspicious`; `likely` from [`LIKELY_SCORE`].
@@ -144,10 +152,11 @@ pub struct Moment {
     pub start: Option<f64>,
     /// Capture time of its end.
     pub end: Option<f64>,
-    /// Server time of its start (ms).
-    pub game_start: i32,
+    /// Server time of its start (ms); `null` where the input has none (a QuakeWorld
+    /// capture's commands).
+    pub game_start: Option<i32>,
     /// Server time of its end (ms).
-    pub game_end: i32,
+    pub game_end: Option<i32>,
     /// What was seen, with its numbers.
     pub detail: String,
     /// The player aimed at (`aim`), as the input names him (`#N` by slot when unnamed);
@@ -156,6 +165,19 @@ pub struct Moment {
     /// The target's slot, until the names are known.
     #[serde(skip)]
     target_num: Option<i32>,
+}
+
+impl Moment {
+    /// Its server time as `demo --from`/`--to` take it ("g9.800{sep}g26.845"); `None`
+    /// where the input has none.
+    pub fn game_span(&self, sep: &str) -> Option<String> {
+        let (a, b) = (self.game_start?, self.game_end?);
+        Some(format!(
+            "g{:.3}{sep}g{:.3}",
+            f64::from(a) / 1000.0,
+            f64::from(b) / 1000.0
+        ))
+    }
 }
 
 /// Each signal's value, `None` where the input cannot tell.
@@ -177,10 +199,15 @@ pub struct Signals {
     /// stalled both directions (the path).
     pub other_holds: u32,
     /// Where the command clock was judged from: `messages` (each client message's last
-    /// command against the snapshot it acknowledged: a capture) or `snapshots` (the
-    /// `commandTime` of each snapshot against its server time: a demo); `None` where the
-    /// input has neither (QuakeWorld).
+    /// command against the snapshot it acknowledged: a Quake 3 capture), `snapshots` (the
+    /// `commandTime` of each snapshot against its server time: a Quake 3 demo) or `msec`
+    /// (a QuakeWorld capture's commands' `msec` against the capture's clock); `None` where
+    /// the input has none (a QuakeWorld demo).
     pub clock_from: Option<&'static str>,
+    /// `msec`: the commands' milliseconds over the capture time they came in, the median
+    /// of the 5 s windows (1.0 for a client's own clock, 1.3 for one running 1.3× fast;
+    /// less where commands were lost).
+    pub clock_rate: Option<f64>,
     /// The median lead (ms, 5 ms steps) of the command clock, as `clock_from` says:
     /// negative for an engine's own clock.
     pub clock_lead_ms: Option<i32>,
@@ -193,6 +220,19 @@ impl Signals {
     /// The clock signal in words: "command clock 90 ms ahead of the snapshots it
     /// acknowledged, fast in 3 windows of 5 s".
     pub fn clock_words(&self) -> String {
+        let windows = |fast: u32| match fast {
+            0 => "never fast".to_string(),
+            1 => format!("fast in 1 window of {} s", CLOCK_WINDOW_MS / 1000),
+            n => format!("fast in {n} windows of {} s", CLOCK_WINDOW_MS / 1000),
+        };
+        if let (Some("msec"), Some(rate), Some(fast)) =
+            (self.clock_from, self.clock_rate, self.fast_clock_windows)
+        {
+            return format!(
+                "commands' msec {rate:.2}× the capture's clock, {}",
+                windows(fast)
+            );
+        }
         let (Some(from), Some(lead), Some(fast)) =
             (self.clock_from, self.clock_lead_ms, self.fast_clock_windows)
         else {
@@ -208,12 +248,7 @@ impl Signals {
         } else {
             format!("{} ms behind {what}", -lead)
         };
-        let windows = match fast {
-            0 => "never fast".to_string(),
-            1 => format!("fast in 1 window of {} s", CLOCK_WINDOW_MS / 1000),
-            n => format!("fast in {n} windows of {} s", CLOCK_WINDOW_MS / 1000),
-        };
-        format!("command clock {side}, {windows}")
+        format!("command clock {side}, {}", windows(fast))
     }
 
     /// The aim signal in words, as `cheats` and `report --cheats` say it: "650 of 667 fired
@@ -339,8 +374,8 @@ fn push_moment(moments: &mut Vec<Moment>, kind: &'static str, a: At, b: At, deta
             kind,
             start: a.time,
             end: b.time,
-            game_start: a.server_time,
-            game_end: b.server_time,
+            game_start: Some(a.server_time),
+            game_end: Some(b.server_time),
             detail,
             target: None,
             target_num: None,
@@ -375,6 +410,8 @@ pub(crate) struct Track {
     clock: Clock,
     /// The same from the snapshots' `commandTime` (demos).
     snap_clock: Clock,
+    /// The same from QuakeWorld commands' `msec` (captures).
+    msec: MsecClock,
     upstream: u32,
     other: u32,
     moments: Vec<Moment>,
@@ -444,6 +481,17 @@ impl Track {
             Some((err, target)) => self.by_command.sample(err, target, at, moved),
             None => self.by_command.miss(),
         }
+    }
+
+    /// A QuakeWorld client message that brought commands covering `msec` milliseconds,
+    /// seen at capture time `time`.
+    pub(crate) fn msec(&mut self, time: f64, msec: u32) {
+        self.msec.add(time, msec);
+    }
+
+    /// Client messages judged by their `msec` (a QuakeWorld connection).
+    pub(crate) fn msec_judged(&self) -> bool {
+        self.msec.messages > 0
     }
 
     /// A snapshot of this player.
@@ -582,11 +630,14 @@ impl Track {
             c.close();
             c.end_run();
         }
+        self.msec.close();
+        self.msec.end_run();
         let clock = if self.clock.messages > 0 {
             self.clock
         } else {
             self.snap_clock
         };
+        let by_msec = self.msec.messages > 0;
         let (aim, from) = if self.by_command.judged > 0 {
             (self.by_command, "commands")
         } else {
@@ -599,13 +650,22 @@ impl Track {
             aim_error_median: median_of(&aim.errors, aim.judged),
             upstream_holds: self.saw_sent.then_some(self.upstream),
             other_holds: self.other,
-            clock_from: (clock.messages > 0).then_some(clock.from.word()),
-            clock_lead_ms: clock.median(),
-            fast_clock_windows: (clock.messages > 0).then_some(clock.fast),
+            clock_from: if by_msec {
+                Some("msec")
+            } else {
+                (clock.messages > 0).then_some(clock.from.word())
+            },
+            clock_rate: by_msec.then(|| self.msec.rate()).flatten(),
+            clock_lead_ms: if by_msec { None } else { clock.median() },
+            fast_clock_windows: if by_msec {
+                Some(self.msec.fast)
+            } else {
+                (clock.messages > 0).then_some(clock.fast)
+            },
         };
         let aim_score = 100.0 * f64::from(aim.locks) / f64::from(LOCK_LIKELY);
         let timing = 100.0 * f64::from(self.upstream) / f64::from(HOLDS_LIKELY);
-        let fast = 100.0 * f64::from(clock.fast) / f64::from(FAST_LIKELY);
+        let fast = 100.0 * f64::from(clock.fast.max(self.msec.fast)) / f64::from(FAST_LIKELY);
         let score = aim_score.max(timing).max(fast).min(100.0);
         let verdict = if score >= LIKELY_SCORE {
             Verdict::Likely
@@ -617,7 +677,13 @@ impl Track {
         let mut moments = self.moments;
         moments.extend(aim.moments);
         moments.extend(clock.moments);
-        moments.sort_by_key(|m| m.game_start);
+        moments.extend(self.msec.moments);
+        // Game time where there is one; a QuakeWorld capture's by capture time.
+        moments.sort_by(|a, b| {
+            a.game_start
+                .cmp(&b.game_start)
+                .then(a.start.unwrap_or(0.0).total_cmp(&b.start.unwrap_or(0.0)))
+        });
         moments.truncate(MAX_MOMENTS);
         for m in &mut moments {
             m.target = m.target_num.map(name);
@@ -735,6 +801,129 @@ impl Clock {
         None
     }
 }
+
+/// The fast-clock signal of QuakeWorld: the commands' `msec` against the capture's clock,
+/// in windows of [`CLOCK_WINDOW_MS`] of capture time.
+#[derive(Debug, Default)]
+struct MsecClock {
+    /// The window going on: its first message, its last, the msec after its first.
+    start: Option<At>,
+    last: Option<At>,
+    sum: u64,
+    count: usize,
+    /// The window before, when it was fast: its start, end and rate, and whether it is
+    /// counted already.
+    prev: Option<(At, At, f64, bool)>,
+    /// The judged windows' rates, in steps of 0.005 up to 3 (for their median).
+    rates: Vec<u32>,
+    windows: u32,
+    messages: u32,
+    fast: u32,
+    run: Option<(At, At, u32, f64)>,
+    moments: Vec<Moment>,
+}
+
+impl MsecClock {
+    fn add(&mut self, time: f64, msec: u32) {
+        let at = At {
+            time: Some(time),
+            server_time: 0,
+        };
+        if let Some(s) = self.start.and_then(|s| s.time) {
+            if time < s || (time - s) * 1000.0 >= f64::from(CLOCK_WINDOW_MS) {
+                self.close();
+            }
+        }
+        match self.start {
+            None => self.start = Some(at),
+            Some(_) => {
+                self.sum += u64::from(msec);
+                self.count += 1;
+            }
+        }
+        self.last = Some(at);
+        self.messages += 1;
+    }
+
+    /// Judge the window going on: fast next to a fast one.
+    fn close(&mut self) {
+        let (Some(start), Some(last)) = (self.start.take(), self.last.take()) else {
+            return;
+        };
+        let span = (last.time.unwrap_or(0.0) - start.time.unwrap_or(0.0)) * 1000.0;
+        let (sum, count) = (
+            std::mem::take(&mut self.sum),
+            std::mem::take(&mut self.count),
+        );
+        if count < CLOCK_WINDOW_MIN || span <= 0.0 {
+            self.prev = None;
+            self.end_run();
+            return;
+        }
+        let rate = sum as f64 / span;
+        if self.rates.is_empty() {
+            self.rates = vec![0; RATE_BINS];
+        }
+        self.rates[((rate / 0.005).round() as usize).min(RATE_BINS - 1)] += 1;
+        self.windows += 1;
+        if rate <= FAST_RATE {
+            self.prev = None;
+            self.end_run();
+            return;
+        }
+        if let Some((a, b, r, counted)) = self.prev.take() {
+            if !counted {
+                self.fast += 1;
+                self.run = Some((a, b, 1, r));
+            }
+            self.fast += 1;
+            if let Some((_, end, n, top)) = &mut self.run {
+                *end = last;
+                *n += 1;
+                *top = top.max(rate);
+            }
+            self.prev = Some((start, last, rate, true));
+        } else {
+            self.prev = Some((start, last, rate, false));
+        }
+    }
+
+    fn end_run(&mut self) {
+        if let Some((a, b, n, top)) = self.run.take() {
+            let detail = format!(
+                "commands' msec ran up to {top:.2}× the capture's clock in {n} windows of {} s (a client's own clock gives 1.00 at most): a client clock running fast",
+                CLOCK_WINDOW_MS / 1000
+            );
+            if self.moments.len() < MAX_MOMENTS {
+                self.moments.push(Moment {
+                    kind: "timing",
+                    start: a.time,
+                    end: b.time,
+                    game_start: None,
+                    game_end: None,
+                    detail,
+                    target: None,
+                    target_num: None,
+                });
+            }
+        }
+    }
+
+    /// The median rate of the judged windows (`None` without one).
+    fn rate(&self) -> Option<f64> {
+        let mut seen = 0;
+        for (i, c) in self.rates.iter().enumerate() {
+            seen += c;
+            if self.windows > 0 && seen * 2 >= self.windows {
+                return Some((i as f64 * 5.0).round() / 1000.0);
+            }
+        }
+        None
+    }
+}
+
+/// [`MsecClock`]'s rate bins: 0.005 each, up to 3.
+const RATE_BINS: usize = 601;
 
 /// What a [`Clock`] reads.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -892,7 +1081,10 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Likely);
         assert_eq!(r.signals.aim_locks, Some(19));
         assert_eq!(r.moments.len(), 1);
-        assert_eq!((r.moments[0].game_start, r.moments[0].game_end), (50, 950));
+        assert_eq!(
+            (r.moments[0].game_start, r.moments[0].game_end),
+            (Some(50), Some(950))
+        );
         // The same view a degree or two off: no lock.
         let mut tr = Track::default();
         for i in 0..20 {

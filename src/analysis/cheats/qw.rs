@@ -1,8 +1,10 @@
 //! The QuakeWorld extractor of the cheat signals. An .mvd carries every player's origin and
 //! view angles (`svc_playerinfo`, MVD form): each update of a player is a [`View`] of him,
-//! with the other living players as targets. A QuakeWorld capture or .qwd holds the
-//! recorder's commands but no player's view angles: nothing is judged there yet.
+//! with the other living players as targets. A QuakeWorld capture holds the connection's
+//! commands but no player's view angles: their `msec` is judged against the capture's clock
+//! (a fast clock); a .qwd holds the recorder's commands on his own clock: nothing is judged.
 use super::{Track, View};
+use crate::qw::clc::ClientOp;
 use crate::qw::message::{Message, OpKind};
 use crate::qw::playerinfo::PlayerInfo;
 use crate::qw::svc::ServerOp;
@@ -29,6 +31,13 @@ pub(crate) struct Demo {
     state: [Option<Seen>; SLOTS],
     names: Vec<String>,
     pub(crate) tracks: Vec<Track>,
+    /// A capture's connection: its player's commands (by their `msec`), his slot once the
+    /// serverdata names it, the last client sequence read.
+    pub(crate) conn: Track,
+    pub(crate) me: Option<usize>,
+    last_seq: Option<i64>,
+    /// A game message was read (not only connectionless ones: a status query).
+    pub(crate) game: bool,
 }
 
 impl Default for Demo {
@@ -37,6 +46,10 @@ impl Default for Demo {
             state: [None; SLOTS],
             names: vec![String::new(); SLOTS],
             tracks: (0..SLOTS).map(|_| Track::default()).collect(),
+            conn: Track::default(),
+            me: None,
+            last_seq: None,
+            game: false,
         }
     }
 }
@@ -49,14 +62,22 @@ impl Demo {
 
     /// Read one decoded block.
     pub(crate) fn message(&mut self, m: &Message) {
+        self.game |= !m.connectionless;
         for op in &m.ops {
+            if let (OpKind::Client(ClientOp::Move { cmds, .. }), Some(seq)) = (&op.kind, m.seq) {
+                self.commands(cmds, seq, m.time);
+                continue;
+            }
             let OpKind::Server(op) = &op.kind else {
                 continue;
             };
             match op {
+                ServerOp::Serverdata(sd) => {
+                    self.me = sd.playernum.map(|p| usize::from(p & 0x7f));
+                }
                 ServerOp::Playerinfo(p) => self.player(p, m.time),
                 ServerOp::Updateuserinfo { slot, userinfo, .. } => {
-                    let name = crate::q3::gamemod::info_value(userinfo, "name").unwrap_or("");
+                    let name = crate::vocab::info::value(userinfo, "name").unwrap_or("");
                     self.set_name(*slot, name);
                 }
                 ServerOp::Setinfo { slot, key, value } if key == "name" => {
@@ -65,6 +86,18 @@ impl Demo {
                 _ => {}
             }
         }
+    }
+
+    /// A capture's `clc_move` of client sequence `seq`: it carries the commands of `seq`,
+    /// `seq − 1` and `seq − 2` (against loss); each one's `msec` counts once.
+    fn commands(&mut self, cmds: &[crate::qw::usercmd::Usercmd; 3], seq: i64, time: f64) {
+        if self.last_seq.is_some_and(|l| seq <= l) {
+            return;
+        }
+        let new = self.last_seq.map_or(1, |l| (seq - l).clamp(1, 3)) as usize;
+        self.last_seq = Some(seq);
+        let msec = cmds[3 - new..].iter().map(|c| u32::from(c.msec)).sum();
+        self.conn.msec(time, msec);
     }
 
     fn set_name(&mut self, slot: u8, raw: &str) {

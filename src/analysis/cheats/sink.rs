@@ -41,9 +41,18 @@ impl CheatsSink {
         out.push(track.finish(player, (!demo).then_some(id), String::new(), &name));
     }
 
-    /// The answers of a QuakeWorld flow: one per player with views; false when it had none.
-    fn qw_answers(mut d: Demo, out: &mut Vec<PlayerCheats>) -> bool {
+    /// The answers of a QuakeWorld flow: one per player with views (an .mvd), or the
+    /// connection's player by his commands (a capture, flow `id`); false when a flow of game
+    /// messages (not only status queries) gave none.
+    fn qw_answers(id: u32, mut d: Demo, out: &mut Vec<PlayerCheats>) -> bool {
         let before = out.len();
+        let game = d.game;
+        if d.conn.msec_judged() {
+            let track = std::mem::take(&mut d.conn);
+            let player = d.me.map_or("-".to_string(), |n| d.name(n as i32));
+            let name = |n: i32| d.name(n);
+            out.push(track.finish(player, Some(id), String::new(), &name));
+        }
         for slot in 0..d.tracks.len() {
             let track = std::mem::take(&mut d.tracks[slot]);
             if track.views == 0 {
@@ -53,7 +62,7 @@ impl CheatsSink {
             let player = d.name(slot as i32);
             out.push(track.finish(player, None, String::new(), &name));
         }
-        out.len() > before
+        out.len() > before || !game
     }
 }
 
@@ -74,7 +83,7 @@ impl Sink for CheatsSink {
                     Self::q3_answer(s.id, f, demo, &mut self.ended);
                 }
                 if let Some(d) = self.qw.remove(&s.id) {
-                    if !Self::qw_answers(d, &mut self.ended) {
+                    if !Self::qw_answers(s.id, d, &mut self.ended) {
                         self.quakeworld += 1;
                     }
                 }
@@ -88,8 +97,8 @@ impl Sink for CheatsSink {
         let mut answers = std::mem::take(&mut self.ended);
         let mut qw: Vec<(u32, Demo)> = self.qw.drain().collect();
         qw.sort_by_key(|(id, _)| *id);
-        for (_, d) in qw {
-            if !Self::qw_answers(d, &mut answers) {
+        for (id, d) in qw {
+            if !Self::qw_answers(id, d, &mut answers) {
                 self.quakeworld += 1;
             }
         }
