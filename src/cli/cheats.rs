@@ -98,7 +98,7 @@ fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
         let aim = format!("aim: {}", s.aim_words());
         let holds = match s.upstream_holds {
             Some(h) => format!("upstream holds {h}"),
-            None => "upstream holds: no client messages".to_string(),
+            None => "upstream holds: not judged in this input".to_string(),
         };
         writeln!(out, "    {aim}; {holds}")?;
         writeln!(out, "    {}", s.clock_words())?;

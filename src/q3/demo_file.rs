@@ -37,8 +37,8 @@ fn serverinfo_protocol(body: &[u8]) -> Option<u32> {
     if r.read_byte().ok()? != svc::SVC_GAMESTATE {
         return None;
     }
-    r.read_long().ok()?; // the server command sequence
-                         // Configstrings come in index order; 0 is the first one sent.
+    // The server command sequence; then the configstrings in index order, 0 the first.
+    r.read_long().ok()?;
     if r.read_byte().ok()? != svc::SVC_CONFIGSTRING || r.read_short().ok()? != 0 {
         return None;
     }

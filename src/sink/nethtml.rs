@@ -580,7 +580,7 @@ fn cheat_words(c: &PlayerCheats, tl: &Tl<'_>) -> String {
         Some(0) => "no upstream hold".to_string(),
         Some(1) => "1 upstream hold while receiving (a lag switch's signature)".to_string(),
         Some(n) => format!("{n} upstream holds while receiving (a lag switch's signature)"),
-        None => "no client messages to judge holds".to_string(),
+        None => "no upstream holds to judge in this input".to_string(),
     };
     let mut t = format!(
         "Cheat signals: <b>{}</b> (score {:.0} of 100) — {aim}; {holds}; {}",

@@ -449,7 +449,7 @@ impl Track {
                 time: s.time,
                 server_time: s.last_cmd,
             };
-            self.clock.add(s.last_cmd - v.server_time, at);
+            self.clock.add(s.last_cmd.saturating_sub(v.server_time), at);
         }
     }
 
@@ -501,7 +501,7 @@ impl Track {
         if v.playing && v.command_clock {
             self.snap_clock.from = ClockFrom::Snapshots;
             self.snap_clock
-                .add(v.command_time - v.server_time, At::of(&v));
+                .add(v.command_time.saturating_sub(v.server_time), At::of(&v));
         }
         if v.playing {
             // The positions the client had when it aimed: the snapshot before (or the one
@@ -727,7 +727,9 @@ struct Clock {
 impl Clock {
     fn add(&mut self, lead: i32, at: At) {
         if let Some(s) = self.start {
-            if at.server_time < s.server_time || at.server_time - s.server_time >= CLOCK_WINDOW_MS {
+            if at.server_time < s.server_time
+                || at.server_time.saturating_sub(s.server_time) >= CLOCK_WINDOW_MS
+            {
                 self.close();
             }
         }
