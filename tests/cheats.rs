@@ -146,6 +146,26 @@ fn the_smoothed_aimbot_is_found() {
     assert_eq!(player(&server, "LabPlayer1")["verdict"], "likely");
 }
 
+/// A fast-clock lab session of the repository (`captures/NAME`), its SETTINGS checked to
+/// name client 1's faked clock at `rate`.
+fn faked_session(name: &str, rate: &str) -> PathBuf {
+    let dir = root().join("captures").join(name);
+    let settings = std::fs::read_to_string(dir.join("SETTINGS")).expect("SETTINGS");
+    let faked = format!("FASTCLOCK: client 1 under faketime -f '+0 x{rate}'");
+    assert!(settings.contains(&faked), "{settings}");
+    dir
+}
+
+/// A player's moments of `kind`.
+fn moments<'a>(p: &'a Value, kind: &str) -> Vec<&'a Value> {
+    p["moments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["kind"] == kind)
+        .collect()
+}
+
 /// A client clock running fast, as a speed hack makes it (`captures/q3-fastclock-1.3` and
 /// `-1.1`: LabPlayer1's ioquake3 under libfaketime at 1.3× and 1.1×, as each session's
 /// SETTINGS says). From the capture he is `likely` for timing: his commands run ahead of
@@ -155,14 +175,7 @@ fn the_smoothed_aimbot_is_found() {
 #[test]
 fn a_fast_clock_is_found_from_the_capture_and_the_demo() {
     for rate in ["1.3", "1.1"] {
-        let dir = root().join(format!("captures/q3-fastclock-{rate}"));
-        let settings = std::fs::read_to_string(dir.join("SETTINGS")).expect("SETTINGS");
-        assert!(
-            settings.contains(&format!(
-                "FASTCLOCK: client 1 under faketime -f '+0 x{rate}'"
-            )),
-            "{settings}"
-        );
+        let dir = faked_session(&format!("q3-fastclock-{rate}"), rate);
         let cap = dir.join("capture.pcapng");
         let rows = cheats(&[&cap]);
         let fast = player(&rows, "LabPlayer1");
@@ -174,12 +187,7 @@ fn a_fast_clock_is_found_from_the_capture_and_the_demo() {
             s["fast_clock_windows"].as_u64().unwrap() >= 3,
             "{rate}: {s}"
         );
-        let timing: Vec<&Value> = fast["moments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["kind"] == "timing")
-            .collect();
+        let timing = moments(fast, "timing");
         assert_eq!(timing.len(), 1, "{rate}: {timing:?}");
         let first = first_packet_time(&cap);
         let (start, end) = (
@@ -213,14 +221,7 @@ fn a_fast_clock_is_found_from_the_capture_and_the_demo() {
 #[test]
 fn a_quakeworld_fast_clock_is_found_from_the_commands() {
     for rate in ["1.3", "1.1"] {
-        let dir = root().join(format!("captures/qw-fastclock-{rate}"));
-        let settings = std::fs::read_to_string(dir.join("SETTINGS")).expect("SETTINGS");
-        assert!(
-            settings.contains(&format!(
-                "FASTCLOCK: client 1 under faketime -f '+0 x{rate}'"
-            )),
-            "{settings}"
-        );
+        let dir = faked_session(&format!("qw-fastclock-{rate}"), rate);
         let rows = cheats(&[&dir.join("capture.pcapng")]);
         assert_eq!(rows.len(), 1, "{rows:?}");
         let p = &rows[0];
@@ -231,12 +232,7 @@ fn a_quakeworld_fast_clock_is_found_from_the_commands() {
         let got = s["clock_rate"].as_f64().unwrap();
         let want: f64 = rate.parse().unwrap();
         assert!((got - want).abs() <= 0.03, "{rate}: rate {got}");
-        let timing: Vec<&Value> = p["moments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["kind"] == "timing")
-            .collect();
+        let timing = moments(p, "timing");
         assert_eq!(timing.len(), 1, "{rate}: {timing:?}");
         assert!(
             timing[0]["game_start"].is_null(),

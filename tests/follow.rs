@@ -276,13 +276,33 @@ fn a_piped_capture_is_followed_as_it_comes() {
 
 #[test]
 fn a_growing_file_is_followed_until_sigint() {
+    growing_file_is_followed_until_sigint("growing.pcapng", |f| Box::new(f));
+}
+
+/// A gzip stream (`tcpdump -U -w - | gzip`, a rotated `.gz` still being written) is undone
+/// as it comes: a growing `.gz` whose compressor flushes each record gives the same lines
+/// within the same bounds, and Ctrl-C while the stream is still open (no gzip trailer yet)
+/// ends the run with exit 0.
+#[test]
+fn a_growing_gzip_file_is_followed_until_sigint() {
+    growing_file_is_followed_until_sigint("growing.pcapng.gz", |f| {
+        Box::new(flate2::write::GzEncoder::new(
+            f,
+            flate2::Compression::fast(),
+        ))
+    });
+}
+
+/// The capture written to file `name` through `wrap` record by record, `events` and `net`
+/// following it, then Ctrl-C: every line, in time, exit 0.
+fn growing_file_is_followed_until_sigint(name: &str, wrap: fn(std::fs::File) -> Box<dyn Write>) {
     let Some(path) = capture() else { return };
     let (batch_events, batch_lags) = batch(&path);
     let (bytes, recs) = records(&path);
-    let dir = std::env::temp_dir().join(format!("quakecap-follow-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("quakecap-follow-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("growing.pcapng");
-    let mut w = std::fs::File::create(&file).unwrap();
+    let file = dir.join(name);
+    let mut w = wrap(std::fs::File::create(&file).unwrap());
     let spawn = |cmd: &str| {
         quakecap(&[cmd, "--follow", "--json"])
             .arg(&file)
@@ -292,6 +312,7 @@ fn a_growing_file_is_followed_until_sigint() {
     };
     // The header first: the reader knows the format before the records come.
     w.write_all(&bytes[..recs[0].0]).unwrap();
+    w.flush().unwrap();
     let (mut ev, mut net) = (spawn("events"), spawn("net"));
     let (ev_rx, net_rx) = (lines(&mut ev), lines(&mut net));
     let written = feed(&bytes[recs[0].0..], &shift(&recs), &mut [&mut w]);
@@ -320,66 +341,9 @@ fn a_growing_file_is_followed_until_sigint() {
     drain(&net_rx, &mut net_lines, None, Duration::from_secs(5));
     assert_eq!(ev.wait().unwrap().code(), Some(0));
     assert_eq!(net.wait().unwrap().code(), Some(0));
-    std::fs::remove_dir_all(&dir).ok();
-    check(&written, &events, &net_lines, &batch_events, &batch_lags);
-}
-
-/// A gzip stream (`tcpdump -U -w - | gzip`, a rotated `.gz` still being written) is undone
-/// as it comes: a growing `.gz` whose compressor flushes each record gives the batch events,
-/// each within the bound; Ctrl-C while the stream is still open (no gzip trailer yet) ends
-/// the run with exit 0.
-#[test]
-fn a_growing_gzip_file_is_followed_until_sigint() {
-    let Some(path) = capture() else { return };
-    let (batch_events, _) = batch(&path);
-    let (bytes, recs) = records(&path);
-    let dir = std::env::temp_dir().join(format!("quakecap-follow-gz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("growing.pcapng.gz");
-    let mut w = flate2::write::GzEncoder::new(
-        std::fs::File::create(&file).unwrap(),
-        flate2::Compression::fast(),
-    );
-    w.write_all(&bytes[..recs[0].0]).unwrap();
-    w.flush().unwrap();
-    let mut ev = quakecap(&["events", "--follow", "--json"])
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ev_rx = lines(&mut ev);
-    let written = feed(&bytes[recs[0].0..], &shift(&recs), &mut [&mut w]);
-    let mut events = Vec::new();
-    drain(
-        &ev_rx,
-        &mut events,
-        Some(batch_events.len()),
-        Duration::from_secs(3),
-    );
-    let ok = Command::new("kill")
-        .args(["-INT", &ev.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    drain(&ev_rx, &mut events, None, Duration::from_secs(5));
-    let out = ev.wait_with_output().unwrap();
     drop(w);
     std::fs::remove_dir_all(&dir).ok();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let live: Vec<Value> = events.iter().map(|(_, v)| comparable(v.clone())).collect();
-    let want: Vec<Value> = batch_events.iter().cloned().map(comparable).collect();
-    assert_eq!(live, want, "the live events are the batch events");
-    for (seen, e) in &events {
-        let at = written_at(&written, e["time"].as_f64().unwrap());
-        let late = seen.saturating_duration_since(at);
-        assert!(late <= LATENCY, "{e} came {late:?} after its datagram");
-    }
+    check(&written, &events, &net_lines, &batch_events, &batch_lags);
 }
 
 /// A pcap stream (what `tcpdump -U -w -` writes) of the same packets: each event before the

@@ -130,6 +130,23 @@ pub struct GameEvent {
 }
 
 impl GameEvent {
+    /// An event of `kind` at capture time `t` with no game time, flow or server: the unit
+    /// tests' own.
+    #[cfg(test)]
+    pub(crate) fn at(t: f64, kind: Kind, detail: Detail) -> GameEvent {
+        GameEvent {
+            kind,
+            time: t,
+            game_time: None,
+            session_time: None,
+            flows: Vec::new(),
+            server: None,
+            server_clock: true,
+            from_client: false,
+            detail,
+        }
+    }
+
     /// One line of text saying what happened ("Major → Sarge  rocket", "Sarge: hello"):
     /// the timeline of `quakecap events` and of the HTML report.
     pub fn describe(&self) -> String {

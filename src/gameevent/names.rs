@@ -81,16 +81,10 @@ mod tests {
     use crate::gameevent::{Kill, Kind};
 
     fn kill(time: f64, killer: i32, victim: i32) -> GameEvent {
-        GameEvent {
-            kind: Kind::Kill,
+        GameEvent::at(
             time,
-            game_time: None,
-            session_time: None,
-            flows: Vec::new(),
-            server: None,
-            server_clock: true,
-            from_client: false,
-            detail: Detail::Kill(Kill {
+            Kind::Kill,
+            Detail::Kill(Kill {
                 killer: None,
                 victim: Some("Known".into()),
                 killer_num: Some(killer),
@@ -99,7 +93,7 @@ mod tests {
                 suicide: false,
                 team_kill: false,
             }),
-        }
+        )
     }
 
     #[test]

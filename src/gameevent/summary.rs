@@ -219,20 +219,6 @@ mod tests {
     use super::*;
     use crate::gameevent::{Chat, Player};
 
-    fn at(t: f64, kind: Kind, detail: Detail) -> GameEvent {
-        GameEvent {
-            kind,
-            time: t,
-            game_time: None,
-            session_time: None,
-            flows: Vec::new(),
-            server: None,
-            server_clock: true,
-            from_client: false,
-            detail,
-        }
-    }
-
     fn player(name: &str, old: Option<&str>) -> Detail {
         Detail::Player(Player {
             num: 3,
@@ -264,14 +250,14 @@ mod tests {
     #[test]
     fn a_rename_keeps_one_row() {
         let ev = vec![
-            at(0.0, Kind::Join, player("adoif", None)),
-            at(5.0, Kind::Chat, chat("adoif")),
-            at(7.0, Kind::Rename, player("adoIf", Some("adoif"))),
-            at(8.0, Kind::Chat, chat("adoif")),
-            at(9.0, Kind::Chat, chat("adoIf")),
-            at(20.0, Kind::Join, player("adoif", None)),
-            at(25.0, Kind::Chat, chat("adoif")),
-            at(30.0, Kind::Leave, player("adoIf", None)),
+            GameEvent::at(0.0, Kind::Join, player("adoif", None)),
+            GameEvent::at(5.0, Kind::Chat, chat("adoif")),
+            GameEvent::at(7.0, Kind::Rename, player("adoIf", Some("adoif"))),
+            GameEvent::at(8.0, Kind::Chat, chat("adoif")),
+            GameEvent::at(9.0, Kind::Chat, chat("adoIf")),
+            GameEvent::at(20.0, Kind::Join, player("adoif", None)),
+            GameEvent::at(25.0, Kind::Chat, chat("adoif")),
+            GameEvent::at(30.0, Kind::Leave, player("adoIf", None)),
         ];
         let s = summarize(&ev);
         let names: Vec<&str> = s.iter().map(|p| p.name.as_str()).collect();

@@ -790,17 +790,7 @@ impl Clock {
 
     /// The median lead over every message, to the bin (`None` without any).
     fn median(&self) -> Option<i32> {
-        if self.messages == 0 {
-            return None;
-        }
-        let mut seen = 0;
-        for (i, c) in self.hist.iter().enumerate() {
-            seen += c;
-            if seen * 2 >= self.messages {
-                return Some(i as i32 * 5 - 1000);
-            }
-        }
-        None
+        median_bin(&self.hist, self.messages).map(|i| i as i32 * 5 - 1000)
     }
 }
 
@@ -913,14 +903,7 @@ impl MsecClock {
 
     /// The median rate of the judged windows (`None` without one).
     fn rate(&self) -> Option<f64> {
-        let mut seen = 0;
-        for (i, c) in self.rates.iter().enumerate() {
-            seen += c;
-            if self.windows > 0 && seen * 2 >= self.windows {
-                return Some((i as f64 * 5.0).round() / 1000.0);
-            }
-        }
-        None
+        median_bin(&self.rates, self.windows).map(|i| (i as f64 * 5.0).round() / 1000.0)
     }
 }
 
@@ -988,17 +971,19 @@ fn slot_name(names: &[String], n: i32) -> String {
 }
 
 fn median_of(hist: &[u32], n: u32) -> Option<f64> {
+    median_bin(hist, n).map(|i| i as f64 / 100.0)
+}
+
+/// The bin of the median of `n` values counted in `hist` (`None` without any).
+fn median_bin(hist: &[u32], n: u32) -> Option<usize> {
     if n == 0 {
         return None;
     }
     let mut seen = 0;
-    for (i, c) in hist.iter().enumerate() {
+    hist.iter().position(|c| {
         seen += c;
-        if seen * 2 >= n {
-            return Some(i as f64 / 100.0);
-        }
-    }
-    None
+        seen * 2 >= n
+    })
 }
 
 /// The smallest angle (degrees) between a view of `angles` and the bearing of a player of
