@@ -82,6 +82,11 @@ pub const FAST_SNAPSHOT_LEAD_MS: i32 = 25;
 /// A QuakeWorld window's sum of command `msec` over its span of capture time above which it
 /// is fast (with a neighbour): the clean lab windows reach 1.03 at most, a 1.1× clock 1.10.
 pub const FAST_RATE: f64 = 1.06;
+/// A client message whose acknowledgement has stood this long (ms of its commands' clock)
+/// says nothing of the clock's speed: no snapshot has reached the client since (a
+/// downstream stall), and an engine's clock runs on alone, ahead of the last one. A client
+/// that receives acknowledges a new snapshot every 50–100 ms (20 or 10 a second).
+pub const ACK_STALE_MS: i32 = 250;
 /// Fast windows (10 s) that make the clock signal `likely`; one is `suspicious`.
 pub const FAST_LIKELY: u32 = 2;
 /// Score at and above which a player is `suspicious`; `likely` from [`LIKELY_SCORE`].
@@ -406,6 +411,9 @@ pub(crate) struct Track {
     saw_sent: bool,
     /// The last command of the latest client message (each message judged once).
     last_sent_cmd: Option<i32>,
+    /// The acknowledgement of the latest client message, and the command time of the first
+    /// message that gave it.
+    ack_since: Option<(i32, i32)>,
     /// The fast-clock signal from the client messages (captures).
     clock: Clock,
     /// The same from the snapshots' `commandTime` (demos).
@@ -427,6 +435,7 @@ impl Track {
             c.end_run();
         }
         self.last_sent_cmd = None;
+        self.ack_since = None;
         self.recent.clear();
         self.stand = None;
     }
@@ -444,6 +453,16 @@ impl Track {
             return;
         }
         self.last_sent_cmd = Some(s.last_cmd);
+        let since = match self.ack_since {
+            Some((ack, t)) if ack == s.ack => t,
+            _ => {
+                self.ack_since = Some((s.ack, s.last_cmd));
+                s.last_cmd
+            }
+        };
+        if s.last_cmd.saturating_sub(since) > ACK_STALE_MS {
+            return;
+        }
         if let Some(v) = self.recent.iter().rev().find(|v| v.message_num == s.ack) {
             let at = At {
                 time: s.time,

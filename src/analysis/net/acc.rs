@@ -821,6 +821,13 @@ impl FlowAcc {
             if !was_acked && n > last_ack {
                 continue; // the capture ends before the client could tell
             }
+            if !was_acked && i > 0 && stalled_before(&acks, i) {
+                // The client sent on for a second and more acknowledging the same message:
+                // nothing reached it meanwhile (a downstream stall). Whether what the server
+                // sent then was dropped or held and delivered at once (the client then
+                // acknowledges only the newest) no packet of this side tells: unjudged.
+                continue;
+            }
             let gone = !was_acked && i > 0 && pmax[i - 1] - i64::from(st) > margin;
             if gone {
                 lost += 1;
@@ -846,6 +853,20 @@ impl FlowAcc {
         self.acks[di(d)].any_ack() || self.dir[di(d)].acked > 0
     }
 }
+
+/// Client packets acknowledged the same server message (the one before `acks[i]`, sorted
+/// by acknowledgement then usercmd time) over more than [`STALL_MS`] of their usercmd
+/// clock: the client got nothing new for that long.
+fn stalled_before(acks: &[(i64, i32)], i: usize) -> bool {
+    let a = acks[i - 1].0;
+    let first = acks[..i].partition_point(|x| x.0 < a);
+    i64::from(acks[i - 1].1) - i64::from(acks[first].1) > STALL_MS
+}
+
+/// A client that acknowledges one server message this long (ms of usercmd time) while it
+/// sends got no server packet meanwhile: a stall of the downstream path, not packets lost
+/// one by one (a client that receives acknowledges a new snapshot every 50–100 ms).
+const STALL_MS: i64 = 1000;
 
 /// Index of a direction in the per-direction arrays.
 pub fn dir_index(d: Dir) -> usize {
