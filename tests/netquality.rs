@@ -121,9 +121,9 @@ fn spikes(d: &Path) -> Vec<Spike> {
         .collect()
 }
 
-/// The relay's `--switch START:LEN:up:PORT` settings (relay time): the client of UDP port
-/// PORT had every datagram it sent held for LEN seconds.
-fn switches(d: &Path) -> Vec<(f64, f64, String)> {
+/// The relay's `--switch START:LEN:DIR:PORT` settings (relay time): the client of UDP port
+/// PORT had every datagram it sent (`up`) or was sent (`down`) held for LEN seconds.
+fn switches(d: &Path) -> Vec<(f64, f64, &'static str, String)> {
     let s = std::fs::read_to_string(d.join("SETTINGS")).expect("SETTINGS");
     let words: Vec<&str> = s.split_whitespace().collect();
     words
@@ -131,10 +131,16 @@ fn switches(d: &Path) -> Vec<(f64, f64, String)> {
         .filter(|w| w[0] == "--switch")
         .filter_map(|w| {
             let v: Vec<&str> = w[1].trim_matches('\'').split(':').collect();
-            (v.len() == 4 && v[2] == "up").then(|| {
+            let dir = match v.get(2) {
+                Some(&"up") => "c2s",
+                Some(&"down") => "s2c",
+                _ => return None,
+            };
+            (v.len() == 4).then(|| {
                 (
                     v[0].parse().unwrap_or(f64::NAN),
                     v[1].parse().unwrap_or(f64::NAN),
+                    dir,
                     v[3].to_string(),
                 )
             })
@@ -142,31 +148,42 @@ fn switches(d: &Path) -> Vec<(f64, f64, String)> {
         .collect()
 }
 
-/// Each lag-switch window of this client is a lag event the client's upstream caused (c2s),
-/// starting within 1 s of the window (the other client shows none).
-fn check_switches(r: &NetQuality, d: &Path, off: f64, client: &str) {
-    let mine: Vec<(f64, f64, String)> = switches(d)
-        .into_iter()
-        .filter(|s| client.ends_with(&format!(":{}", s.2)))
-        .collect();
-    let c2s: Vec<&quakecap::analysis::net::report::LagEvent> = r
-        .lag_events
+/// Each lag-switch window of this client is a ping lag event of the direction it held
+/// (`c2s`: the client's upstream, `s2c`: its downstream), starting within 1 s of the window
+/// and as long (cut short where the player left during it); the other client shows none.
+fn check_switches(r: &NetQuality, d: &Path, log: &[Line], off: f64, client: &str) {
+    let all = switches(d);
+    // The player's last datagram, by the relay's log.
+    let left = log
         .iter()
-        .filter(|e| e.dir.map(|d| d.as_str()) == Some("c2s") && e.kind == "ping")
-        .collect();
-    for (start, len, _) in &mine {
-        let a = start + off;
-        let e = c2s.iter().find(|e| (e.start - a).abs() <= 1.0);
-        println!(
-            "  lag switch at {:.2}+{len}s: {:?}",
-            a - r.first_time,
-            e.map(|e| (e.start - r.first_time, e.end - e.start))
-        );
-        let e = e.expect("lag switch found as a c2s lag event");
-        assert!((e.end - e.start - len).abs() <= 1.0, "switch length");
-    }
-    if !switches(d).is_empty() {
-        assert_eq!(c2s.len(), mine.len(), "c2s lag events: {c2s:?}");
+        .filter(|l| l.up && l.client == client)
+        .map(|l| l.t + off)
+        .fold(f64::NEG_INFINITY, f64::max);
+    for dir in ["c2s", "s2c"] {
+        let mine: Vec<&(f64, f64, &str, String)> = all
+            .iter()
+            .filter(|s| s.2 == dir && client.ends_with(&format!(":{}", s.3)))
+            .collect();
+        let found: Vec<&quakecap::analysis::net::report::LagEvent> = r
+            .lag_events
+            .iter()
+            .filter(|e| e.dir.map(|d| d.as_str()) == Some(dir) && e.kind == "ping")
+            .collect();
+        for (start, len, ..) in &mine {
+            let a = start + off;
+            let e = found.iter().find(|e| (e.start - a).abs() <= 1.0);
+            println!(
+                "  lag switch {dir} at {:.2}+{len}s: {:?}",
+                a - r.first_time,
+                e.map(|e| (e.start - r.first_time, e.end - e.start))
+            );
+            let e = e.unwrap_or_else(|| panic!("lag switch found as a {dir} lag event"));
+            let len = len.min(left - a);
+            assert!((e.end - e.start - len).abs() <= 1.0, "switch length");
+        }
+        if all.iter().any(|s| s.2 == dir) {
+            assert_eq!(found.len(), mine.len(), "{dir} lag events: {found:?}");
+        }
     }
 }
 
@@ -287,7 +304,9 @@ fn check_session_at(d: &Path, name: &str, jitter: bool, soft: bool) -> Vec<Strin
             }
             attempt(&at("ping"), &|| check_ping(r, &d, &who));
             attempt(&at("spikes"), &|| check_spikes(r, &d, off));
-            attempt(&at("switches"), &|| check_switches(r, &d, off, &client));
+            attempt(&at("switches"), &|| {
+                check_switches(r, &d, &log, off, &client)
+            });
         }
     }
     failed

@@ -484,6 +484,10 @@ fn lag_finding(r: &NetQuality, e: &LagEvent, tl: &Tl<'_>, others: &Others<'_>) -
                 Some(Dir::C2s) => {
                     "the client's packets were held back: its uplink or machine stalled"
                 }
+                Some(Dir::S2c) => {
+                    "nothing the server sent reached the client while it kept sending: \
+                     its downlink or the path down stalled"
+                }
                 _ => "the path, not the player (the client's packets were not held back)",
             };
             Finding {
@@ -1189,7 +1193,12 @@ fn events_list(h: &mut String, r: &NetQuality, tl: &Tl<'_>) {
     h.push_str("<h3>Lag events</h3>\n<ul class=\"lag-events\">\n");
     for e in &r.lag_events {
         let text = match e.kind {
-            "ping" => format!("ping {:.0} → {:.0} ms", e.baseline, e.peak),
+            "ping" => format!(
+                "ping {:.0} → {:.0} ms{}",
+                e.baseline,
+                e.peak,
+                e.stalled().map(|w| format!(", {w}")).unwrap_or_default()
+            ),
             _ => format!(
                 "{:.0} % of {} packets lost (worst half-second {:.0} %)",
                 e.baseline * 100.0,

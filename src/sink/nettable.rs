@@ -100,13 +100,17 @@ fn row(r: &NetQuality) -> Vec<String> {
     ]
 }
 
-/// "flow 3: 42.7–48.9 s: ping 98 → 352 ms" (times since the connection's first packet).
+/// "flow 3: 42.7–48.9 s: ping 98 → 352 ms" (times since the connection's first packet), and
+/// the stalled direction when known (", upstream stalled").
 fn event_line(r: &NetQuality, e: &LagEvent) -> String {
     let (a, z) = (e.start - r.first_time, e.end - r.first_time);
     match e.kind {
         "ping" => format!(
-            "flow {}: {a:.1}–{z:.1} s: ping {:.0} → {:.0} ms",
-            r.flow, e.baseline, e.peak
+            "flow {}: {a:.1}–{z:.1} s: ping {:.0} → {:.0} ms{}",
+            r.flow,
+            e.baseline,
+            e.peak,
+            e.stalled().map(|w| format!(", {w}")).unwrap_or_default()
         ),
         _ => format!(
             "flow {}: {a:.1}–{z:.1} s: {:.0}% of {} packets lost (worst half-second {:.0}%)",

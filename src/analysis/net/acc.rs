@@ -186,6 +186,36 @@ pub struct FlowAcc {
     max_cmd_time: Option<i32>,
     /// Quake 3: (highest playerstate commandTime, when it last advanced, snapshots since).
     cmd_advance: Option<(i32, f64, u32)>,
+    /// Windows (capture time) where the client kept sending commands but acknowledged no
+    /// newer server message: nothing the server sent reached it (a downstream stall). The
+    /// third value: server packets seen within the window (a server-side capture sees the
+    /// server keep sending; a client-side one sees nothing arrive).
+    pub down_stalls: Vec<(f64, f64, u32)>,
+    /// The server message the client's packets acknowledge now, and since when.
+    ack_stand: Option<AckStand>,
+}
+
+/// A client acknowledgement standing: the server sequence, the first and last client
+/// packets (with new commands) carrying it, how many did, and the server packets since.
+#[derive(Debug, Clone, Copy)]
+struct AckStand {
+    seq: i64,
+    since: f64,
+    last: f64,
+    c2s: u32,
+    s2c: u32,
+}
+
+impl AckStand {
+    fn new(seq: i64, since: f64) -> Self {
+        AckStand {
+            seq,
+            since,
+            last: since,
+            c2s: 0,
+            s2c: 0,
+        }
+    }
 }
 
 /// The server message a client's packets acknowledge now: (sequence, when it left or
@@ -221,7 +251,7 @@ impl Acking {
 /// commands, this long (s) while still sending to it.
 const STALL_S: f64 = 1.0;
 /// Snapshots that must have left within such a window (the server kept sending).
-const STALL_MIN_S2C: u32 = 5;
+pub(crate) const STALL_MIN_S2C: u32 = 5;
 /// Client packets a second a stall's window must have carried (clients send 20 and more).
 const STALL_MIN_RATE: f64 = 5.0;
 /// A held upstream's packets reach the server within this long (s) of each other.
@@ -350,6 +380,7 @@ impl FlowAcc {
         if s.arrival == Arrival::Accepted {
             self.accepted(s, d, bi);
             self.stall_watch(s);
+            self.down_watch(s);
         }
         if let Some(a) = s.ack {
             self.far_ack(s, a);
@@ -490,6 +521,49 @@ impl FlowAcc {
             if self.stalls.len() < MAX_STALLS {
                 self.stalls.push(st);
             }
+        }
+    }
+
+    /// Watch for downstream stalls: client packets that go on carrying commands while their
+    /// acknowledgement of the server's messages stands still for over [`STALL_S`] (both
+    /// games: a client acknowledges the newest server message it has).
+    fn down_watch(&mut self, s: &Sample) {
+        let Some(st) = &mut self.ack_stand else {
+            if let (Dir::C2s, Some(a)) = (s.dir, s.ack) {
+                self.ack_stand = Some(AckStand::new(a, s.time));
+            }
+            return;
+        };
+        match (s.dir, s.ack) {
+            (Dir::S2c, _) => st.s2c = st.s2c.saturating_add(1),
+            (Dir::C2s, Some(a)) if a == st.seq => {
+                if s.cmds.is_some_and(|c| c.new > 0) {
+                    st.c2s = st.c2s.saturating_add(1);
+                    st.last = s.time;
+                }
+            }
+            (Dir::C2s, Some(a)) => {
+                let ended = *st;
+                *st = AckStand::new(a, s.time);
+                // Older: a new connection's sequences (a reconnect), not an end.
+                if a > ended.seq {
+                    self.down_stall(ended, s.time);
+                }
+            }
+            (Dir::C2s, None) => {}
+        }
+    }
+
+    /// A standing acknowledgement `st` ended at `end`: a downstream stall if it stood over
+    /// [`STALL_S`] while the client sent commands all along.
+    fn down_stall(&mut self, st: AckStand, end: f64) {
+        let wait = end - st.since;
+        if wait > STALL_S
+            && f64::from(st.c2s) >= wait * STALL_MIN_RATE
+            && st.last - st.since >= wait - STALL_S
+            && self.down_stalls.len() < MAX_STALLS
+        {
+            self.down_stalls.push((st.since, end, st.s2c));
         }
     }
 
@@ -744,6 +818,10 @@ impl FlowAcc {
         }
         if let Some((seq, arrived, last)) = self.q3_holding.0.take() {
             self.q3_server_ping(seq, arrived, last);
+        }
+        // The client left while its acknowledgement stood: the stall ran to its last packet.
+        if let Some(st) = self.ack_stand.take() {
+            self.down_stall(st, st.last);
         }
         for d in 0..2 {
             self.acks[d].finish(&mut self.settled);

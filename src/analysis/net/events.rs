@@ -1,6 +1,6 @@
 //! Lag events: windows where the ping rose well above the connection's median, and loss
 //! bursts, found on the fixed bins of the accumulation.
-use super::acc::{Bin, FlowAcc, RttMethod, BIN_S};
+use super::acc::{Bin, FlowAcc, RttMethod, BIN_S, STALL_MIN_S2C};
 use super::report::{bins_loss, Both, LagEvent};
 use crate::flow::Dir;
 
@@ -32,6 +32,7 @@ pub(crate) fn find(
         v.extend(ping_events(acc, m, med));
     }
     stall_events(acc, median, client_side, &mut v);
+    down_stall_events(acc, median, client_side, &mut v);
     for (d, dir, method) in [(0, Dir::C2s, lm.c2s), (1, Dir::S2c, lm.s2c)] {
         if method.is_some() {
             v.extend(loss_events(acc, d, dir, method));
@@ -117,6 +118,37 @@ fn stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &mut V
                 start: a,
                 end: z,
                 dir: Some(Dir::C2s),
+                peak: (z - a) * 1000.0,
+                baseline: median.unwrap_or(0.0),
+            });
+        }
+    }
+}
+
+/// The client's downstream stalled: it kept sending commands but acknowledged no newer
+/// server message for over a second, so nothing the server sent reached it (held on the
+/// way, or lost whole). A ping event over the same time takes the direction; else the
+/// stall is a ping event of its own, its peak the wait. Away from the client the server must
+/// have kept sending in the window (else the server stopped: no network stall).
+fn down_stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &mut Vec<LagEvent>) {
+    for &(a, z, seen) in &acc.down_stalls {
+        if seen < STALL_MIN_S2C && !client_side {
+            continue;
+        }
+        let hit = v
+            .iter_mut()
+            .find(|e| e.kind == "ping" && e.dir != Some(Dir::C2s) && e.start <= z && e.end >= a);
+        if let Some(e) = hit {
+            e.dir = Some(Dir::S2c);
+            e.start = e.start.min(a);
+            e.end = e.end.max(z);
+            e.peak = e.peak.max((z - a) * 1000.0);
+        } else {
+            v.push(LagEvent {
+                kind: "ping",
+                start: a,
+                end: z,
+                dir: Some(Dir::S2c),
                 peak: (z - a) * 1000.0,
                 baseline: median.unwrap_or(0.0),
             });

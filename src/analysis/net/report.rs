@@ -72,13 +72,26 @@ pub struct LagEvent {
     pub start: f64,
     /// End, seconds since the Unix epoch.
     pub end: f64,
-    /// The direction that lagged, when known (`c2s`: the client's upstream stalled).
+    /// The direction that lagged, when known (a ping event's `c2s`: the client's upstream
+    /// stalled, the server heard nothing or ran none of its commands; `s2c`: its downstream
+    /// stalled, nothing the server sent reached it while it kept sending).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<Dir>,
     /// Ping: the highest ping in the window (ms); loss: the worst loss fraction in it.
     pub peak: f64,
     /// Ping: the connection's median ping (ms); loss: the loss fraction over the window.
     pub baseline: f64,
+}
+
+impl LagEvent {
+    /// A ping event's stalled direction in words ("upstream stalled"), if known.
+    pub fn stalled(&self) -> Option<&'static str> {
+        match (self.kind, self.dir) {
+            ("ping", Some(Dir::C2s)) => Some("upstream stalled"),
+            ("ping", Some(Dir::S2c)) => Some("downstream stalled"),
+            _ => None,
+        }
+    }
 }
 
 /// One interval of the series.
