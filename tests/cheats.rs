@@ -129,21 +129,60 @@ fn the_exact_aimbot_is_found_where_it_aimed() {
     assert_eq!(player(&own, "LabPlayer1")["verdict"], "clean");
 }
 
-/// The smoothed aimbot (`q3-aimbot-smooth`: 60 % of the way, ±0.55° of noise) is not found
-/// yet: its rewritten commands stay 3–11° off the target (10th–90th percentile), so no
-/// lock. A signal on the noise of the view while firing was tried and dropped: the lab's
-/// scripted play turns while it fires too, and the share of noisy fired commands (0.28 for
-/// the bot) did not stand apart from the script's own (0.05–0.10) enough to call anyone
-/// without false positives. The pull at the press of fire (the first fired command jumps
-/// 60 % of the way to the target) is the next candidate.
+/// The smoothed aimbot (`q3-aimbot-smooth`: 60 % of the way, ±0.55° of noise) never locks
+/// (its rewritten commands stay 3–11° off the target), but it moves the view in one
+/// command: where it takes over, the fired command jumps 8–20° toward the target while the
+/// commands either side turn little, and no hand does that at 60 commands a second. From
+/// the server's capture he is `likely` on snaps alone, each snap a command the proxy
+/// rewrote (`aimbot.jsonl`); LabPlayer2, and LabPlayer1's own side of the proxy (the same
+/// script without the bot), have none. His demo has no commands: snaps are not judged
+/// there (a demo's snapshot interval holds real players' flicks whole).
 #[test]
-#[ignore = "the smoothed aimbot's signal is not built yet (see the comment)"]
 fn the_smoothed_aimbot_is_found() {
     let Some(dir) = shared("captures/q3-aimbot-smooth") else {
         return;
     };
+    let rewritten = rewrites(&dir);
     let server = cheats(&[&dir.join("capture.pcapng")]);
-    assert_eq!(player(&server, "LabPlayer1")["verdict"], "likely");
+    let bot = player(&server, "LabPlayer1");
+    assert_eq!(bot["verdict"], "likely", "{bot}");
+    assert_eq!(bot["signals"]["aim_locks"], 0, "{bot}");
+    let snaps = moments(bot, "snap");
+    assert!(snaps.len() >= 4, "{snaps:?}");
+    assert_eq!(bot["signals"]["snaps"], snaps.len());
+    let right = snaps
+        .iter()
+        .filter(|m| rewritten.contains(&m["game_end"].as_i64().unwrap()))
+        .count();
+    eprintln!("snaps: {right} of {} on a rewritten command", snaps.len());
+    assert!(right * 10 >= snaps.len() * 9, "{right} of {}", snaps.len());
+    let clean = player(&server, "LabPlayer2");
+    assert_eq!(clean["verdict"], "clean", "{clean}");
+    assert_eq!(clean["signals"]["snaps"], 0);
+    let own = cheats(&[&dir.join("client1-side.pcapng")]);
+    let own = player(&own, "LabPlayer1");
+    assert_eq!(own["verdict"], "clean", "{own}");
+    assert_eq!(own["signals"]["snaps"], 0);
+    let demo = cheats(&[&dir.join("client1-demo0.dm_68")]);
+    assert!(player(&demo, "LabPlayer1")["signals"]["snaps"].is_null());
+}
+
+/// The exact aimbot snaps too, each snap on a command the proxy rewrote.
+#[test]
+fn the_exact_aimbot_snaps_where_it_aimed() {
+    let Some(dir) = shared("captures/q3-aimbot") else {
+        return;
+    };
+    let rewritten = rewrites(&dir);
+    let server = cheats(&[&dir.join("capture.pcapng")]);
+    let snaps = moments(player(&server, "LabPlayer1"), "snap");
+    assert!(snaps.len() >= 10, "{}", snaps.len());
+    let right = snaps
+        .iter()
+        .filter(|m| rewritten.contains(&m["game_end"].as_i64().unwrap()))
+        .count();
+    assert!(right * 10 >= snaps.len() * 9, "{right} of {}", snaps.len());
+    assert_eq!(player(&server, "LabPlayer2")["signals"]["snaps"], 0);
 }
 
 /// A fast-clock lab session of the repository (`captures/NAME`), its SETTINGS checked to

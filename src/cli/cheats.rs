@@ -100,7 +100,11 @@ fn table(out: &mut impl Write, players: &[&PlayerCheats]) -> io::Result<()> {
             Some(h) => format!("upstream holds {h}"),
             None => "upstream holds: not judged in this input".to_string(),
         };
-        writeln!(out, "    {aim}; {holds}")?;
+        let snaps = match s.snaps {
+            Some(n) => format!("snaps {n}"),
+            None => "snaps: not judged".to_string(),
+        };
+        writeln!(out, "    {aim}; {snaps}; {holds}")?;
         writeln!(out, "    {}", s.clock_words())?;
         for m in p.moments.iter().take(5) {
             let at = m.start.map_or(String::new(), |t| {

@@ -586,8 +586,14 @@ fn cheat_words(c: &PlayerCheats, tl: &Tl<'_>) -> String {
         Some(n) => format!("{n} upstream holds while receiving (a lag switch's signature)"),
         None => "no upstream holds to judge in this input".to_string(),
     };
+    let snaps = match s.snaps {
+        Some(0) => "no snap".to_string(),
+        Some(1) => "1 snap (the view jumped onto a player in one command)".to_string(),
+        Some(n) => format!("{n} snaps (the view jumped onto a player in one command)"),
+        None => "no commands to judge snaps by".to_string(),
+    };
     let mut t = format!(
-        "Cheat signals: <b>{}</b> (score {:.0} of 100) — {aim}; {holds}; {}",
+        "Cheat signals: <b>{}</b> (score {:.0} of 100) — {aim}; {snaps}; {holds}; {}",
         verdict_word(c.verdict),
         c.score,
         s.clock_words()
@@ -630,13 +636,13 @@ fn cheats_table(h: &mut String, players: &[PlayerCheats], tl: &Tl<'_>) {
         h.push_str("<p>No player's view to judge in this input.</p>\n");
         return;
     }
-    h.push_str("<table class=\"cheats\">\n<tr><th>flow</th><th class=\"l\">player</th><th class=\"l\">verdict</th><th>score</th><th>aim locks / judged</th><th>median aim error</th><th>upstream holds</th><th>moments</th></tr>\n");
+    h.push_str("<table class=\"cheats\">\n<tr><th>flow</th><th class=\"l\">player</th><th class=\"l\">verdict</th><th>score</th><th>aim locks / judged</th><th>median aim error</th><th>snaps</th><th>upstream holds</th><th>moments</th></tr>\n");
     for c in players {
         let s = &c.signals;
         let opt = |v: Option<u32>| v.map_or("–".to_string(), |v| v.to_string());
         let _ = writeln!(
             h,
-            "<tr data-verdict=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.0}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-verdict=\"{}\"><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.0}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             verdict_word(c.verdict),
             c.flow.map_or("–".to_string(), |f| f.to_string()),
             esc(&c.player),
@@ -645,6 +651,7 @@ fn cheats_table(h: &mut String, players: &[PlayerCheats], tl: &Tl<'_>) {
             opt(s.aim_locks),
             opt(s.aim_judged),
             s.aim_error_median.map_or("–".into(), |m| format!("{m:.2}°")),
+            opt(s.snaps),
             opt(s.upstream_holds),
             c.moments.len()
         );

@@ -39,6 +39,19 @@
 //!   window above [`FAST_RATE`] next to another is fast (a lag switch's release alone makes
 //!   one window high, beside the hold's low one).
 //!
+//! * **Snaps**: a fired command whose view jumped at least [`SNAP_MIN_DEG`] from the command
+//!   before, onto the player its snapshot had nearest the crosshair (the aim error falls
+//!   below [`SNAP_PULL`] of what it was, same target), while the commands either side
+//!   turned at most 1/[`SNAP_ISOLATION`] as fast (degrees per millisecond of their server
+//!   times). A hand moves the view over several commands (a flick has a rise and a fall of
+//!   speed: at 60 commands a second and more, each a few milliseconds); an aimbot that
+//!   writes a bearing, or part of the way to it, into one command moves it in one. In the
+//!   lab: 9 for the smoothed aimbot (`q3-aimbot-smooth`, 60 % of the way), 29 for the exact
+//!   one, none for any clean client (scripted play turns every command a little, and its
+//!   respawns and teleports are not toward a player). Judged from commands only: a demo's
+//!   snapshots come 20–40 a second, and real players' flicks fill one snapshot interval
+//!   (up to 31 such jumps in a real duel demo). [`SNAPS_LIKELY`].
+//!
 //! Each player gets a verdict ([`Verdict`]) and a score on a 0–100 scale: the strongest
 //! signal's share of the count that makes it `likely` (100 = at or beyond it), so below
 //! [`SUSPICIOUS_SCORE`] is `clean`.
@@ -56,6 +69,17 @@ pub const LOCK_DEG: f64 = 0.02;
 /// `suspicious`. A human meets a 0.02° cone around one of a few targets by chance about once
 /// in 10^6 snapshots.
 pub const LOCK_LIKELY: u32 = 12;
+/// The least turn (degrees) between two commands that can be a snap.
+pub const SNAP_MIN_DEG: f64 = 5.0;
+/// The largest: an aimbot aims within its field of view, and a larger jump is a respawn, a
+/// teleporter or the view offset (`delta_angles`) learnt anew.
+pub const SNAP_MAX_DEG: f64 = 60.0;
+/// A snap's turn speed is at least this many times that of the commands either side.
+pub const SNAP_ISOLATION: f64 = 4.0;
+/// A snap brings the aim error on its target below this share of the command before's.
+pub const SNAP_PULL: f64 = 0.5;
+/// Snaps that make the snap signal `likely` (a half of it is `suspicious`).
+pub const SNAPS_LIKELY: u32 = 4;
 /// A standing command clock shorter than this (server time, ms) is not a hold: a few lost
 /// packets or a hitch of the client's frame.
 pub const HOLD_MIN_MS: i32 = 1000;
@@ -197,6 +221,10 @@ pub struct Signals {
     pub aim_locks: Option<u32>,
     /// Median aim error over the judged snapshots (degrees).
     pub aim_error_median: Option<f64>,
+    /// Fired commands whose view jumped onto a player in one command ([`SNAP_MIN_DEG`],
+    /// [`SNAP_ISOLATION`], [`SNAP_PULL`]); `None` where the input has no commands (a demo,
+    /// an .mvd, a QuakeWorld capture).
+    pub snaps: Option<u32>,
     /// Upstream holds while the player kept receiving (a lag switch's signature); `None`
     /// where the input has no client messages (a demo).
     pub upstream_holds: Option<u32>,
@@ -405,6 +433,11 @@ pub(crate) struct Track {
     by_view: Aim,
     /// The angles of the last command judged.
     last_fired: Option<[f64; 2]>,
+    /// The last commands, for the snap signal (newest last).
+    snap_cmds: std::collections::VecDeque<SnapCmd>,
+    /// Commands the snap signal saw, and its snaps.
+    snap_seen: bool,
+    snaps: u32,
     /// The command clock standing since this view (and how many snapshots).
     stand: Option<(View, u32)>,
     sent: std::collections::VecDeque<Sent>,
@@ -483,6 +516,18 @@ impl Track {
         time: Option<f64>,
         server_time: i32,
     ) {
+        self.snap_seen = true;
+        if self.snap_cmds.len() == 4 {
+            self.snap_cmds.pop_front();
+        }
+        self.snap_cmds.push_back(SnapCmd {
+            server_time,
+            time,
+            angles,
+            fires,
+            ack,
+        });
+        self.snap();
         if !fires {
             return;
         }
@@ -499,6 +544,73 @@ impl Track {
         match err {
             Some((err, target)) => self.by_command.sample(err, target, at, moved),
             None => self.by_command.miss(),
+        }
+    }
+
+    /// The view offset (`delta_angles`) changed: the commands' views before it are not
+    /// comparable with those after.
+    pub(crate) fn view_reset(&mut self) {
+        self.snap_cmds.clear();
+    }
+
+    /// Judge the command before the newest as a snap ([`SNAP_MIN_DEG`] etc.).
+    fn snap(&mut self) {
+        let q = &self.snap_cmds;
+        if q.len() < 4 || !q[2].fires {
+            return;
+        }
+        let (p, a, b, c) = (q[0], q[1], q[2], q[3]);
+        let speed = |x: &SnapCmd, y: &SnapCmd| {
+            let dt = y.server_time.saturating_sub(x.server_time);
+            (dt > 0).then(|| turn_deg(x.angles, y.angles) / f64::from(dt))
+        };
+        // The turn first: most commands turn less, and the rest is trigonometry. The view
+        // turns at most the pitch's change plus the yaw's: below the least snap, no sine.
+        let wrap = |d: f64| (d + 180.0).rem_euclid(360.0) - 180.0;
+        let bound = wrap(b.angles[0] - a.angles[0]).abs() + wrap(b.angles[1] - a.angles[1]).abs();
+        if bound < SNAP_MIN_DEG {
+            return;
+        }
+        let jump = turn_deg(a.angles, b.angles);
+        if !(SNAP_MIN_DEG..=SNAP_MAX_DEG).contains(&jump) {
+            return;
+        }
+        let (Some(v), Some(before), Some(after)) = (speed(&a, &b), speed(&p, &a), speed(&b, &c))
+        else {
+            return;
+        };
+        if v < SNAP_ISOLATION * before.max(after) {
+            return;
+        }
+        let err = |x: &SnapCmd| {
+            self.recent
+                .iter()
+                .rev()
+                .find(|v| v.message_num <= x.ack)
+                .filter(|v| v.playing)
+                .and_then(|v| aim_error(x.angles, v))
+        };
+        let (Some((from, t0)), Some((to, t1))) = (err(&a), err(&b)) else {
+            return;
+        };
+        if t0 != t1 || to >= SNAP_PULL * from {
+            return;
+        }
+        self.snaps += 1;
+        let at = |x: &SnapCmd| At {
+            time: x.time,
+            server_time: x.server_time,
+        };
+        let detail = format!(
+            "view jumped {jump:.1}° in one command ({} ms), error {from:.1}° → {to:.1}°; \
+             {:.2}°/ms against {:.2}°/ms either side",
+            b.server_time.saturating_sub(a.server_time),
+            v,
+            before.max(after)
+        );
+        push_moment(&mut self.moments, "snap", at(&a), at(&b), detail);
+        if let Some(m) = self.moments.last_mut() {
+            m.target_num = Some(t1);
         }
     }
 
@@ -667,6 +779,7 @@ impl Track {
             aim_judged: Some(aim.judged),
             aim_locks: Some(aim.locks),
             aim_error_median: median_of(&aim.errors, aim.judged),
+            snaps: self.snap_seen.then_some(self.snaps),
             upstream_holds: self.saw_sent.then_some(self.upstream),
             other_holds: self.other,
             clock_from: if by_msec {
@@ -685,7 +798,8 @@ impl Track {
         let aim_score = 100.0 * f64::from(aim.locks) / f64::from(LOCK_LIKELY);
         let timing = 100.0 * f64::from(self.upstream) / f64::from(HOLDS_LIKELY);
         let fast = 100.0 * f64::from(clock.fast.max(self.msec.fast)) / f64::from(FAST_LIKELY);
-        let score = aim_score.max(timing).max(fast).min(100.0);
+        let snaps = 100.0 * f64::from(self.snaps) / f64::from(SNAPS_LIKELY);
+        let score = aim_score.max(snaps).max(timing).max(fast).min(100.0);
         let verdict = if score >= LIKELY_SCORE {
             Verdict::Likely
         } else if score >= SUSPICIOUS_SCORE {
@@ -1030,9 +1144,24 @@ fn aim_error(angles: [f64; 2], p: &View) -> Option<(f64, i32)> {
 
 /// The view turned between `a` and `b` (pitch and yaw, degrees) by more than a lock's width.
 fn turned(a: [f64; 2], b: [f64; 2]) -> bool {
+    turn_deg(a, b) > LOCK_DEG
+}
+
+/// The angle (degrees) between the views `a` and `b` (pitch and yaw, degrees).
+fn turn_deg(a: [f64; 2], b: [f64; 2]) -> f64 {
     let (fa, fb) = (forward(a), forward(b));
     let cos = fa[0] * fb[0] + fa[1] * fb[1] + fa[2] * fb[2];
-    cos.clamp(-1.0, 1.0).acos().to_degrees() > LOCK_DEG
+    cos.clamp(-1.0, 1.0).acos().to_degrees()
+}
+
+/// A command as the snap signal keeps it.
+#[derive(Debug, Clone, Copy)]
+struct SnapCmd {
+    server_time: i32,
+    time: Option<f64>,
+    angles: [f64; 2],
+    fires: bool,
+    ack: i32,
 }
 
 /// The engine's `AngleVectors` forward vector of pitch and yaw (degrees).
@@ -1105,6 +1234,41 @@ mod tests {
                 .verdict,
             Verdict::Clean
         );
+    }
+
+    /// A target 20° to the right of a still view: the commands (16 ms apart, all fired)
+    /// turn `steps` degrees each, in order; the snaps they make.
+    fn snaps_of(steps: &[f64]) -> u32 {
+        let mut tr = Track::default();
+        let target = [
+            500.0 * 20f64.to_radians().cos(),
+            500.0 * 20f64.to_radians().sin(),
+            0.0,
+        ];
+        tr.view(view(0, [0.0, 0.0], target));
+        let mut yaw = 0.0;
+        tr.command([0.0, yaw], true, 0, None, 0);
+        for (i, d) in steps.iter().enumerate() {
+            yaw += d;
+            tr.command([0.0, yaw], true, 0, None, 16 * (i as i32 + 1));
+        }
+        tr.command([0.0, yaw], true, 0, None, 16 * (steps.len() as i32 + 1));
+        tr.finish("S".into(), Some(1), "f".into(), &|n| format!("#{n}"))
+            .signals
+            .snaps
+            .unwrap()
+    }
+
+    #[test]
+    fn a_jump_onto_a_target_in_one_command_is_a_snap_and_a_flick_is_not() {
+        // 14° of the 20° in one command, still before and after: a snap.
+        assert_eq!(snaps_of(&[0.1, 0.1, 14.0, 0.1, 0.1]), 1);
+        // The same 14° as a hand's flick, over five commands: none.
+        assert_eq!(snaps_of(&[0.1, 1.5, 3.5, 4.5, 3.0, 1.5, 0.1]), 0);
+        // A jump away from the target: none.
+        assert_eq!(snaps_of(&[0.1, 0.1, -14.0, 0.1, 0.1]), 0);
+        // Too small to tell from a hand's frame: none.
+        assert_eq!(snaps_of(&[0.1, 0.1, 4.0, 0.1, 0.1]), 0);
     }
 
     #[test]

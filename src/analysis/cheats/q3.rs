@@ -194,8 +194,9 @@ impl Flow {
             _ => 1,
         };
         self.echo = Some((d, n));
-        if n >= ECHO_AGREE {
+        if n >= ECHO_AGREE && self.delta_angles != Some(d) {
             self.delta_angles = Some(d);
+            self.track.view_reset();
         }
     }
 
@@ -223,7 +224,10 @@ impl Flow {
             self.client_num = Some(n);
         }
         if let (Some(p), Some(y)) = (int(fl.delta_angles[0]), int(fl.delta_angles[1])) {
-            self.delta_angles = Some([p, y]);
+            if self.delta_angles != Some([p, y]) {
+                self.delta_angles = Some([p, y]);
+                self.track.view_reset();
+            }
         } else if let (Some(t), Some(p), Some(y)) = (
             int(fl.command_time),
             float(fl.angles[0]),
