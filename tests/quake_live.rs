@@ -128,6 +128,37 @@ fn every_quake_live_demo_decodes() {
     }
 }
 
+/// The `flows` table names a Quake Live demo's game `ql` (its JSON keeps `game` "q3", the
+/// engine family, beside `protocol`), and a Quake 3 demo's `q3`.
+#[test]
+fn the_flows_table_says_quake_live() {
+    let row = |p: &Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_quakecap"))
+            .arg("flows")
+            .arg(p)
+            .output()
+            .expect("flows");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("1 "))
+            .unwrap_or("")
+            .to_string();
+        line.split_whitespace().nth(1).unwrap_or("").to_string()
+    };
+    let all = demos();
+    if all.is_empty() {
+        return; // said by `demos` (a failure under CI)
+    }
+    for p in all {
+        assert_eq!(row(&p), "ql", "{}", name_of(&p));
+    }
+    let q3 =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/demos/q3/excellent_impressive.dm_68");
+    assert!(q3.exists(), "{}", q3.display());
+    assert_eq!(row(&q3), "q3");
+}
+
 /// A Quake Live demo read with no telling name (standard input), or renamed `.dm_68`, is
 /// read by the protocol its first gamestate's serverinfo names (`protocol\\90`): the
 /// same events as from its own name. They were read with protocol 68's tables before, and

@@ -152,6 +152,15 @@ pub fn wrap_line(line: &str, width: Option<u16>, indent: &str) -> String {
     out
 }
 
+/// The game a row names: `ql` for a Quake Live protocol (the JSON's `game` stays `q3`, the
+/// engine family, with its `protocol`).
+fn game(f: &FlowSummary) -> &'static str {
+    match f.protocol {
+        Some(p) if f.game == "q3" && crate::q3::protocol::Protocol::of(p).is_quake_live() => "ql",
+        _ => f.game,
+    }
+}
+
 fn narrow_header() -> Vec<&'static str> {
     vec![
         "id",
@@ -169,7 +178,7 @@ fn narrow_header() -> Vec<&'static str> {
 fn narrow_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
     vec![
         f.id.to_string(),
-        format!("{}\n{}", f.game, kind(f)),
+        format!("{}\n{}", game(f), kind(f)),
         endpoints(f),
         format!("{}\n{}", name(f), map(f)),
         format!(
@@ -208,7 +217,7 @@ fn wide_header() -> Vec<&'static str> {
 fn wide_row(f: &FlowSummary, opts: &TableOptions<'_>) -> Vec<String> {
     vec![
         f.id.to_string(),
-        f.game.to_string(),
+        game(f).to_string(),
         kind(f).to_string(),
         opt(&f.protocol),
         f.server.clone(),
