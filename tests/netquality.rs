@@ -148,9 +148,10 @@ fn switches(d: &Path) -> Vec<(f64, f64, &'static str, String)> {
         .collect()
 }
 
-/// Each lag-switch window of this client is a ping lag event of the direction it held
-/// (`c2s`: the client's upstream, `s2c`: its downstream), starting within 1 s of the window
-/// and as long (cut short where the player left during it); the other client shows none.
+/// Each lag-switch window of this client that fell while he played is a ping lag event of
+/// the direction it held (`c2s`: the client's upstream, `s2c`: its downstream), starting
+/// within 1 s of the window and as long (cut short where the player left during it); the
+/// other client shows none.
 fn check_switches(r: &NetQuality, d: &Path, log: &[Line], off: f64, client: &str) {
     let all = switches(d);
     // The player's last datagram, by the relay's log.
@@ -159,10 +160,19 @@ fn check_switches(r: &NetQuality, d: &Path, log: &[Line], off: f64, client: &str
         .filter(|l| l.up && l.client == client)
         .map(|l| l.t + off)
         .fold(f64::NEG_INFINITY, f64::max);
+    // A window counts where the player was in the game: his client sent at least 20
+    // datagrams in the second before it (a client loading the map sends a few in 5 s).
+    let playing = |a: f64| {
+        log.iter()
+            .filter(|l| l.up && l.client == client && (a - 1.0..a).contains(&(l.t + off)))
+            .count()
+            >= 20
+    };
     for dir in ["c2s", "s2c"] {
         let mine: Vec<&(f64, f64, &str, String)> = all
             .iter()
             .filter(|s| s.2 == dir && client.ends_with(&format!(":{}", s.3)))
+            .filter(|s| playing(s.0 + off))
             .collect();
         let found: Vec<&quakecap::analysis::net::report::LagEvent> = r
             .lag_events
