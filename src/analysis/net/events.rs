@@ -104,24 +104,7 @@ fn stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &mut V
         if seen > 0 && !client_side {
             continue;
         }
-        let hit = v
-            .iter_mut()
-            .find(|e| e.kind == "ping" && e.start <= z && e.end >= a);
-        if let Some(e) = hit {
-            e.dir = Some(Dir::C2s);
-            e.start = e.start.min(a);
-            e.end = e.end.max(z);
-            e.peak = e.peak.max((z - a) * 1000.0);
-        } else {
-            v.push(LagEvent {
-                kind: "ping",
-                start: a,
-                end: z,
-                dir: Some(Dir::C2s),
-                peak: (z - a) * 1000.0,
-                baseline: median.unwrap_or(0.0),
-            });
-        }
+        stall_event(v, a, z, Dir::C2s, median);
     }
 }
 
@@ -135,24 +118,31 @@ fn down_stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &
         if seen < STALL_MIN_S2C && !client_side {
             continue;
         }
-        let hit = v
-            .iter_mut()
-            .find(|e| e.kind == "ping" && e.dir != Some(Dir::C2s) && e.start <= z && e.end >= a);
-        if let Some(e) = hit {
-            e.dir = Some(Dir::S2c);
-            e.start = e.start.min(a);
-            e.end = e.end.max(z);
-            e.peak = e.peak.max((z - a) * 1000.0);
-        } else {
-            v.push(LagEvent {
-                kind: "ping",
-                start: a,
-                end: z,
-                dir: Some(Dir::S2c),
-                peak: (z - a) * 1000.0,
-                baseline: median.unwrap_or(0.0),
-            });
-        }
+        stall_event(v, a, z, Dir::S2c, median);
+    }
+}
+
+/// A stall of direction `dir` from `a` to `z`: a ping event of no direction over the same
+/// time takes it (and the stall's span and wait); else the stall is a ping event of its own,
+/// its peak the wait.
+fn stall_event(v: &mut Vec<LagEvent>, a: f64, z: f64, dir: Dir, median: Option<f64>) {
+    let hit = v
+        .iter_mut()
+        .find(|e| e.kind == "ping" && e.dir.is_none_or(|d| d == dir) && e.start <= z && e.end >= a);
+    if let Some(e) = hit {
+        e.dir = Some(dir);
+        e.start = e.start.min(a);
+        e.end = e.end.max(z);
+        e.peak = e.peak.max((z - a) * 1000.0);
+    } else {
+        v.push(LagEvent {
+            kind: "ping",
+            start: a,
+            end: z,
+            dir: Some(dir),
+            peak: (z - a) * 1000.0,
+            baseline: median.unwrap_or(0.0),
+        });
     }
 }
 
