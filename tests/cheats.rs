@@ -147,15 +147,7 @@ fn the_smoothed_aimbot_is_found() {
     let bot = player(&server, "LabPlayer1");
     assert_eq!(bot["verdict"], "likely", "{bot}");
     assert_eq!(bot["signals"]["aim_locks"], 0, "{bot}");
-    let snaps = moments(bot, "snap");
-    assert!(snaps.len() >= 4, "{snaps:?}");
-    assert_eq!(bot["signals"]["snaps"], snaps.len());
-    let right = snaps
-        .iter()
-        .filter(|m| rewritten.contains(&m["game_end"].as_i64().unwrap()))
-        .count();
-    eprintln!("snaps: {right} of {} on a rewritten command", snaps.len());
-    assert!(right * 10 >= snaps.len() * 9, "{right} of {}", snaps.len());
+    snaps_where_rewritten(bot, &rewritten, 4);
     let clean = player(&server, "LabPlayer2");
     assert_eq!(clean["verdict"], "clean", "{clean}");
     assert_eq!(clean["signals"]["snaps"], 0);
@@ -173,16 +165,23 @@ fn the_exact_aimbot_snaps_where_it_aimed() {
     let Some(dir) = shared("captures/q3-aimbot") else {
         return;
     };
-    let rewritten = rewrites(&dir);
     let server = cheats(&[&dir.join("capture.pcapng")]);
-    let snaps = moments(player(&server, "LabPlayer1"), "snap");
-    assert!(snaps.len() >= 10, "{}", snaps.len());
+    snaps_where_rewritten(player(&server, "LabPlayer1"), &rewrites(&dir), 10);
+    assert_eq!(player(&server, "LabPlayer2")["signals"]["snaps"], 0);
+}
+
+/// `bot` has at least `least` snaps, as many as its `signals.snaps` says, and at least 90 %
+/// of them end on a command the proxy rewrote (`rewritten`: their server times).
+fn snaps_where_rewritten(bot: &Value, rewritten: &[i64], least: usize) {
+    let snaps = moments(bot, "snap");
+    assert!(snaps.len() >= least, "{snaps:?}");
+    assert_eq!(bot["signals"]["snaps"], snaps.len());
     let right = snaps
         .iter()
         .filter(|m| rewritten.contains(&m["game_end"].as_i64().unwrap()))
         .count();
+    eprintln!("snaps: {right} of {} on a rewritten command", snaps.len());
     assert!(right * 10 >= snaps.len() * 9, "{right} of {}", snaps.len());
-    assert_eq!(player(&server, "LabPlayer2")["signals"]["snaps"], 0);
 }
 
 /// A fast-clock lab session of the repository (`captures/NAME`), its SETTINGS checked to
