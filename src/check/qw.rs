@@ -10,6 +10,12 @@ use crate::qw::Message;
 /// Sequences a packet may arrive late by on a real path and still be network reordering,
 /// as the Quake 3 netchan's rule counts them (and the sequence-ring below).
 const WINDOW: u32 = 64;
+/// A packet behind fewer than this many accepted ones (of the last [`WINDOW`]) was reordered
+/// on the path, however far its sequence is behind: mvdsv numbers each answer like the
+/// client packet it answers, so its answers to a burst of held client packets (a lag
+/// switch's release) leave together numbered far apart (`captures/qw-lagswitch`: 617
+/// arriving just after 685, with 3 packets between them).
+const REORDER_PACKETS: usize = 8;
 
 /// What one direction's sender did, as the capture shows it.
 #[derive(Default)]
@@ -18,6 +24,8 @@ struct Side {
     sent: Option<u32>,
     /// Last sequence the receiver accepted (the tracker's verdict).
     accepted: Option<u32>,
+    /// The last [`WINDOW`] accepted sequences, oldest first.
+    recent: std::collections::VecDeque<u32>,
     /// Size of the accepted packet of each of the last [`WINDOW`] sequences (slot seq % 64).
     sizes: Vec<(u32, usize)>,
     /// Sequences of the last [`WINDOW`] reliable-flagged packets, oldest first.
@@ -116,16 +124,25 @@ fn going_back(s: &mut Side, m: &Message, seq: u32, status: NetchanStatus, out: &
         (NetchanStatus::Accepted, _) => {
             s.accepted = Some(seq);
             s.sizes[slot] = (seq, m.size);
+            if s.recent.len() == WINDOW as usize {
+                s.recent.pop_front();
+            }
+            s.recent.push_back(seq);
         }
-        (_, Some(last)) if last.saturating_sub(seq) >= WINDOW => out.push(at(
-            m,
-            "qw.sequence-backwards",
-            0,
-            format!(
-                "sequence {seq} arrives {} behind the last accepted ({last})",
-                last - seq
-            ),
-        )),
+        (_, Some(last))
+            if last.saturating_sub(seq) >= WINDOW
+                && s.recent.iter().filter(|&&r| r > seq).count() >= REORDER_PACKETS =>
+        {
+            out.push(at(
+                m,
+                "qw.sequence-backwards",
+                0,
+                format!(
+                    "sequence {seq} arrives {} behind the last accepted ({last})",
+                    last - seq
+                ),
+            ))
+        }
         _ => {
             let (was, size) = s.sizes[slot];
             if was == seq && size != m.size {

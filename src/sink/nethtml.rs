@@ -488,6 +488,14 @@ fn lag_finding(r: &NetQuality, e: &LagEvent, tl: &Tl<'_>, others: &Others<'_>) -
                     "nothing the server sent reached the client while it kept sending: \
                      its downlink or the path down stalled"
                 }
+                // A QuakeWorld server answers only what it hears: from the client's side a
+                // held upstream and a loss either way look alike.
+                None if r.game == "qw"
+                    && r.vantage == crate::analysis::net::report::Vantage::Client =>
+                {
+                    "the server's answers stopped: the path either way, or the client's \
+                     uplink held (a capture at the server's side tells which)"
+                }
                 _ => "the path, not the player (the client's packets were not held back)",
             };
             Finding {

@@ -193,6 +193,20 @@ pub struct FlowAcc {
     pub down_stalls: Vec<(f64, f64, u32)>,
     /// The server message the client's packets acknowledge now, and since when.
     ack_stand: Option<AckStand>,
+    /// Server sequences skipped before the server packets that end a stall of over
+    /// [`STALL_S`] (the client sending, its acknowledgement standing; those within
+    /// [`STALL_BURST_S`] of the first), and the answers those packets say the server skipped
+    /// (`chokes`): answers a QuakeWorld server never made for a held upstream (it answers
+    /// the released burst a few times), or lost ones; which, a capture at the client's side
+    /// cannot tell.
+    pub stalled_gaps: (u64, u64),
+    /// Until when server packets still come in the release of such a stall (capture time).
+    release_until: f64,
+    /// The last client packet with commands (capture time), and the burst that came after
+    /// a silence of over [`STALL_S`]: (the silence's start, the burst's first packet,
+    /// packets in it). Both games' upstream holds as a capture past the hold sees them.
+    last_c2s_cmd: Option<f64>,
+    c2s_burst: Option<(f64, f64, u32)>,
 }
 
 /// A client acknowledgement standing: the server sequence, the first and last client
@@ -256,6 +270,10 @@ pub(crate) const STALL_MIN_S2C: u32 = 5;
 const STALL_MIN_RATE: f64 = 5.0;
 /// A held upstream's packets reach the server within this long (s) of each other.
 const STALL_BURST_S: f64 = 0.25;
+/// A held upstream's release brings at least this many client packets (with commands) per
+/// second of the silence before it: 33–70 in the lab's lag switches (both games); a client
+/// that catches up after its own hitch or a map load sends 2–12.
+const STALL_BURST_RATE: f64 = 20.0;
 /// At most this many stalls are kept per connection.
 const MAX_STALLS: usize = 10_000;
 
@@ -381,6 +399,9 @@ impl FlowAcc {
             self.accepted(s, d, bi);
             self.stall_watch(s);
             self.down_watch(s);
+            if s.dir == Dir::C2s && s.cmds.is_some_and(|c| c.new > 0) {
+                self.burst_watch(s.time);
+            }
         }
         if let Some(a) = s.ack {
             self.far_ack(s, a);
@@ -535,7 +556,19 @@ impl FlowAcc {
             return;
         };
         match (s.dir, s.ack) {
-            (Dir::S2c, _) => st.s2c = st.s2c.saturating_add(1),
+            (Dir::S2c, _) => {
+                // The server's first packets after a stall (the answers to a released burst
+                // come within a few milliseconds of each other).
+                let wait = s.time - st.since;
+                if st.s2c == 0 && wait > STALL_S && f64::from(st.c2s) >= wait * STALL_MIN_RATE {
+                    self.release_until = s.time + STALL_BURST_S;
+                }
+                if s.time <= self.release_until {
+                    self.stalled_gaps.0 += u64::from(s.gap);
+                    self.stalled_gaps.1 += u64::from(s.chokes);
+                }
+                st.s2c = st.s2c.saturating_add(1);
+            }
             (Dir::C2s, Some(a)) if a == st.seq => {
                 if s.cmds.is_some_and(|c| c.new > 0) {
                     st.c2s = st.c2s.saturating_add(1);
@@ -551,6 +584,37 @@ impl FlowAcc {
                 }
             }
             (Dir::C2s, None) => {}
+        }
+    }
+
+    /// Watch for held upstreams by their release: a client packet with commands after a
+    /// silence of over [`STALL_S`], followed within [`STALL_BURST_S`] by the rest of what the
+    /// client sent meanwhile (at least [`STALL_BURST_RATE`] a second of the silence). A client
+    /// that stops sending (loading, a hitch) sends a few packets after, not the window's.
+    fn burst_watch(&mut self, t: f64) {
+        if let Some((from, first, n)) = &mut self.c2s_burst {
+            if t - *first <= STALL_BURST_S {
+                *n = n.saturating_add(1);
+                self.last_c2s_cmd = Some(t);
+                return;
+            }
+            let (from, first, n) = (*from, *first, *n);
+            self.c2s_burst = None;
+            self.burst_end(from, first, n);
+        }
+        if let Some(last) = self.last_c2s_cmd {
+            if t - last > STALL_S {
+                self.c2s_burst = Some((last, t, 1));
+            }
+        }
+        self.last_c2s_cmd = Some(t);
+    }
+
+    /// The burst after a silence from `from` to `first` held `n` packets: an upstream stall
+    /// if they make up for the silence.
+    fn burst_end(&mut self, from: f64, first: f64, n: u32) {
+        if f64::from(n) >= (first - from) * STALL_BURST_RATE && self.stalls.len() < MAX_STALLS {
+            self.stalls.push((from, first, 0));
         }
     }
 
@@ -818,6 +882,9 @@ impl FlowAcc {
         }
         if let Some((seq, arrived, last)) = self.q3_holding.0.take() {
             self.q3_server_ping(seq, arrived, last);
+        }
+        if let Some((from, first, n)) = self.c2s_burst.take() {
+            self.burst_end(from, first, n);
         }
         // The client left while its acknowledgement stood: the stall ran to its last packet.
         if let Some(st) = self.ack_stand.take() {

@@ -20,19 +20,22 @@ const MIN_RUN: usize = 2;
 const MIN_BURST_S: f64 = 1.0;
 
 /// Every lag event of a connection, in time order.
+/// `answers_only`: the server sends only in answer to the client's packets (QuakeWorld), so
+/// at the client's side its silence does not tell which way the path stalled.
 pub(crate) fn find(
     acc: &FlowAcc,
     m: Option<RttMethod>,
     median: Option<f64>,
     lm: &Both<&'static str>,
     client_side: bool,
+    answers_only: bool,
 ) -> Vec<LagEvent> {
     let mut v = Vec::new();
     if let (Some(m), Some(med)) = (m, median) {
         v.extend(ping_events(acc, m, med));
     }
     stall_events(acc, median, client_side, &mut v);
-    down_stall_events(acc, median, client_side, &mut v);
+    down_stall_events(acc, median, client_side, answers_only, &mut v);
     for (d, dir, method) in [(0, Dir::C2s, lm.c2s), (1, Dir::S2c, lm.s2c)] {
         if method.is_some() {
             v.extend(loss_events(acc, d, dir, method));
@@ -104,33 +107,47 @@ fn stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &mut V
         if seen > 0 && !client_side {
             continue;
         }
-        stall_event(v, a, z, Dir::C2s, median);
+        stall_event(v, a, z, Some(Dir::C2s), median);
     }
 }
 
 /// The client's downstream stalled: it kept sending commands but acknowledged no newer
 /// server message for over a second, so nothing the server sent reached it (held on the
-/// way, or lost whole). A ping event over the same time takes the direction; else the
-/// stall is a ping event of its own, its peak the wait. Away from the client the server must
-/// have kept sending in the window (else the server stopped: no network stall).
-fn down_stall_events(acc: &FlowAcc, median: Option<f64>, client_side: bool, v: &mut Vec<LagEvent>) {
+/// way, or lost whole). Away from the client the server must have kept sending in the
+/// window (else the server stopped: no network stall). At the client's side the server's
+/// packets held on the way arrive together at the end (at least [`STALL_MIN_S2C`]); a
+/// server that answers only what it hears sends almost nothing after an upstream hold, and
+/// nothing through a loss either way: those stalls have no direction.
+fn down_stall_events(
+    acc: &FlowAcc,
+    median: Option<f64>,
+    client_side: bool,
+    answers_only: bool,
+    v: &mut Vec<LagEvent>,
+) {
     for &(a, z, seen) in &acc.down_stalls {
-        if seen < STALL_MIN_S2C && !client_side {
+        let dir = if seen >= STALL_MIN_S2C {
+            Some(Dir::S2c)
+        } else if !client_side {
             continue;
-        }
-        stall_event(v, a, z, Dir::S2c, median);
+        } else if answers_only {
+            None
+        } else {
+            Some(Dir::S2c)
+        };
+        stall_event(v, a, z, dir, median);
     }
 }
 
-/// A stall of direction `dir` from `a` to `z`: a ping event of no direction over the same
-/// time takes it (and the stall's span and wait); else the stall is a ping event of its own,
-/// its peak the wait.
-fn stall_event(v: &mut Vec<LagEvent>, a: f64, z: f64, dir: Dir, median: Option<f64>) {
-    let hit = v
-        .iter_mut()
-        .find(|e| e.kind == "ping" && e.dir.is_none_or(|d| d == dir) && e.start <= z && e.end >= a);
+/// A stall from `a` to `z`, of direction `dir` where known: a ping event of no direction
+/// over the same time takes it (and the stall's span and wait); else the stall is a ping
+/// event of its own, its peak the wait.
+fn stall_event(v: &mut Vec<LagEvent>, a: f64, z: f64, dir: Option<Dir>, median: Option<f64>) {
+    let hit = v.iter_mut().find(|e| {
+        e.kind == "ping" && (e.dir.is_none() || e.dir == dir) && e.start <= z && e.end >= a
+    });
     if let Some(e) = hit {
-        e.dir = Some(dir);
+        e.dir = e.dir.or(dir);
         e.start = e.start.min(a);
         e.end = e.end.max(z);
         e.peak = e.peak.max((z - a) * 1000.0);
@@ -139,7 +156,7 @@ fn stall_event(v: &mut Vec<LagEvent>, a: f64, z: f64, dir: Dir, median: Option<f
             kind: "ping",
             start: a,
             end: z,
-            dir: Some(dir),
+            dir,
             peak: (z - a) * 1000.0,
             baseline: median.unwrap_or(0.0),
         });

@@ -212,13 +212,19 @@ fn gap_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
 
 /// mvdsv answers client packet N with server packet N: at the client, a server sequence
 /// that never came is a client packet lost, an answer lost, or an answer skipped for the rate
-/// limit (the next answer says how many: `svc_chokecount`). The first two are the loss.
+/// limit (the next answer says how many: `svc_chokecount`). The first two are the loss. The
+/// answers missing after a stall of over a second are not judged, nor the skips the server
+/// counts in them: a held upstream's packets reach the server together and get a few
+/// answers, and from here that looks like a loss (the stall is a lag event instead).
 fn qw_round_trip_loss(acc: &FlowAcc) -> Option<f64> {
     let t = &acc.dir[1];
-    let missing = t.gaps.saturating_sub(t.out_of_order);
-    let lost = missing.saturating_sub(t.chokes);
-    ratio(lost, (t.accepted + missing).saturating_sub(t.chokes))
-        .filter(|_| t.accepted >= MIN_PACKETS)
+    let missing = t
+        .gaps
+        .saturating_sub(t.out_of_order)
+        .saturating_sub(acc.stalled_gaps.0);
+    let chokes = t.chokes.saturating_sub(acc.stalled_gaps.1);
+    let lost = missing.saturating_sub(chokes);
+    ratio(lost, (t.accepted + missing).saturating_sub(chokes)).filter(|_| t.accepted >= MIN_PACKETS)
 }
 
 fn ack_loss(acc: &FlowAcc, d: usize) -> Option<f64> {
@@ -401,7 +407,14 @@ pub(crate) fn build(acc: &FlowAcc, sum: &FlowSummary, interval: f64) -> NetQuali
         Some("server") => m.and_then(|m| acc.rtt[m as usize].quantile(0.5)),
         _ => ping.median,
     };
-    let lag_events = super::events::find(acc, m, baseline, &lm, v == Vantage::Client);
+    let lag_events = super::events::find(
+        acc,
+        m,
+        baseline,
+        &lm,
+        v == Vantage::Client,
+        sum.game == "qw",
+    );
     let jitter = jitter(acc, v, m);
     let jd = both(jitter.c2s.map(|_| ()), jitter.s2c.map(|_| ()));
     let per = ((interval / BIN_S).round() as usize).max(1);

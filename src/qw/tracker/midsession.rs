@@ -5,9 +5,13 @@ use super::*;
 /// Client packets in a row (one qport, rising sequences) before a connection without
 /// handshake is claimed; a server packet acknowledging one of them is needed too.
 pub const MID_SESSION_CONFIRM: u8 = 3;
-/// Packets one candidate holds for replay once confirmed (the server acknowledges a client
-/// sequence one round trip after it: a quarter second of both directions at 77 packets/s).
-pub(super) const CANDIDATE_HELD: usize = 64;
+/// Packets one candidate holds for replay once confirmed. The server acknowledges a client
+/// sequence one round trip after it (a quarter second of both directions at 77 packets/s),
+/// but mvdsv answers only what it hears: a capture that starts while the client's upstream
+/// is held (a lag switch) sees no answer until the release (`captures/qw-lagswitch` cut at
+/// 30 %: 4 s, about 300 client packets). The bytes of all candidates together are bounded
+/// by the hold budget ([`crate::flow::held::HELD_BYTES_MAX`]).
+pub(super) const CANDIDATE_HELD: usize = 1024;
 /// Largest step between two client sequences of one candidate (losses in between).
 pub(super) const CANDIDATE_MAX_STEP: u32 = 64;
 
