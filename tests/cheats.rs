@@ -184,6 +184,28 @@ fn snaps_where_rewritten(bot: &Value, rewritten: &[i64], least: usize) {
     assert!(right * 10 >= snaps.len() * 9, "{right} of {}", snaps.len());
 }
 
+/// A QuakeWorld lag switch (`captures/qw-lagswitch`: labplayer1's upstream held 3, 4 and
+/// 3 s by the relay, its SETTINGS says): from the server's side each hold is his commands
+/// standing and then coming at once, counted as a hold of no direction (`other_holds`):
+/// mvdsv answers only what it hears, so whether he kept receiving no packet tells, and no
+/// verdict is given on it. The clients' side, and labplayer2, show none.
+#[test]
+fn a_quakeworld_lag_switch_is_a_hold_of_no_direction() {
+    let dir = root().join("captures/qw-lagswitch");
+    let settings = std::fs::read_to_string(dir.join("SETTINGS")).expect("SETTINGS");
+    assert_eq!(settings.matches("--switch").count(), 3, "{settings}");
+    let server = cheats(&[&dir.join("server-side.pcapng")]);
+    let held = player(&server, "labplayer1");
+    assert_eq!(held["signals"]["other_holds"], 3, "{held}");
+    assert_eq!(held["verdict"], "clean");
+    assert!(held["signals"]["upstream_holds"].is_null());
+    assert_eq!(player(&server, "labplayer2")["signals"]["other_holds"], 0);
+    let clients = cheats(&[&dir.join("capture.pcapng")]);
+    for p in ["labplayer1", "labplayer2"] {
+        assert_eq!(player(&clients, p)["signals"]["other_holds"], 0, "{p}");
+    }
+}
+
 /// A fast-clock lab session of the repository (`captures/NAME`), its SETTINGS checked to
 /// name client 1's faked clock at `rate`.
 fn faked_session(name: &str, rate: &str) -> PathBuf {

@@ -80,6 +80,8 @@ pub const SNAP_ISOLATION: f64 = 4.0;
 pub const SNAP_PULL: f64 = 0.5;
 /// Snaps that make the snap signal `likely` (a half of it is `suspicious`).
 pub const SNAPS_LIKELY: u32 = 4;
+/// A held upstream's commands reach the server within this long (s) of each other.
+pub const BURST_S: f64 = 0.25;
 /// A standing command clock shorter than this (server time, ms) is not a hold: a few lost
 /// packets or a hitch of the client's frame.
 pub const HOLD_MIN_MS: i32 = 1000;
@@ -453,6 +455,10 @@ pub(crate) struct Track {
     snap_clock: Clock,
     /// The same from QuakeWorld commands' `msec` (captures).
     msec: MsecClock,
+    /// QuakeWorld: the last client message with commands (capture time), and the burst after
+    /// a silence: (the silence's start, the burst's first message, its commands' msec).
+    msec_last: Option<f64>,
+    msec_burst: Option<(f64, f64, u64)>,
     upstream: u32,
     other: u32,
     moments: Vec<Moment>,
@@ -618,6 +624,34 @@ impl Track {
     /// seen at capture time `time`.
     pub(crate) fn msec(&mut self, time: f64, msec: u32) {
         self.msec.add(time, msec);
+        if let Some((from, first, sum)) = &mut self.msec_burst {
+            if time - *first <= BURST_S {
+                *sum += u64::from(msec);
+                self.msec_last = Some(time);
+                return;
+            }
+            let (from, first, sum) = (*from, *first, *sum);
+            self.msec_burst = None;
+            self.msec_burst_end(from, first, sum);
+        }
+        if self
+            .msec_last
+            .is_some_and(|l| (time - l) * 1000.0 >= f64::from(HOLD_MIN_MS))
+        {
+            self.msec_burst = Some((self.msec_last.unwrap_or(time), time, u64::from(msec)));
+        }
+        self.msec_last = Some(time);
+    }
+
+    /// A QuakeWorld client's commands stood from `from` to `first` and then came within
+    /// [`BURST_S`] with `sum` ms of commands: held on the way, if those cover half the
+    /// silence (a client's own hitch sends a few commands after it). mvdsv answers only what
+    /// it hears, so whether the player kept receiving (a lag switch) or the path stalled both
+    /// ways no packet tells: a hold of no direction ([`Signals::other_holds`]).
+    fn msec_burst_end(&mut self, from: f64, first: f64, sum: u64) {
+        if sum as f64 >= (first - from) * 1000.0 / 2.0 {
+            self.other += 1;
+        }
     }
 
     /// Client messages judged by their `msec` (a QuakeWorld connection).
@@ -763,6 +797,9 @@ impl Track {
         }
         self.msec.close();
         self.msec.end_run();
+        if let Some((from, first, sum)) = self.msec_burst.take() {
+            self.msec_burst_end(from, first, sum);
+        }
         let clock = if self.clock.messages > 0 {
             self.clock
         } else {
