@@ -14,7 +14,7 @@ const WINDOW: u32 = 64;
 /// on the path, however far its sequence is behind: mvdsv numbers each answer like the
 /// client packet it answers, so its answers to a burst of held client packets (a lag
 /// switch's release) leave together numbered far apart (`captures/qw-lagswitch`: 617
-/// arriving just after 685, with 3 packets between them).
+/// arriving just after 685, with a few accepted packets between them).
 const REORDER_PACKETS: usize = 8;
 
 /// What one direction's sender did, as the capture shows it.

@@ -9,7 +9,7 @@ pub const MID_SESSION_CONFIRM: u8 = 3;
 /// sequence one round trip after it (a quarter second of both directions at 77 packets/s),
 /// but mvdsv answers only what it hears: a capture that starts while the client's upstream
 /// is held (a lag switch) sees no answer until the release (`captures/qw-lagswitch` cut at
-/// 30 %: 4 s, about 300 client packets). The bytes of all candidates together are bounded
+/// 30 %: 183 packets, 4 s, before it). The bytes of all candidates together are bounded
 /// by the hold budget ([`crate::flow::held::HELD_BYTES_MAX`]).
 pub(super) const CANDIDATE_HELD: usize = 1024;
 /// Largest step between two client sequences of one candidate (losses in between).
