@@ -61,6 +61,8 @@ pub mod sink;
 
 use serde::Serialize;
 
+use crate::analysis::burst::{BurstWatch, Release};
+
 /// An aim error below this (degrees) is a lock: about four 16-bit angle quanta (0.0055°
 /// each), the precision an aimbot that writes a bearing into the command reaches and a hand
 /// does not.
@@ -455,10 +457,8 @@ pub(crate) struct Track {
     snap_clock: Clock,
     /// The same from QuakeWorld commands' `msec` (captures).
     msec: MsecClock,
-    /// QuakeWorld: the last client message with commands (capture time), and the burst after
-    /// a silence: (the silence's start, the burst's first message, its commands' msec).
-    msec_last: Option<f64>,
-    msec_burst: Option<(f64, f64, u64)>,
+    /// QuakeWorld: client messages with commands and their `msec`, for the holds.
+    msec_burst: BurstWatch,
     upstream: u32,
     other: u32,
     moments: Vec<Moment>,
@@ -624,32 +624,22 @@ impl Track {
     /// seen at capture time `time`.
     pub(crate) fn msec(&mut self, time: f64, msec: u32) {
         self.msec.add(time, msec);
-        if let Some((from, first, sum)) = &mut self.msec_burst {
-            if time - *first <= BURST_S {
-                *sum += u64::from(msec);
-                self.msec_last = Some(time);
-                return;
-            }
-            let (from, first, sum) = (*from, *first, *sum);
-            self.msec_burst = None;
-            self.msec_burst_end(from, first, sum);
-        }
-        if self
-            .msec_last
-            .is_some_and(|l| (time - l) * 1000.0 >= f64::from(HOLD_MIN_MS))
-        {
-            self.msec_burst = Some((self.msec_last.unwrap_or(time), time, u64::from(msec)));
-        }
-        self.msec_last = Some(time);
+        let r = self.msec_burst.add(
+            time,
+            u64::from(msec),
+            f64::from(HOLD_MIN_MS) / 1000.0,
+            BURST_S,
+        );
+        self.msec_burst_end(r);
     }
 
-    /// A QuakeWorld client's commands stood from `from` to `first` and then came within
-    /// [`BURST_S`] with `sum` ms of commands: held on the way, if those cover half the
-    /// silence (a client's own hitch sends a few commands after it). mvdsv answers only what
-    /// it hears, so whether the player kept receiving (a lag switch) or the path stalled both
-    /// ways no packet tells: a hold of no direction ([`Signals::other_holds`]).
-    fn msec_burst_end(&mut self, from: f64, first: f64, sum: u64) {
-        if sum as f64 >= (first - from) * 1000.0 / 2.0 {
+    /// A QuakeWorld client's commands stood and then came within [`BURST_S`]: held on the
+    /// way, if their milliseconds cover half the silence (a client's own hitch sends a few
+    /// commands after it). mvdsv answers only what it hears, so whether the player kept
+    /// receiving (a lag switch) or the path stalled both ways no packet tells: a hold of no
+    /// direction ([`Signals::other_holds`]).
+    fn msec_burst_end(&mut self, r: Option<Release>) {
+        if r.is_some_and(|r| r.amount as f64 >= r.silence() * 1000.0 / 2.0) {
             self.other += 1;
         }
     }
@@ -797,9 +787,8 @@ impl Track {
         }
         self.msec.close();
         self.msec.end_run();
-        if let Some((from, first, sum)) = self.msec_burst.take() {
-            self.msec_burst_end(from, first, sum);
-        }
+        let r = self.msec_burst.finish();
+        self.msec_burst_end(r);
         let clock = if self.clock.messages > 0 {
             self.clock
         } else {

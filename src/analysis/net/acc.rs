@@ -3,6 +3,8 @@
 //! bin per [`BIN_S`]), never with its packet count.
 use std::collections::VecDeque;
 
+use crate::analysis::burst::{BurstWatch, Release};
+
 use super::sample::{Arrival, Sample};
 use super::stats::{AckTable, Hist, Jitter, Settled, Variation};
 use super::strip::Strip;
@@ -202,11 +204,9 @@ pub struct FlowAcc {
     pub stalled_gaps: (u64, u64),
     /// Until when server packets still come in the release of such a stall (capture time).
     release_until: f64,
-    /// The last client packet with commands (capture time), and the burst that came after
-    /// a silence of over [`STALL_S`]: (the silence's start, the burst's first packet,
-    /// packets in it). Both games' upstream holds as a capture past the hold sees them.
-    last_c2s_cmd: Option<f64>,
-    c2s_burst: Option<(f64, f64, u32)>,
+    /// Client packets with commands, for the release of a held upstream: both games'
+    /// upstream holds as a capture past the hold sees them.
+    c2s_burst: BurstWatch,
 }
 
 /// A client acknowledgement standing: the server sequence, the first and last client
@@ -400,7 +400,8 @@ impl FlowAcc {
             self.stall_watch(s);
             self.down_watch(s);
             if s.dir == Dir::C2s && s.cmds.is_some_and(|c| c.new > 0) {
-                self.burst_watch(s.time);
+                let r = self.c2s_burst.add(s.time, 1, STALL_S, STALL_BURST_S);
+                self.burst_end(r);
             }
         }
         if let Some(a) = s.ack {
@@ -591,30 +592,12 @@ impl FlowAcc {
     /// silence of over [`STALL_S`], followed within [`STALL_BURST_S`] by the rest of what the
     /// client sent meanwhile (at least [`STALL_BURST_RATE`] a second of the silence). A client
     /// that stops sending (loading, a hitch) sends a few packets after, not the window's.
-    fn burst_watch(&mut self, t: f64) {
-        if let Some((from, first, n)) = &mut self.c2s_burst {
-            if t - *first <= STALL_BURST_S {
-                *n = n.saturating_add(1);
-                self.last_c2s_cmd = Some(t);
-                return;
-            }
-            let (from, first, n) = (*from, *first, *n);
-            self.c2s_burst = None;
-            self.burst_end(from, first, n);
-        }
-        if let Some(last) = self.last_c2s_cmd {
-            if t - last > STALL_S {
-                self.c2s_burst = Some((last, t, 1));
-            }
-        }
-        self.last_c2s_cmd = Some(t);
-    }
-
-    /// The burst after a silence from `from` to `first` held `n` packets: an upstream stall
-    /// if they make up for the silence.
-    fn burst_end(&mut self, from: f64, first: f64, n: u32) {
-        if f64::from(n) >= (first - from) * STALL_BURST_RATE && self.stalls.len() < MAX_STALLS {
-            self.stalls.push((from, first, 0));
+    fn burst_end(&mut self, r: Option<Release>) {
+        let Some(r) = r else {
+            return;
+        };
+        if r.amount as f64 >= r.silence() * STALL_BURST_RATE && self.stalls.len() < MAX_STALLS {
+            self.stalls.push((r.from, r.first, 0));
         }
     }
 
@@ -883,9 +866,8 @@ impl FlowAcc {
         if let Some((seq, arrived, last)) = self.q3_holding.0.take() {
             self.q3_server_ping(seq, arrived, last);
         }
-        if let Some((from, first, n)) = self.c2s_burst.take() {
-            self.burst_end(from, first, n);
-        }
+        let r = self.c2s_burst.finish();
+        self.burst_end(r);
         // The client left while its acknowledgement stood: the stall ran to its last packet.
         if let Some(st) = self.ack_stand.take() {
             self.down_stall(st, st.last);
